@@ -1,0 +1,264 @@
+/*
+ * The device layer: one interface, three backends.
+ *
+ *   nvml  real NVIDIA GPUs through libnvidia-ml.so.1 loaded with dlopen
+ *   host  the CPU: core sets as partitions, RAPL energy where readable
+ *   emu   an emulated MIG GPU built from the catalog, for tests and --dry-run
+ *
+ * A device is opened from a spec string: "auto", "nvml:N", "nvml:UUID", "host",
+ * "emu:MODEL[:option=value,...]". Every value a device cannot provide is marked invalid in the
+ * structure's `valid` bits (or returned as MB_EUNSUPPORTED); it is never reported as 0.
+ *
+ * Threads: a struct mb_device is used by one thread at a time. The meter opens its own handle.
+ */
+#ifndef MIGBENCH_DEVICE_H
+#define MIGBENCH_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "migbench/catalog.h"
+#include "migbench/status.h"
+
+#define MB_DEVICE_OPS_VERSION 1
+#define MB_UUID_MAX 96
+#define MB_DEVICE_NAME_MAX 96
+#define MB_VERSION_MAX 80
+#define MB_MAX_MIG_INSTANCES 16
+#define MB_MAX_PROCESSES 128
+
+/* Identity of a device. */
+struct mb_device_info {
+    char backend[16];                    /* "nvml", "host" or "emu" */
+    bool emulated;                       /* true for emu: numbers are modelled, not measured */
+    unsigned index;                      /* index within its backend */
+    char name[MB_DEVICE_NAME_MAX];       /* as the vendor names it: "NVIDIA H100 80GB HBM3" */
+    char model[MB_MODEL_NAME_MAX];       /* catalog model name, "" if not in the catalog */
+    char uuid[MB_UUID_MAX];              /* "GPU-...", "" when none */
+    char driver_version[MB_VERSION_MAX]; /* "" when none */
+    char nvml_version[MB_VERSION_MAX];   /* "" when none */
+    char pci_bus_id[32];                 /* "" when none */
+    uint64_t mem_total_bytes;            /* 0 only when mem_total_valid is false */
+    bool mem_total_valid;
+    bool mig_capable;
+    unsigned cpu_count; /* host: online CPUs; GPUs: 0 */
+};
+
+/* Validity bits of struct mb_telemetry. */
+enum {
+    MB_TEL_POWER = 1u << 0,         /* power_mw: the device's default reading */
+    MB_TEL_POWER_INSTANT = 1u << 1, /* power_instant_mw */
+    MB_TEL_POWER_AVG = 1u << 2,     /* power_avg_mw */
+    MB_TEL_ENERGY = 1u << 3,        /* energy_mj */
+    MB_TEL_UTIL_GPU = 1u << 4,
+    MB_TEL_UTIL_MEM = 1u << 5,
+    MB_TEL_MEM_USED = 1u << 6,
+    MB_TEL_CLOCK_SM = 1u << 7,
+    MB_TEL_CLOCK_MEM = 1u << 8,
+    MB_TEL_TEMP = 1u << 9,
+    MB_TEL_THROTTLE = 1u << 10,
+    MB_TEL_POWER_LIMIT = 1u << 11,
+    MB_TEL_ENERGY_DRAM = 1u << 12, /* host: RAPL DRAM domain */
+};
+
+/* One telemetry reading. Fields whose bit is not set in `valid` hold no reading. */
+struct mb_telemetry {
+    uint32_t valid;
+    int64_t t_ns;              /* CLOCK_MONOTONIC when read, filled by the backend */
+    uint32_t power_mw;         /* the default power reading (instant or averaged, see sensor) */
+    uint32_t power_instant_mw; /* NVML_FI_DEV_POWER_INSTANT */
+    uint32_t power_avg_mw;     /* NVML_FI_DEV_POWER_AVERAGE (1 s) */
+    uint64_t energy_mj;        /* monotonic counter since driver load (or RAPL, unwrapped) */
+    uint64_t energy_dram_mj;   /* host only */
+    uint32_t util_gpu_pct;
+    uint32_t util_mem_pct;
+    uint64_t mem_used_bytes;
+    uint32_t clock_sm_mhz;
+    uint32_t clock_mem_mhz;
+    int32_t temp_c;
+    uint64_t throttle_reasons; /* NVML clocks-event reason bits */
+    uint32_t power_limit_mw;   /* enforced limit */
+};
+
+/* What the default power reading means. */
+enum mb_power_kind {
+    MB_POWER_UNKNOWN = 0,
+    MB_POWER_INSTANT,  /* a short boxcar (e.g. A100: 25 ms every 100 ms) */
+    MB_POWER_AVERAGED, /* a moving average (e.g. H100/H200: 1 s) */
+    MB_POWER_NONE,     /* the device has no power reading */
+};
+
+/* Returns "unknown", "instant", "averaged" or "none". */
+const char *mb_power_kind_str(enum mb_power_kind k);
+
+/* The sensor's semantics, recorded in every output. Unknown periods are 0 with a note. */
+struct mb_sensor_info {
+    enum mb_power_kind power_kind;
+    uint32_t power_update_period_ms; /* how often a new value is published; 0 unknown */
+    uint32_t power_avg_window_ms;    /* averaging window of the default reading; 0 unknown */
+    bool has_instant;                /* a separate instant reading exists */
+    bool has_average;                /* a separate averaged reading exists */
+    bool has_energy_counter;
+    uint32_t energy_update_period_ms; /* 0 unknown */
+    uint32_t energy_resolution_mj;    /* smallest step of the counter; 0 unknown */
+    uint64_t energy_wrap_mj;          /* counter wraps at this value; 0 never */
+    char scope[32];                   /* "board", "module (GPU+CPU)", "package+dram", ... */
+    char source[96];                  /* where the semantics come from: "catalog", "measured" */
+};
+
+/* MIG mode; each is 0 (disabled) or 1 (enabled). */
+struct mb_mig_mode {
+    int current;
+    int pending;
+};
+
+/* A GPU-instance profile as the device reports it, with its free capacity. */
+struct mb_device_profile {
+    char name[MB_PROFILE_NAME_MAX];
+    int nvml_enum;
+    unsigned driver_id; /* pass this to placement and create operations */
+    unsigned compute_slices;
+    unsigned memory_slices;
+    unsigned max_count;
+    unsigned remaining; /* instances of this profile that can still be created */
+    int sm_count;       /* -1 unknown */
+    int64_t memory_mib; /* -1 unknown */
+};
+
+/* An existing MIG instance: one GPU instance and one of its compute instances. */
+struct mb_mig_instance {
+    unsigned gi_id;
+    unsigned ci_id; /* valid when has_ci */
+    bool has_ci;
+    unsigned profile_id; /* driver id of the GI profile */
+    char profile_name[MB_PROFILE_NAME_MAX];
+    struct mb_placement placement;
+    unsigned ci_profile_id;
+    unsigned ci_slices;
+    char uuid[MB_UUID_MAX]; /* "MIG-..." of the compute instance; "" without one */
+    uint64_t mem_total_bytes;
+    uint64_t mem_used_bytes;
+    bool mem_valid;
+};
+
+/* A compute process. gi_id/ci_id are -1 when it runs on the whole GPU (or the host). */
+struct mb_process {
+    unsigned pid;
+    uint64_t used_mem_bytes;
+    bool used_mem_valid;
+    int gi_id;
+    int ci_id;
+    char name[64];
+};
+
+/* Activity of one GPU instance over the interval since the previous call (GPM on Hopper+). */
+struct mb_mig_activity {
+    uint32_t valid; /* MB_ACT_* bits */
+    double sm_util_pct;
+    double sm_occupancy_pct;
+    double tensor_util_pct;
+    double dram_bw_util_pct;
+};
+enum {
+    MB_ACT_SM_UTIL = 1u << 0,
+    MB_ACT_SM_OCCUPANCY = 1u << 1,
+    MB_ACT_TENSOR = 1u << 2,
+    MB_ACT_DRAM_BW = 1u << 3,
+};
+
+/* A set of CPUs (host partitions). */
+#define MB_CPUSET_MAX 1024
+struct mb_cpuset {
+    unsigned n;
+    unsigned cpus[MB_CPUSET_MAX / 8];
+};
+
+struct mb_device;
+
+/*
+ * A backend (SQLite VFS style): a const table of operations. `open` parses the part of the spec
+ * after "name:" (NULL if none). Operations marked optional may be NULL; the mb_device_* wrappers
+ * then return MB_EUNSUPPORTED. All operations return an mb_status and fill err on failure.
+ */
+struct mb_device_ops {
+    int version; /* MB_DEVICE_OPS_VERSION */
+    const char *name;
+    int (*open)(const char *args, struct mb_device **out, struct mb_error *err);
+    void (*close)(struct mb_device *dev);
+    int (*info)(struct mb_device *dev, struct mb_device_info *out, struct mb_error *err);
+    int (*telemetry)(struct mb_device *dev, struct mb_telemetry *out, struct mb_error *err);
+    int (*sensor)(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err);
+    /* Optional from here on. */
+    int (*mig_mode)(struct mb_device *dev, struct mb_mig_mode *out, struct mb_error *err);
+    int (*mig_set_mode)(struct mb_device *dev, int enable, struct mb_error *err);
+    int (*mig_profiles)(struct mb_device *dev, struct mb_device_profile *out, size_t cap, size_t *n,
+                        struct mb_error *err);
+    int (*mig_placements)(struct mb_device *dev, unsigned driver_id, struct mb_placement *out,
+                          size_t cap, size_t *n, struct mb_error *err);
+    int (*mig_create_gi)(struct mb_device *dev, unsigned driver_id,
+                         const struct mb_placement *placement, unsigned *gi_id,
+                         struct mb_error *err);
+    /* ci_profile_id < 0 means the GI's default (whole-GI) compute instance. */
+    int (*mig_create_ci)(struct mb_device *dev, unsigned gi_id, int ci_profile_id, unsigned *ci_id,
+                         struct mb_error *err);
+    int (*mig_instances)(struct mb_device *dev, struct mb_mig_instance *out, size_t cap, size_t *n,
+                         struct mb_error *err);
+    int (*mig_destroy_ci)(struct mb_device *dev, unsigned gi_id, unsigned ci_id,
+                          struct mb_error *err);
+    int (*mig_destroy_gi)(struct mb_device *dev, unsigned gi_id, struct mb_error *err);
+    int (*processes)(struct mb_device *dev, struct mb_process *out, size_t cap, size_t *n,
+                     struct mb_error *err);
+    int (*mig_activity)(struct mb_device *dev, unsigned gi_id, struct mb_mig_activity *out,
+                        struct mb_error *err);
+    /* Host: split the CPUs into n disjoint core sets (for mode: partition). */
+    int (*cpu_partitions)(struct mb_device *dev, unsigned n, struct mb_cpuset *out,
+                          struct mb_error *err);
+};
+
+/* Every backend embeds this as its first member. */
+struct mb_device {
+    const struct mb_device_ops *ops;
+};
+
+/*
+ * Opens the device named by spec. *out is owned by the caller (mb_device_close). "auto" picks the
+ * first NVIDIA GPU when NVML loads and has one, else the host. Unknown backend or bad options:
+ * MB_EINVAL with the spec named in err.
+ */
+int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *err);
+
+/* Closes a device; NULL is a no-op. */
+void mb_device_close(struct mb_device *dev);
+
+/* Returns the backend name of an open device. */
+const char *mb_device_backend(const struct mb_device *dev);
+
+/* Wrappers over the ops table; optional operations that are NULL return MB_EUNSUPPORTED. */
+int mb_device_info(struct mb_device *dev, struct mb_device_info *out, struct mb_error *err);
+int mb_device_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct mb_error *err);
+int mb_device_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err);
+int mb_device_mig_mode(struct mb_device *dev, struct mb_mig_mode *out, struct mb_error *err);
+int mb_device_mig_set_mode(struct mb_device *dev, int enable, struct mb_error *err);
+int mb_device_mig_profiles(struct mb_device *dev, struct mb_device_profile *out, size_t cap,
+                           size_t *n, struct mb_error *err);
+int mb_device_mig_placements(struct mb_device *dev, unsigned driver_id, struct mb_placement *out,
+                             size_t cap, size_t *n, struct mb_error *err);
+int mb_device_mig_create_gi(struct mb_device *dev, unsigned driver_id,
+                            const struct mb_placement *placement, unsigned *gi_id,
+                            struct mb_error *err);
+int mb_device_mig_create_ci(struct mb_device *dev, unsigned gi_id, int ci_profile_id,
+                            unsigned *ci_id, struct mb_error *err);
+int mb_device_mig_instances(struct mb_device *dev, struct mb_mig_instance *out, size_t cap,
+                            size_t *n, struct mb_error *err);
+int mb_device_mig_destroy_ci(struct mb_device *dev, unsigned gi_id, unsigned ci_id,
+                             struct mb_error *err);
+int mb_device_mig_destroy_gi(struct mb_device *dev, unsigned gi_id, struct mb_error *err);
+int mb_device_processes(struct mb_device *dev, struct mb_process *out, size_t cap, size_t *n,
+                        struct mb_error *err);
+int mb_device_mig_activity(struct mb_device *dev, unsigned gi_id, struct mb_mig_activity *out,
+                           struct mb_error *err);
+int mb_device_cpu_partitions(struct mb_device *dev, unsigned n, struct mb_cpuset *out,
+                             struct mb_error *err);
+
+#endif
