@@ -32,6 +32,11 @@ int mb__spec_u64(const char *key, const char *val, unsigned long long *out, stru
 /* Parses a finite decimal floating-point number; MB_EINVAL naming key on anything else. */
 int mb__spec_double(const char *key, const char *val, double *out, struct mb_error *err);
 
+/* Opens a device with an explicit ops table (what mb_device_open does after choosing one); for
+ * tests of the dispatcher's checks. spec is only used in error messages. */
+int mb__device_open_ops(const struct mb_device_ops *ops, const char *args, const char *spec,
+                        struct mb_device **out, struct mb_error *err);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 long long mb__now_ns(void);
 

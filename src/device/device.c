@@ -122,17 +122,22 @@ static const struct mb_device_ops *find_backend(const char *name, size_t len)
     return NULL;
 }
 
-static int open_with(const struct mb_device_ops *ops, const char *args, const char *spec,
-                     struct mb_device **out, struct mb_error *err)
+int mb__device_open_ops(const struct mb_device_ops *ops, const char *args, const char *spec,
+                        struct mb_device **out, struct mb_error *err)
 {
-    if (ops->version != MB_DEVICE_OPS_VERSION)
+    if (!ops || !out)
+        return mb_error_set(err, MB_EINVAL, "mb__device_open_ops: NULL argument");
+    *out = NULL;
+    if (ops->version != MB_DEVICE_OPS_VERSION || !ops->name || !ops->open || !ops->close ||
+        !ops->info || !ops->telemetry || !ops->sensor)
         return mb_error_set(err, MB_EINVAL,
-                            "device backend '%s' has ops version %d, this build expects %d",
-                            ops->name, ops->version, MB_DEVICE_OPS_VERSION);
+                            "device backend '%s' has ops version %d (this build expects %d) or "
+                            "lacks a required operation",
+                            ops->name ? ops->name : "?", ops->version, MB_DEVICE_OPS_VERSION);
     struct mb_device *dev = NULL;
     int rc = ops->open(args, &dev, err);
     if (rc != MB_OK) {
-        if (err && !strstr(err->msg, spec))
+        if (err && spec && !strstr(err->msg, spec))
             mb_error_prefix(err, "device '%s': ", spec);
         return rc;
     }
@@ -155,10 +160,10 @@ int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *er
         const struct mb_device_ops *nvml = find_backend("nvml", 4);
         if (nvml) {
             struct mb_error ignored;
-            if (open_with(nvml, "0", spec, out, &ignored) == MB_OK)
+            if (mb__device_open_ops(nvml, "0", spec, out, &ignored) == MB_OK)
                 return MB_OK;
         }
-        return open_with(&mb__host_ops, NULL, spec, out, err);
+        return mb__device_open_ops(&mb__host_ops, NULL, spec, out, err);
     }
     size_t nlen = strcspn(spec, ":");
     const struct mb_device_ops *ops = find_backend(spec, nlen);
@@ -176,7 +181,7 @@ int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *er
                             spec, (int)(nlen > 32 ? 32 : nlen), spec, names);
     }
     const char *args = spec[nlen] == ':' ? spec + nlen + 1 : NULL;
-    return open_with(ops, args, spec, out, err);
+    return mb__device_open_ops(ops, args, spec, out, err);
 }
 
 void mb_device_close(struct mb_device *dev)
@@ -193,8 +198,8 @@ const char *mb_device_backend(const struct mb_device *dev)
 
 static int unsupported(const struct mb_device *dev, const char *op, struct mb_error *err)
 {
-    return mb_error_set(err, MB_EUNSUPPORTED, "%s: the %s backend does not support %s",
-                        mb_device_backend(dev), mb_device_backend(dev), op);
+    return mb_error_set(err, MB_EUNSUPPORTED, "the %s backend does not support %s",
+                        mb_device_backend(dev), op);
 }
 
 #define CHECK_DEV(dev, err)                                                                        \
