@@ -264,7 +264,10 @@ static void print_text(FILE *out, size_t i, const struct dev_report *r)
         fprintf(out, "  %-14s %u online\n", "cpus", in->cpu_count);
 
     char a[32], b[32], c[32];
-    if (r->sensor_rc == MB_OK) {
+    if (r->sensor_rc == MB_OK && r->sensor.power_kind == MB_POWER_NONE &&
+        !r->sensor.has_energy_counter) {
+        fprintf(out, "  %-14s no power or energy reading (%s)\n", "sensor", na(r->sensor.source));
+    } else if (r->sensor_rc == MB_OK) {
         const struct mb_sensor_info *s = &r->sensor;
         fmt_ms(a, sizeof(a), s->power_avg_window_ms);
         fmt_ms(b, sizeof(b), s->power_update_period_ms);

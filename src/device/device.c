@@ -75,7 +75,7 @@ int mb__spec_next(const char **p, const char *what, char *key, char *val, struct
             break;
         const char *next = end + 1;
         size_t piece = strcspn(next, ":,");
-        if (memchr(next, '=', piece))
+        if (piece == 0 || memchr(next, '=', piece))
             break;
         end = next + piece;
         if (!*end)
