@@ -407,6 +407,62 @@ static int json_int(const cJSON *obj, const char *field, int min, int max, int *
     return MB_OK;
 }
 
+/* A state file is outside input: every GI, CI and process must be one the emulator could make. */
+static int state_check(const struct emu *e, const struct emu_state *st, struct mb_error *err)
+{
+    const char *path = e->state_path;
+    for (unsigned g = 0; g < EMU_MAX_GI; g++) {
+        const struct emu_gi *gi = &st->gi[g];
+        if (!gi->used)
+            continue;
+        if (!st->mig_current)
+            return mb_error_set(err, MB_EPARSE, "%s: gpu_instances: GI %u exists with MIG disabled",
+                                path, g);
+        const struct mb_gi_profile *p = profile_by_id(e, gi->profile_id);
+        if (!p)
+            return mb_error_set(err, MB_EPARSE,
+                                "%s: gpu_instances: GI %u: profile_id %u is not a %s profile", path,
+                                g, gi->profile_id, e->model->name);
+        bool valid = false;
+        for (size_t i = 0; i < p->n_placements; i++)
+            valid =
+                valid || (p->placements[i].start == gi->start && p->placements[i].size == gi->size);
+        if (!valid)
+            return mb_error_set(err, MB_EPARSE,
+                                "%s: gpu_instances: GI %u: %u:%u is not a placement of %s", path, g,
+                                gi->start, gi->size, p->name);
+        for (unsigned h = 0; h < g; h++) {
+            const struct emu_gi *o = &st->gi[h];
+            if (o->used && gi->start < o->start + o->size && o->start < gi->start + gi->size)
+                return mb_error_set(err, MB_EPARSE, "%s: gpu_instances: GIs %u and %u overlap",
+                                    path, h, g);
+        }
+        unsigned used = 0;
+        for (unsigned c = 0; c < EMU_MAX_CI; c++) {
+            const struct emu_ci *ci = &gi->ci[c];
+            if (!ci->used)
+                continue;
+            used += ci->slices;
+            if (ci->slices == 0 || ci->start + ci->slices > p->compute_slices ||
+                used > p->compute_slices)
+                return mb_error_set(err, MB_EPARSE,
+                                    "%s: compute_instances: GI %u CI %u does not fit in %s", path,
+                                    g, c, p->name);
+        }
+    }
+    for (size_t i = 0; i < st->n_procs; i++) {
+        const struct emu_proc *pr = &st->procs[i];
+        bool ok = st->mig_current ? (pr->gi >= 0 && pr->ci >= 0 && st->gi[pr->gi].used &&
+                                     st->gi[pr->gi].ci[pr->ci].used)
+                                  : (pr->gi < 0 && pr->ci < 0);
+        if (!ok)
+            return mb_error_set(err, MB_EPARSE,
+                                "%s: processes: pid %u runs on GI %d CI %d, which does not exist",
+                                path, pr->pid, pr->gi, pr->ci);
+    }
+    return MB_OK;
+}
+
 static int state_from_json(const struct emu *e, const char *text, struct emu_state *st,
                            struct mb_error *err)
 {
@@ -486,6 +542,7 @@ static int state_from_json(const struct emu *e, const char *text, struct emu_sta
             snprintf(pr->name, sizeof(pr->name), "%s", name->valuestring);
         st->n_procs++;
     }
+    rc = state_check(e, st, err);
 done:
     cJSON_Delete(root);
     return rc;
@@ -1189,9 +1246,13 @@ static int emu_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct 
         out->energy_wrap_mj = e->wrap_mj;
     }
     snprintf(out->scope, sizeof(out->scope), "%s", e->defs.scope);
-    snprintf(out->source, sizeof(out->source), "emulated: %s, %s %llu ms window every %llu ms",
+    snprintf(out->source, sizeof(out->source),
+             "emulated: %s power, %s %llu ms window every %llu ms; energy %s",
              e->trace ? "trace" : "idle+load", mb_power_kind_str(e->sensor), e->avg_ms,
-             e->update_ms);
+             e->update_ms,
+             !e->counter           ? "none"
+             : e->energy_update_ms ? "stepped"
+                                   : "exact");
     return op_end(e, MB_OK, false, err);
 }
 

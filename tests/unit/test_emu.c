@@ -448,6 +448,21 @@ static void test_state_file_shared(void **state)
     assert_non_null(strstr(err.msg, "mig_current"));
     write_file(path, "not json");
     assert_int_equal(open_rc(spec, &err), MB_EPARSE);
+    /* Well-formed JSON that describes an impossible GPU is refused too. */
+    write_file(path, "{\"model\": \"H100-SXM5-80GB\", \"mig_current\": 1, \"mig_pending\": 1,"
+                     " \"gpu_instances\": [{\"id\": 2, \"profile_id\": 9, \"start\": 4, "
+                     "\"size\": 4}, {\"id\": 13, \"profile_id\": 19, \"start\": 6, \"size\": 1}]}");
+    assert_int_equal(open_rc(spec, &err), MB_EPARSE);
+    assert_non_null(strstr(err.msg, "overlap"));
+    write_file(path, "{\"model\": \"H100-SXM5-80GB\", \"mig_current\": 1, \"mig_pending\": 1,"
+                     " \"gpu_instances\": [{\"id\": 2, \"profile_id\": 9, \"start\": 2, "
+                     "\"size\": 4}]}");
+    assert_int_equal(open_rc(spec, &err), MB_EPARSE);
+    assert_non_null(strstr(err.msg, "not a placement"));
+    write_file(path, "{\"model\": \"H100-SXM5-80GB\", \"mig_current\": 0, \"mig_pending\": 0,"
+                     " \"processes\": [{\"pid\": 1, \"gi\": 3, \"ci\": 0, \"mem_bytes\": 0}]}");
+    assert_int_equal(open_rc(spec, &err), MB_EPARSE);
+    assert_non_null(strstr(err.msg, "processes"));
 }
 
 static uint64_t energy(struct mb_device *dev)
