@@ -109,7 +109,7 @@ static cJSON *json_device(const struct dev_report *r)
     add_str_or_null(d, "driver_version", in->driver_version);
     add_str_or_null(d, "nvml_version", in->nvml_version);
     add_str_or_null(d, "pci_bus_id", in->pci_bus_id);
-    add_num_if(d, "memory_total_bytes", in->mem_total_valid, (double)in->mem_total_bytes);
+    add_num_if(d, "mem_total_bytes", in->mem_total_valid, (double)in->mem_total_bytes);
     add_num_if(d, "cpu_count", in->cpu_count > 0, in->cpu_count);
     cJSON_AddBoolToObject(d, "mig_capable", in->mig_capable);
 

@@ -59,6 +59,42 @@ $PY -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"]; assert len(d
 [ -s "$TMP/gpu.json" ] || fail "state file not written"
 $PY -m json.tool "$TMP/gpu.json" >/dev/null || fail "state file is not JSON"
 
+# A layout in a state file: instances with MIG UUIDs and the process on them.
+cat >"$TMP/h100.json" <<'JSON'
+{"version": 1, "model": "H100-SXM5-80GB", "mig_current": 1, "mig_pending": 1,
+ "gpu_instances": [{"id": 2, "profile_id": 9, "start": 4, "size": 4,
+                    "compute_instances": [{"id": 0, "profile_id": 2, "start": 0, "slices": 3}]},
+                   {"id": 7, "profile_id": 19, "start": 0, "size": 1, "compute_instances": []}],
+ "processes": [{"pid": 4242, "gi": 2, "ci": 0, "mem_bytes": 1073741824, "name": "python3"}]}
+JSON
+run 0 "$MIGBENCH" devices --device "emu:H100-80GB:state=$TMP/h100.json" --json
+$PY - "$TMP/out" <<'PYEOF' || fail "state-file layout in JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))["devices"][0]
+inst = d["mig_instances"]
+assert [(i["gi_id"], i["ci_id"]) for i in inst] == [(2, 0), (7, None)], inst
+assert inst[0]["uuid"].startswith("MIG-") and inst[1]["uuid"] is None
+assert (inst[0]["placement_start"], inst[0]["placement_size"]) == (4, 4)
+assert inst[0]["mem_used_bytes"] == 1073741824
+p = d["processes"][0]
+assert (p["pid"], p["gi_id"], p["ci_id"], p["name"]) == (4242, 2, 0, "python3")
+free = {x["name"]: x["remaining"] for x in d["mig_profiles"]}
+assert free["3g.40gb"] == 0 and free["1g.10gb"] == 3 and free["7g.80gb"] == 0, free
+# 3 of 7 compute slices have a process: the automatic load raises power above idle.
+assert d["telemetry"]["power_mw"] > 70000
+PYEOF
+run 0 "$MIGBENCH" devices --device "emu:H100-80GB:state=$TMP/h100.json"
+expect_out 'GI 2 +CI 0 +3g\.40gb +placement 4:4 +MIG-'
+expect_out 'pid 4242 python3, GI 2 CI 0'
+
+# A state file that describes an impossible GPU is bad input, and it is left as it was.
+cp "$TMP/h100.json" "$TMP/bad.json"
+sed -i 's/"start": 0, "size": 1/"start": 6, "size": 1/' "$TMP/bad.json"
+cp "$TMP/bad.json" "$TMP/bad.orig"
+run 2 "$MIGBENCH" devices --device "emu:H100-80GB:state=$TMP/bad.json"
+expect_err 'bad\.json: gpu_instances: GIs 2 and .* overlap'
+cmp -s "$TMP/bad.json" "$TMP/bad.orig" || fail "a bad state file was changed"
+
 # Bad specs and options: exit 2 with a message naming the problem, nothing on stdout.
 run 2 "$MIGBENCH" devices --device bogus:1
 expect_err "migbench: devices: .*unknown backend 'bogus'"
