@@ -470,7 +470,9 @@ int mb_meter_create(const struct mb_meter_opts *opts, struct mb_meter **out, str
     else
         m->min_window_ns = max64(2 * (int64_t)m->sensor.power_update_period_ms * 1000000,
                                  MB_METER_MIN_WINDOW_FLOOR_NS);
-    if (m->sensor.power_kind == MB_POWER_AVERAGED)
+    /* A reading averaged over the W before it describes the moment W/2 earlier: an A100's 25 ms
+     * boxcar as much as an H100's 1 s average. */
+    if (m->sensor.power_kind == MB_POWER_INSTANT || m->sensor.power_kind == MB_POWER_AVERAGED)
         m->shift_ns = (int64_t)m->sensor.power_avg_window_ms * 1000000 / 2;
     if (!opts->no_mig) {
         struct mb_mig_instance inst[MB_MAX_MIG_INSTANCES];

@@ -6,9 +6,9 @@
  *             interpolated between the samples around each edge), with wrap-around at the
  *             sensor's energy_wrap_mj; a counter that goes backwards (driver reload) splits the
  *             window, the lost stretch is filled from the power integral and the result flagged
- *   integral  the trapezoid integral of the sampled power (edges interpolated); an averaged
- *             reading (H100/H200: 1 s moving average) is shifted back by half its window, the
- *             delay of a moving average, before integrating
+ *   integral  the trapezoid integral of the sampled power (edges interpolated); a reading
+ *             averaged over a window W (H100/H200: 1 s moving average; A100: 25 ms boxcar) is
+ *             shifted back by W/2, the delay of a moving average, before integrating
  *
  * Both are given whenever the device allows, with their relative gap, flagged above 2%. A window
  * shorter than the sensor can resolve (default: max(2 x update period, 1 s)) is refused: no
@@ -80,7 +80,7 @@ struct mb_energy {
     struct mb_sensor_info sensor;
     int64_t interval_ns;
     int64_t min_window_ns;
-    int64_t power_shift_ns; /* the shift applied to averaged readings */
+    int64_t power_shift_ns; /* the shift applied to power readings (W/2) */
 };
 
 /* Totals since start. */

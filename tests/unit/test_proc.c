@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "migbench/proc.h"
@@ -215,37 +216,52 @@ static void test_bounded_log(void **state)
     unlink(log);
 }
 
+static void count_out(void *ctx, enum mb_proc_stream s, const char *buf, size_t n, int64_t t)
+{
+    (void)buf;
+    (void)t;
+    if (s == MB_PROC_STDOUT)
+        *(size_t *)ctx += n;
+}
+
 static void test_terminate(void **state)
 {
     (void)state;
     struct mb_error err;
+    size_t out_a = 0, out_b = 0;
     /* A job that handles SIGTERM stops by itself. */
     char *steady[] = {FX("fx_steady"), "--stdout", "--duration", "60", NULL};
-    struct mb_proc_spec spec = {
-        .argv = steady, .capture = true, .tee_stdout_fd = -1, .tee_stderr_fd = -1};
+    struct mb_proc_spec spec = {.argv = steady,
+                                .capture = true,
+                                .tee_stdout_fd = -1,
+                                .tee_stderr_fd = -1,
+                                .on_data = count_out,
+                                .ctx = &out_a};
     struct mb_proc *a, *b;
     assert_int_equal(mb_proc_spawn(&spec, &a, &err), MB_OK);
     /* One that ignores it gets SIGKILL after the grace period. */
     char *stubborn[] = {FX("fx_ignore_term"), "60", NULL};
     spec.argv = stubborn;
+    spec.ctx = &out_b;
     assert_int_equal(mb_proc_spawn(&spec, &b, &err), MB_OK);
     struct mb_proc *both[] = {a, NULL, b};
-    /* Let both start and install their handlers (fx_ignore_term prints "ready"). */
-    for (int i = 0; i < 20; i++)
-        mb_proc_poll(both, 3, 10, &err);
+    /* Both print only after installing their handlers: wait for that, however slow the machine. */
+    while (out_a == 0 || out_b == 0)
+        assert_int_equal(mb_proc_poll(both, 3, 100, &err), MB_OK);
     assert_false(mb_proc_done(a));
     assert_false(mb_proc_done(b));
-    assert_int_equal(mb_proc_terminate(a, 5000), MB_OK);
+    assert_int_equal(mb_proc_terminate(a, 30000), MB_OK);
     assert_int_equal(mb_proc_terminate(b, 200), MB_OK);
-    for (int i = 0; i < 3000 && !(mb_proc_done(a) && mb_proc_done(b)); i++)
+    while (!(mb_proc_done(a) && mb_proc_done(b)))
         assert_int_equal(mb_proc_poll(both, 3, 100, &err), MB_OK);
-    assert_true(mb_proc_done(a) && mb_proc_done(b));
     assert_int_equal(mb_proc_exit_code(a), 0);
     assert_int_equal(mb_proc_exit_code(b), 128 + SIGKILL);
+    assert_true(WIFSIGNALED(mb_proc_wait_status(b)));
     mb_proc_destroy(a);
     mb_proc_destroy(b);
 
     /* Destroying a running child kills and reaps it. */
+    spec.ctx = &out_b;
     assert_int_equal(mb_proc_spawn(&spec, &b, &err), MB_OK);
     pid_t pid = mb_proc_pid(b);
     mb_proc_destroy(b);
