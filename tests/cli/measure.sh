@@ -1,4 +1,5 @@
 # migbench measure: exit-status passthrough, signals, JSON, CSV, progress, on emu: and host.
+# MB_TEST_THREADS: the meter thread runs during every measurement, so CI repeats this under TSan.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 : "${MB_BINARY_DIR:?}"
 FX="$MB_BINARY_DIR/fixtures"
