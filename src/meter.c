@@ -700,12 +700,14 @@ static void result_of(const struct mb_meter *m, const struct window *x, struct m
             r->counter_j = x->e_sum_j + r->integral_j / r->duration_s * r->counter_patched_s;
         }
     }
-    if (r->integral_valid) {
-        r->mean_power_valid = true;
-        r->mean_power_w = r->integral_j / r->duration_s;
-    } else if (r->counter_valid) {
+    /* The counter is the reference where it exists: it sees every joule, while an averaged
+     * reading smears a step across the window's edge. */
+    if (r->counter_valid) {
         r->mean_power_valid = true;
         r->mean_power_w = r->counter_j / r->duration_s;
+    } else if (r->integral_valid) {
+        r->mean_power_valid = true;
+        r->mean_power_w = r->integral_j / r->duration_s;
     }
     if (r->integral_valid && r->counter_valid && r->counter_j > 0) {
         r->gap_valid = true;

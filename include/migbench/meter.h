@@ -70,7 +70,7 @@ struct mb_energy {
     double gap_rel; /* (integral - counter) / counter */
     bool gap_flag;  /* |gap_rel| > MB_METER_GAP_FLAG */
     bool mean_power_valid;
-    double mean_power_w; /* integral / duration, or counter / duration without power */
+    double mean_power_w; /* counter / duration, or integral / duration without a counter */
     bool peak_power_valid;
     double peak_power_w; /* the largest sampled reading inside the window */
     uint64_t samples;    /* samples taken inside the window */
