@@ -109,7 +109,7 @@ static void on_data(void *ctx, enum mb_proc_stream s, const char *buf, size_t n,
     /* The steady window opens with the first record past the warm-up, as the throughput does. */
     struct mb_progress_point last;
     struct mb_progress *use = j->regex_prog ? j->regex_prog : j->pipe_prog;
-    if (j->steady_id < 0 && p == use && mb_progress_last(p, &last) &&
+    if (j->steady_id == -1 && p == use && mb_progress_last(p, &last) &&
         last.t_ns >= j->origin_ns + j->warmup_ns && last.step >= j->warmup_steps) {
         if (mb_meter_window_begin(j->meter, last.t_ns, &j->steady_id, &j->err) != MB_OK)
             j->steady_id = -2; /* no slot: leave it out */
@@ -604,13 +604,16 @@ static int measure_run(int argc, char **argv)
     if (j.regex_prog)
         mb_progress_end(j.regex_prog);
 
+    /* End both windows before waiting on either: a window cannot end before samples that were
+     * already folded into it, and waiting lets the meter take more. */
     if (mb_meter_window_end(j.meter, job_id, t_end, &err) != MB_OK ||
-        mb_meter_window_result(j.meter, job_id, 30000, &r.job, &err) != MB_OK)
+        (j.steady_id >= 0 && mb_meter_window_end(j.meter, j.steady_id, t_end, &err) != MB_OK))
+        goto fail;
+    if (mb_meter_window_result(j.meter, job_id, 30000, &r.job, &err) != MB_OK)
         goto fail;
     job_id = -1;
     if (j.steady_id >= 0) {
-        if (mb_meter_window_end(j.meter, j.steady_id, t_end, &err) != MB_OK ||
-            mb_meter_window_result(j.meter, j.steady_id, 30000, &r.steady, &err) != MB_OK)
+        if (mb_meter_window_result(j.meter, j.steady_id, 30000, &r.steady, &err) != MB_OK)
             goto fail;
         r.have_steady = true;
         j.steady_id = -1;

@@ -130,15 +130,18 @@ int64_t mb_meter_min_window_ns(const struct mb_meter *m);
 int64_t mb_meter_now_ns(void);
 
 /*
- * Opens a window starting at t0_ns (normally mb_meter_now_ns()). *id names it. A window may start
- * before the next sample but not before the previous one (MB_EINVAL). MB_ENORESOURCES when
- * MB_METER_MAX_WINDOWS windows are in use.
+ * Opens a window starting at t0_ns (normally mb_meter_now_ns()). *id names it. Samples are
+ * folded into windows as they come, so a t0_ns earlier than the last sample taken is moved to that
+ * sample (the window's result shows the t0 used). MB_ENORESOURCES when MB_METER_MAX_WINDOWS
+ * windows are in use.
  */
 int mb_meter_window_begin(struct mb_meter *m, int64_t t0_ns, int *id, struct mb_error *err);
 
 /*
- * Sets the end of window id to t1_ns (>= t0). A started meter takes an extra sample right away so
- * the result need not wait for the next period.
+ * Sets the end of window id to t1_ns (>= t0). As for the start, a t1_ns earlier than the last
+ * sample taken is moved to that sample: end windows when they end, before waiting on results.
+ * A started meter takes an extra sample right away so the result need not wait for the next
+ * period. MB_EINVAL for an unknown id, MB_ESTATE when the window is not open.
  */
 int mb_meter_window_end(struct mb_meter *m, int id, int64_t t1_ns, struct mb_error *err);
 

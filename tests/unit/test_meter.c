@@ -348,6 +348,33 @@ static void test_bad_options_and_slots(void **state)
     mb_meter_destroy(m);
 }
 
+/* Edges older than the last sample taken move to that sample; the result shows what was used. */
+static void test_clamped_edges(void **state)
+{
+    (void)state;
+    struct fake_dev *f = fake_new(100);
+    struct mb_meter *m = make(f, 100 * MS, 0, NULL);
+    struct mb_error err;
+    int id;
+    for (int64_t t = 0; t <= 2 * S; t += 100 * MS) {
+        f->now_ns = t;
+        mb_meter_sample(m, &err);
+    }
+    assert_int_equal(mb_meter_window_begin(m, 1 * S, &id, &err), MB_OK);
+    for (int64_t t = 2100 * MS; t <= 5 * S; t += 100 * MS) {
+        f->now_ns = t;
+        mb_meter_sample(m, &err);
+    }
+    assert_int_equal(mb_meter_window_end(m, id, 4 * S, &err), MB_OK);
+    struct mb_energy r;
+    assert_int_equal(mb_meter_window_result(m, id, 0, &r, &err), MB_OK);
+    assert_int_equal(r.t0_ns, 2 * S);
+    assert_int_equal(r.t1_ns, 5 * S);
+    assert_float_equal(r.counter_j, 300, 1e-6);
+    assert_float_equal(r.integral_j, 300, 1e-6);
+    mb_meter_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_failures_and_missed_updates),
         cmocka_unit_test(test_csv_and_mig_columns),
         cmocka_unit_test(test_bad_options_and_slots),
+        cmocka_unit_test(test_clamped_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
