@@ -42,6 +42,7 @@ struct mb_meter {
     struct mb_sensor_info sensor;
     int64_t interval_ns;
     int64_t min_window_ns;
+    bool min_window_set; /* given by the caller rather than derived from the sensor */
     int64_t shift_ns;
     /* CSV: touched only by whoever samples (the thread, or the caller before start/after stop). */
     FILE *csv;
@@ -465,6 +466,7 @@ int mb_meter_create(const struct mb_meter_opts *opts, struct mb_meter **out, str
     rc = mb_device_sensor(m->dev, &m->sensor, err);
     if (rc != MB_OK)
         goto fail;
+    m->min_window_set = opts->min_window_ns > 0;
     if (opts->min_window_ns > 0)
         m->min_window_ns = opts->min_window_ns;
     else
@@ -676,13 +678,20 @@ static void result_of(const struct mb_meter *m, const struct window *x, struct m
     r->power_shift_ns = m->shift_ns;
     r->peak_power_valid = x->peak_valid;
     r->peak_power_w = x->peak_w;
-    if (dur < m->min_window_ns) {
+    bool any_sensor = m->sensor.power_kind != MB_POWER_NONE || m->sensor.has_energy_counter;
+    if (dur < m->min_window_ns && any_sensor) {
         r->refused = true;
+        char why[96];
+        if (m->min_window_set)
+            snprintf(why, sizeof(why), "as configured");
+        else if (2 * (int64_t)m->sensor.power_update_period_ms * 1000000 > m->min_window_ns - 1)
+            snprintf(why, sizeof(why), "2 x the %u ms update period of the %s power reading",
+                     m->sensor.power_update_period_ms, mb_power_kind_str(m->sensor.power_kind));
+        else
+            snprintf(why, sizeof(why), "the 1 s floor");
         snprintf(r->reason, sizeof(r->reason),
-                 "window of %.3f s is shorter than the sensor can resolve (minimum %.3f s: "
-                 "%s power updated every %u ms)",
-                 r->duration_s, (double)m->min_window_ns * 1e-9,
-                 mb_power_kind_str(m->sensor.power_kind), m->sensor.power_update_period_ms);
+                 "window of %.3f s is shorter than the sensor can resolve (minimum %.3f s: %s)",
+                 r->duration_s, (double)m->min_window_ns * 1e-9, why);
         return;
     }
     /* Nanosecond coverage is exact integer arithmetic: anything short means missing samples. */
