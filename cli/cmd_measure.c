@@ -132,12 +132,44 @@ static bool sleep_interruptible(int64_t ns)
     return false;
 }
 
+/* How long a window's result may take: a few sample periods beyond the averaging shift. */
+static int window_wait_ms(const struct mb_meter *m)
+{
+    struct mb_sensor_info si;
+    mb_meter_device(m, NULL, &si);
+    int64_t ms = 3 * mb_meter_interval_ns(m) / 1000000 + si.power_avg_window_ms + 2000;
+    return ms > 60000 ? 60000 : (int)ms;
+}
+
+/*
+ * A window's result; when samples stop coming (a failing or lost sensor) the meter is stopped so
+ * the window ends with what it has (marked truncated) and the job's exit status still stands.
+ */
+static int window_result(struct mb_meter *m, int id, struct mb_energy *out, struct mb_error *err)
+{
+    int rc = mb_meter_window_result(m, id, window_wait_ms(m), out, err);
+    if (rc == MB_ETIMEDOUT) {
+        mb_meter_stop(m, NULL);
+        rc = mb_meter_window_result(m, id, 0, out, err);
+    }
+    return rc;
+}
+
 /* ---- output -------------------------------------------------------------------------------- */
 
 static void add_num(cJSON *o, const char *k, bool valid, double v)
 {
     if (valid && isfinite(v))
         cJSON_AddNumberToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+/* A string the device may not have: null rather than "". */
+static void add_str(cJSON *o, const char *k, const char *v)
+{
+    if (v && v[0])
+        cJSON_AddStringToObject(o, k, v);
     else
         cJSON_AddNullToObject(o, k);
 }
@@ -219,10 +251,10 @@ static void print_json(const struct report *r)
     cJSON_AddStringToObject(d, "spec", r->o->device);
     cJSON_AddStringToObject(d, "backend", r->info.backend);
     cJSON_AddBoolToObject(d, "emulated", r->info.emulated);
-    cJSON_AddStringToObject(d, "name", r->info.name);
-    cJSON_AddStringToObject(d, "model", r->info.model);
-    cJSON_AddStringToObject(d, "uuid", r->info.uuid);
-    cJSON_AddStringToObject(d, "driver_version", r->info.driver_version);
+    add_str(d, "name", r->info.name);
+    add_str(d, "model", r->info.model);
+    add_str(d, "uuid", r->info.uuid);
+    add_str(d, "driver_version", r->info.driver_version);
 
     cJSON *s = cJSON_AddObjectToObject(o, "sensor");
     cJSON_AddStringToObject(s, "power_kind", mb_power_kind_str(r->sensor.power_kind));
@@ -234,8 +266,8 @@ static void print_json(const struct report *r)
     add_num(s, "energy_update_period_ms", r->sensor.energy_update_period_ms > 0,
             r->sensor.energy_update_period_ms);
     add_num(s, "energy_wrap_mj", r->sensor.energy_wrap_mj > 0, (double)r->sensor.energy_wrap_mj);
-    cJSON_AddStringToObject(s, "scope", r->sensor.scope);
-    cJSON_AddStringToObject(s, "source", r->sensor.source);
+    add_str(s, "scope", r->sensor.scope);
+    add_str(s, "source", r->sensor.source);
     cJSON_AddNumberToObject(s, "power_shift_s", (double)r->job.power_shift_ns * 1e-9);
 
     cJSON *m = cJSON_AddObjectToObject(o, "sampling");
@@ -561,7 +593,8 @@ static int measure_run(int argc, char **argv)
             goto out;
         }
         if (mb_meter_window_end(j.meter, idle_id, mb_meter_now_ns(), &err) != MB_OK ||
-            mb_meter_window_result(j.meter, idle_id, 30000, &r.idle, &err) != MB_OK)
+            mb_meter_window_result(j.meter, idle_id, window_wait_ms(j.meter), &r.idle, &err) !=
+                MB_OK)
             goto fail;
         r.have_idle = true;
         idle_id = -1;
@@ -609,11 +642,11 @@ static int measure_run(int argc, char **argv)
     if (mb_meter_window_end(j.meter, job_id, t_end, &err) != MB_OK ||
         (j.steady_id >= 0 && mb_meter_window_end(j.meter, j.steady_id, t_end, &err) != MB_OK))
         goto fail;
-    if (mb_meter_window_result(j.meter, job_id, 30000, &r.job, &err) != MB_OK)
+    if (window_result(j.meter, job_id, &r.job, &err) != MB_OK)
         goto fail;
     job_id = -1;
     if (j.steady_id >= 0) {
-        if (mb_meter_window_result(j.meter, j.steady_id, 30000, &r.steady, &err) != MB_OK)
+        if (window_result(j.meter, j.steady_id, &r.steady, &err) != MB_OK)
             goto fail;
         r.have_steady = true;
         j.steady_id = -1;

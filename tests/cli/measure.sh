@@ -147,4 +147,12 @@ for dev in $DEVICES; do
     esac
 done
 
+# A device lost during the job: no energy figure, a reason, and the job's own exit status.
+run 5 "$MIGBENCH" measure --device 'emu:H100-80GB:lost_after=10' --json -- \
+    "$FX/fx_steady" --duration 2 --exit 5
+expect_json 'j["energy"]["counter_j"]' None
+expect_json 'j["energy"]["truncated"]' True
+expect_json 'j["sampling"]["read_failures"] > 0' True
+expect_json 'j["exit_code"]' 5
+
 finish
