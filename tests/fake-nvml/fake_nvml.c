@@ -985,7 +985,8 @@ FAKE_FN(nvmlDeviceCreateGpuInstance, (nvmlDevice_t h, unsigned id, nvmlGpuInstan
     if (!gpu || !out)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned gi = 0;
-    return created_gi(gpu, mb_device_mig_create_gi(gpu->emu, id, NULL, &gi, NULL), gi, out);
+    int rc = mb_device_mig_create_gi(gpu->emu, id, NULL, &gi, NULL);
+    return created_gi(gpu, rc, gi, out);
 }
 
 FAKE_FN(nvmlDeviceCreateGpuInstanceWithPlacement,
@@ -997,7 +998,8 @@ FAKE_FN(nvmlDeviceCreateGpuInstanceWithPlacement,
         return NVML_ERROR_INVALID_ARGUMENT;
     struct mb_placement p = {pl->start, pl->size};
     unsigned gi = 0;
-    return created_gi(gpu, mb_device_mig_create_gi(gpu->emu, id, &p, &gi, NULL), gi, out);
+    int rc = mb_device_mig_create_gi(gpu->emu, id, &p, &gi, NULL);
+    return created_gi(gpu, rc, gi, out);
 }
 
 /* Finds GI id in the emulator's instance list; *first is its first row. */
@@ -1100,7 +1102,7 @@ FAKE_FN(nvmlGpuInstanceDestroy, (nvmlGpuInstance_t gi), (gi))
 
 /* The catalog's CI option of profile e inside GI gi. */
 static nvmlReturn_t ci_option(struct fake_gpu *gpu, unsigned gi_id, unsigned e,
-                              const struct mb_ci_profile **out, unsigned *gi_slices)
+                              struct mb_ci_profile *out, unsigned *gi_slices)
 {
     struct mb_mig_instance inst;
     nvmlReturn_t r = find_gi(gpu, gi_id, &inst);
@@ -1112,10 +1114,18 @@ static nvmlReturn_t ci_option(struct fake_gpu *gpu, unsigned gi_id, unsigned e,
         return NVML_ERROR_UNKNOWN;
     if (e >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT)
         return NVML_ERROR_INVALID_ARGUMENT;
+    /* As the emulator does (and Hopper drivers were seen doing), the whole-GI CI of a
+     * double-memory 1g GI is CI profile 7 (1_SLICE_REV1) rather than 0. */
+    bool rev2 = gp->nvml_enum == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 &&
+                arch_of(gpu) != NVML_DEVICE_ARCH_UNKNOWN && arch_of(gpu) >= NVML_DEVICE_ARCH_HOPPER;
     for (size_t i = 0; i < m->n_ci_profiles; i++) {
         const struct mb_ci_profile *c = &m->ci_profiles[i];
-        if (c->gi_compute_slices == gp->compute_slices && c->nvml_ci_profile_id == (int)e) {
-            *out = c;
+        int id = c->nvml_ci_profile_id;
+        if (rev2 && c->ci_slices == 1)
+            id = NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1;
+        if (c->gi_compute_slices == gp->compute_slices && id == (int)e) {
+            *out = *c;
+            out->nvml_ci_profile_id = id;
             *gi_slices = gp->compute_slices;
             return NVML_SUCCESS;
         }
@@ -1130,15 +1140,15 @@ FAKE_FN(nvmlGpuInstanceGetComputeInstanceProfileInfo,
     struct fake_gpu *gpu = gi_gpu(gi);
     if (!gpu || !info || eng != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
         return NVML_ERROR_INVALID_ARGUMENT;
-    const struct mb_ci_profile *c;
+    struct mb_ci_profile c;
     unsigned gs;
     nvmlReturn_t r = ci_option(gpu, gi->id, e, &c, &gs);
     if (r != NVML_SUCCESS)
         return r;
     memset(info, 0, sizeof(*info));
-    info->id = (unsigned)c->nvml_ci_profile_id;
-    info->sliceCount = c->ci_slices;
-    info->instanceCount = c->max_count;
+    info->id = (unsigned)c.nvml_ci_profile_id;
+    info->sliceCount = c.ci_slices;
+    info->instanceCount = c.max_count;
     return NVML_SUCCESS;
 }
 
