@@ -191,7 +191,8 @@ struct nvml_dev {
     nvmlDevice_t h;
     unsigned index;
     char name[MB_DEVICE_NAME_MAX];
-    unsigned arch;   /* NVML_DEVICE_ARCH_*, or NVML_DEVICE_ARCH_UNKNOWN */
+    char model[MB_MODEL_NAME_MAX]; /* catalog model, "" when the catalog lacks it */
+    unsigned arch;                 /* NVML_DEVICE_ARCH_*, or NVML_DEVICE_ARCH_UNKNOWN */
     int gpi_version; /* 3 or 2 for ProfileInfoV, 0 until known, -1 when V is unusable */
     bool profiles_cached;
     size_t n_profiles;
@@ -446,6 +447,14 @@ static int nvml_open(const char *args, struct mb_device **out, struct mb_error *
     unsigned arch;
     if (d->f.architecture && d->f.architecture(d->h, &arch) == NVML_SUCCESS)
         d->arch = arch;
+    /* The catalog model, if the catalog knows this GPU; not knowing it is not an error. */
+    struct mb_catalog *cat = NULL;
+    if (mb_catalog_create(&cat, NULL) == MB_OK) {
+        const struct mb_gpu_model *model = NULL;
+        if (mb_catalog_find(cat, d->name, &model, NULL) == MB_OK && model)
+            copy_str(d->model, sizeof(d->model), model->name);
+        mb_catalog_destroy(cat);
+    }
     *out = &d->base;
     return MB_OK;
 fail:
@@ -492,14 +501,7 @@ static int nvml_info(struct mb_device *dev, struct mb_device_info *out, struct m
     unsigned cur, pend;
     out->mig_capable = d->f.get_mig_mode && d->f.get_mig_mode(d->h, &cur, &pend) == NVML_SUCCESS;
 
-    /* The catalog model, if the catalog knows this GPU; not knowing it is not an error. */
-    struct mb_catalog *cat = NULL;
-    if (mb_catalog_create(&cat, NULL) == MB_OK) {
-        const struct mb_gpu_model *model = NULL;
-        if (mb_catalog_find(cat, d->name, &model, NULL) == MB_OK && model)
-            copy_str(out->model, sizeof(out->model), model->name);
-        mb_catalog_destroy(cat);
-    }
+    copy_str(out->model, sizeof(out->model), d->model);
     return MB_OK;
 }
 
@@ -1135,7 +1137,7 @@ static int nvml_mig_create_ci(struct mb_device *dev, unsigned gi_id, int ci_prof
     if (ci_profile_id < 0) {
         /* The default CI spans the whole GI. Where two CI profiles have that size (the 1g
          * double-memory GI offers 1_SLICE_REV1), the later enum is the one the driver uses. */
-        unsigned slices;
+        unsigned slices = 0;
         rc = gi_slices(d, gi, &slices, err);
         if (rc != MB_OK)
             return rc;
