@@ -858,9 +858,46 @@ static void synth_name(char *dst, size_t cap, unsigned slices, unsigned long lon
     snprintf(dst, cap, "%ug.%llugb%s", slices, gb, rev1 ? "+me" : "");
 }
 
+/* One ProfileInfoV call with a struct of version ver (3 or 2). */
+static nvmlReturn_t query_profile_v(struct nvml_dev *d, unsigned e, int ver, struct nv_profile *p)
+{
+    nvmlReturn_t r;
+    if (ver == 3) {
+        nvmlGpuInstanceProfileInfo_v3_t v3;
+        memset(&v3, 0, sizeof(v3));
+        v3.version = nvmlGpuInstanceProfileInfo_v3;
+        r = d->f.gi_profile_info_v(d->h, e, &v3);
+        if (r != NVML_SUCCESS)
+            return r;
+        p->id = v3.id;
+        p->slices = v3.sliceCount;
+        p->max_count = v3.instanceCount;
+        p->sm_count = v3.multiprocessorCount;
+        p->memory_mib = v3.memorySizeMB;
+        v3.name[sizeof(v3.name) - 1] = '\0';
+        profile_name(p->name, sizeof(p->name), v3.name);
+        return r;
+    }
+    nvmlGpuInstanceProfileInfo_v2_t v2;
+    memset(&v2, 0, sizeof(v2));
+    v2.version = nvmlGpuInstanceProfileInfo_v2;
+    r = d->f.gi_profile_info_v(d->h, e, &v2);
+    if (r != NVML_SUCCESS)
+        return r;
+    p->id = v2.id;
+    p->slices = v2.sliceCount;
+    p->max_count = v2.instanceCount;
+    p->sm_count = v2.multiprocessorCount;
+    p->memory_mib = v2.memorySizeMB;
+    v2.name[sizeof(v2.name) - 1] = '\0';
+    profile_name(p->name, sizeof(p->name), v2.name);
+    return r;
+}
+
 /*
- * One profile enum value: the V call with a v3 struct, then v2, then the unversioned call.
- * Returns the NVML status of the last attempt.
+ * One profile enum value: the V call with a v3 struct, then v2 (the first success fixes the
+ * version for the rest of the walk); the unversioned call when the library has no V call or
+ * accepts neither struct. Returns the NVML status of the answer used.
  */
 static nvmlReturn_t query_profile(struct nvml_dev *d, unsigned e, struct nv_profile *p,
                                   unsigned long long total_bytes)
@@ -869,44 +906,25 @@ static nvmlReturn_t query_profile(struct nvml_dev *d, unsigned e, struct nv_prof
     memset(p, 0, sizeof(*p));
     p->nvml_enum = (int)e;
     if (d->f.gi_profile_info_v && d->gpi_version >= 0) {
-        if (d->gpi_version == 0 || d->gpi_version == 3) {
-            nvmlGpuInstanceProfileInfo_v3_t v3;
-            memset(&v3, 0, sizeof(v3));
-            v3.version = nvmlGpuInstanceProfileInfo_v3;
-            r = d->f.gi_profile_info_v(d->h, e, &v3);
-            if (r == NVML_SUCCESS) {
+        if (d->gpi_version > 0) {
+            r = query_profile_v(d, e, d->gpi_version, p);
+        } else {
+            nvmlReturn_t r3 = query_profile_v(d, e, 3, p);
+            if (r3 == NVML_SUCCESS) {
                 d->gpi_version = 3;
-                p->id = v3.id;
-                p->slices = v3.sliceCount;
-                p->max_count = v3.instanceCount;
-                p->sm_count = v3.multiprocessorCount;
-                p->memory_mib = v3.memorySizeMB;
-                v3.name[sizeof(v3.name) - 1] = '\0';
-                profile_name(p->name, sizeof(p->name), v3.name);
-                return r;
+                return r3;
             }
-            if (r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+            nvmlReturn_t r2 = query_profile_v(d, e, 2, p);
+            if (r2 == NVML_SUCCESS) {
                 d->gpi_version = 2;
-        }
-        if (d->gpi_version == 2) {
-            nvmlGpuInstanceProfileInfo_v2_t v2;
-            memset(&v2, 0, sizeof(v2));
-            v2.version = nvmlGpuInstanceProfileInfo_v2;
-            r = d->f.gi_profile_info_v(d->h, e, &v2);
-            if (r == NVML_SUCCESS) {
-                p->id = v2.id;
-                p->slices = v2.sliceCount;
-                p->max_count = v2.instanceCount;
-                p->sm_count = v2.multiprocessorCount;
-                p->memory_mib = v2.memorySizeMB;
-                v2.name[sizeof(v2.name) - 1] = '\0';
-                profile_name(p->name, sizeof(p->name), v2.name);
-                return r;
+                return r2;
             }
-            if (r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+            if (r3 == NVML_ERROR_ARGUMENT_VERSION_MISMATCH &&
+                r2 == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
                 d->gpi_version = -1;
+            r = r3 == NVML_ERROR_ARGUMENT_VERSION_MISMATCH ? r2 : r3;
         }
-        if (d->gpi_version != -1 && r != NVML_ERROR_FUNCTION_NOT_FOUND)
+        if (d->gpi_version >= 0)
             return r;
     }
     if (!d->f.gi_profile_info)

@@ -19,7 +19,8 @@
  *                                 init (GI and CI -1 for the whole GPU); existing pids are kept.
  *   MIGBENCH_FAKE_NVML_PROC_GROW  the first K process-list calls each add 10 phantom processes
  *                                 before answering (a list that grows between calls).
- *   MIGBENCH_FAKE_NVML_GPI_VERSION  highest GpuInstanceProfileInfo struct version accepted (2|3).
+ *   MIGBENCH_FAKE_NVML_GPI_VERSION  highest GpuInstanceProfileInfo struct version that
+ *                                 ProfileInfoV accepts (3, 2, or 1 = neither).
  *
  * The state below is the fake driver's; it is test code standing in for a process-wide library,
  * and every entry point holds one mutex.
@@ -859,7 +860,7 @@ FAKE_FN(nvmlDeviceGetGpuInstanceProfileInfoV, (nvmlDevice_t h, unsigned e, void 
     memcpy(&version, info, sizeof(version));
     long max_version = env_long("MIGBENCH_FAKE_NVML_GPI_VERSION", 3);
     bool v3 = version == nvmlGpuInstanceProfileInfo_v3 && max_version >= 3;
-    bool v2 = version == nvmlGpuInstanceProfileInfo_v2;
+    bool v2 = version == nvmlGpuInstanceProfileInfo_v2 && max_version >= 2;
     if (!v3 && !v2)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     struct profile_vals v;

@@ -37,6 +37,27 @@ static void use_fake(int legacy, const char *spec)
     setenv("MIGBENCH_FAKE_NVML_SPEC", spec, 1);
 }
 
+/* Devices a test opened through open_ok; teardown closes what a failed test left open, so that
+ * the fake's reference count (and with it its configuration) starts afresh in the next test. */
+static struct mb_device *opened[8];
+
+static void track(struct mb_device *dev)
+{
+    for (size_t i = 0; i < sizeof(opened) / sizeof(opened[0]); i++)
+        if (!opened[i]) {
+            opened[i] = dev;
+            return;
+        }
+}
+
+static void close_dev(struct mb_device *dev)
+{
+    for (size_t i = 0; i < sizeof(opened) / sizeof(opened[0]); i++)
+        if (opened[i] == dev)
+            opened[i] = NULL;
+    mb_device_close(dev);
+}
+
 static struct mb_device *open_ok(const char *spec)
 {
     struct mb_device *dev = NULL;
@@ -47,6 +68,7 @@ static struct mb_device *open_ok(const char *spec)
         fprintf(stderr, "open %s: %s\n", spec, err.msg);
     assert_int_equal(rc, MB_OK);
     assert_non_null(dev);
+    track(dev);
     assert_string_equal(mb_device_backend(dev), "nvml");
     return dev;
 }
@@ -70,6 +92,10 @@ static int group_setup(void **state)
 static int test_teardown(void **state)
 {
     (void)state;
+    for (size_t i = 0; i < sizeof(opened) / sizeof(opened[0]); i++) {
+        mb_device_close(opened[i]);
+        opened[i] = NULL;
+    }
     unlink(state_path);
     char lock[300];
     snprintf(lock, sizeof(lock), "%s.lock", state_path);
@@ -107,7 +133,7 @@ static void check_identity(int legacy)
     assert_true(info.mem_total_valid);
     assert_true(info.mem_total_bytes > 80ull * 1000 * 1000 * 1000);
     assert_true(info.mig_capable);
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 static void test_identity(void **state)
@@ -133,19 +159,19 @@ static void test_open_specs(void **state)
     assert_string_equal(info.model, "A100-SXM4-40GB");
     char spec[160];
     snprintf(spec, sizeof(spec), "nvml:%s", info.uuid);
-    mb_device_close(dev);
+    close_dev(dev);
 
     dev = open_ok(spec);
     struct mb_device_info again;
     assert_int_equal(mb_device_info(dev, &again, NULL), MB_OK);
     assert_string_equal(again.uuid, info.uuid);
     assert_int_equal(again.index, 1);
-    mb_device_close(dev);
+    close_dev(dev);
 
     dev = open_ok("nvml");
     assert_int_equal(mb_device_info(dev, &info, NULL), MB_OK);
     assert_int_equal(info.index, 0);
-    mb_device_close(dev);
+    close_dev(dev);
 
     struct mb_error err;
     dev = NULL;
@@ -170,7 +196,7 @@ static void test_telemetry_matches_emulator(void **state)
     struct mb_device *dev = open_ok("nvml:0");
     struct mb_telemetry t;
     assert_int_equal(mb_device_telemetry(dev, &t, NULL), MB_OK);
-    mb_device_close(dev);
+    close_dev(dev);
 
     char direct_spec[256];
     snprintf(direct_spec, sizeof(direct_spec), "emu:%s", emu);
@@ -207,7 +233,7 @@ static void test_telemetry_mig_util_unsupported(void **state)
     assert_false(t.valid & MB_TEL_UTIL_GPU);
     assert_int_equal(t.util_gpu_pct, 0);
     assert_true(t.valid & MB_TEL_POWER);
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 static void test_telemetry_unsupported_and_lost(void **state)
@@ -222,7 +248,7 @@ static void test_telemetry_unsupported_and_lost(void **state)
     assert_false(t.valid & MB_TEL_POWER);
     assert_false(t.valid & MB_TEL_TEMP);
     assert_true(t.valid & MB_TEL_ENERGY);
-    mb_device_close(dev);
+    close_dev(dev);
 
     setenv("MIGBENCH_FAKE_NVML_FAIL", "nvmlDeviceGetTotalEnergyConsumption:2:15", 1);
     dev = open_ok("nvml:0");
@@ -230,7 +256,7 @@ static void test_telemetry_unsupported_and_lost(void **state)
     assert_int_equal(mb_device_telemetry(dev, &t, &err), MB_OK);
     assert_int_equal(mb_device_telemetry(dev, &t, &err), MB_EGONE);
     assert_non_null(strstr(err.msg, "lost"));
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 static void test_sensor_semantics(void **state)
@@ -250,7 +276,7 @@ static void test_sensor_semantics(void **state)
     assert_int_equal(s.energy_wrap_mj, 0);
     assert_string_equal(s.scope, "board");
     assert_non_null(strstr(s.source, "literature"));
-    mb_device_close(dev);
+    close_dev(dev);
 
     use_fake(0, "A100-40GB");
     dev = open_ok("nvml:0");
@@ -258,13 +284,13 @@ static void test_sensor_semantics(void **state)
     assert_int_equal(s.power_kind, MB_POWER_INSTANT);
     assert_int_equal(s.power_avg_window_ms, 25);
     assert_false(s.has_average); /* GA100 has no 1 s average field */
-    mb_device_close(dev);
+    close_dev(dev);
 
     use_fake(0, "GH200");
     dev = open_ok("nvml:0");
     assert_int_equal(mb_device_sensor(dev, &s, NULL), MB_OK);
     assert_string_equal(s.scope, "module (GPU+CPU)");
-    mb_device_close(dev);
+    close_dev(dev);
 
     /* No power reading at all: "none", never a 0 W sensor. */
     use_fake(0, "H100-80GB");
@@ -273,7 +299,7 @@ static void test_sensor_semantics(void **state)
     assert_int_equal(mb_device_sensor(dev, &s, NULL), MB_OK);
     assert_int_equal(s.power_kind, MB_POWER_NONE);
     assert_int_equal(s.power_update_period_ms, 0);
-    mb_device_close(dev);
+    close_dev(dev);
 
     /* Legacy driver: no field values, so no separate instant/average readings. */
     use_fake(1, "H100-80GB");
@@ -289,7 +315,7 @@ static void test_sensor_semantics(void **state)
     assert_true(t.valid & MB_TEL_POWER);
     assert_true(t.valid & MB_TEL_THROTTLE); /* via the ...ThrottleReasons fallback name */
     assert_true(t.valid & MB_TEL_MEM_USED); /* via nvmlDeviceGetMemoryInfo (v1) */
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 /* ---- profiles and placements ----------------------------------------------------------------- */
@@ -341,7 +367,7 @@ static void check_profiles_against_catalog(int legacy, const char *gpi_version)
             assert_int_equal(ps[k].driver_id, 0);
     }
     mb_catalog_destroy(cat);
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 static void test_profiles_v3(void **state)
@@ -354,6 +380,13 @@ static void test_profiles_v2_struct(void **state)
 {
     (void)state;
     check_profiles_against_catalog(0, "2");
+}
+
+/* A V call that accepts no struct version we know: the unversioned call takes over. */
+static void test_profiles_v_unusable(void **state)
+{
+    (void)state;
+    check_profiles_against_catalog(0, "1");
 }
 
 static void test_profiles_legacy_unversioned(void **state)
@@ -381,7 +414,7 @@ static void test_profiles_mig_off_and_pending(void **state)
     assert_int_equal(mb_device_mig_mode(dev, &mode, NULL), MB_OK);
     assert_int_equal(mode.current, 0);
     assert_int_equal(mode.pending, 1);
-    mb_device_close(dev);
+    close_dev(dev);
 
     /* A fresh open sees the pending mode; MIG operations explain the reset that is needed. */
     dev = open_ok("nvml:0");
@@ -390,7 +423,7 @@ static void test_profiles_mig_off_and_pending(void **state)
     assert_non_null(strstr(err.msg, "pending a GPU reset"));
     assert_non_null(strstr(err.msg, "never resets"));
     assert_non_null(strstr(err.msg, "nvidia-smi -r -i 0"));
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 static void check_placements(int legacy)
@@ -416,7 +449,7 @@ static void check_placements(int legacy)
     struct mb_error err;
     assert_int_equal(mb_device_mig_placements(dev, 19, pl, 3, &n, &err), MB_ERANGE);
     assert_int_equal(mb_device_mig_placements(dev, 77, pl, MB_MAX_PLACEMENTS, &n, &err), MB_EINVAL);
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 static void test_placements(void **state)
@@ -505,7 +538,7 @@ static void check_mig_lifecycle(int legacy)
     assert_int_equal(mb_device_mig_destroy_gi(dev, gi1, &err), MB_OK);
     assert_int_equal(mb_device_mig_instances(dev, v, MB_MAX_MIG_INSTANCES, &n, &err), MB_OK);
     assert_int_equal(n, 0);
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 static void test_mig_lifecycle(void **state)
@@ -541,7 +574,7 @@ static void test_mig_default_ci_double_memory(void **state)
     unsigned ci2;
     assert_int_not_equal(mb_device_mig_create_ci(dev, gi, 3, &ci2, &err), MB_OK);
     assert_int_equal(mb_device_mig_create_ci(dev, 14, -1, &ci2, &err), MB_ENOTFOUND);
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 /* ---- error mapping -----------------------------------------------------------------------------
@@ -565,7 +598,7 @@ static void expect_create_error(const char *code, int status, const char *text)
     assert_non_null(strstr(err.msg, "nvml:0"));
     /* Only the first call was injected: the second succeeds, nothing was damaged. */
     assert_int_equal(mb_device_mig_create_gi(dev, 19, &at, &gi, &err), MB_OK);
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 static void test_error_mapping(void **state)
@@ -600,7 +633,7 @@ static void test_init_failures(void **state)
     /* The failed opens shut NVML down again: a clean open works. */
     unsetenv("MIGBENCH_FAKE_NVML_FAIL");
     dev = open_ok("nvml:0");
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 static void test_missing_library(void **state)
@@ -659,14 +692,14 @@ static void check_processes_grow(int legacy)
     }
     assert_string_equal(ps[0].name, "fake-proc-4000");
     assert_int_equal(mb_device_processes(dev, ps, 10, &n, &err), MB_ERANGE);
-    mb_device_close(dev);
+    close_dev(dev);
 
     /* The list grows by 10 between each sizing call and the next: the loop keeps up. */
     setenv("MIGBENCH_FAKE_NVML_PROC_GROW", "3", 1);
     dev = open_ok("nvml:0");
     assert_int_equal(mb_device_processes(dev, ps, MB_MAX_PROCESSES, &n, &err), MB_OK);
     assert_int_equal(n, 50);
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 static void test_processes_retry(void **state)
@@ -689,7 +722,7 @@ static void test_processes_on_mig(void **state)
     unsigned gi, ci;
     assert_int_equal(mb_device_mig_create_gi(dev, 14, NULL, &gi, NULL), MB_OK);
     assert_int_equal(mb_device_mig_create_ci(dev, gi, -1, &ci, NULL), MB_OK);
-    mb_device_close(dev);
+    close_dev(dev);
 
     char procs[64];
     snprintf(procs, sizeof(procs), "777:%u:%u:256", gi, ci);
@@ -712,7 +745,7 @@ static void test_processes_on_mig(void **state)
     /* A process on the instance keeps it in use. */
     struct mb_error err;
     assert_int_equal(mb_device_mig_destroy_ci(dev, gi, ci, &err), MB_EBUSY);
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 /* ---- GPM ---------------------------------------------------------------------------------------
@@ -749,19 +782,19 @@ static void test_gpm(void **state)
     mb_device_close(direct);
 
     assert_int_equal(mb_device_mig_activity(dev, 13, &a, &err), MB_ENOTFOUND);
-    mb_device_close(dev);
+    close_dev(dev);
 
     use_fake(0, "A100-40GB:mig=on");
     dev = open_ok("nvml:0");
     assert_int_equal(mb_device_mig_activity(dev, 0, &a, &err), MB_EUNSUPPORTED);
     assert_non_null(strstr(err.msg, "GPM"));
-    mb_device_close(dev);
+    close_dev(dev);
 
     use_fake(1, "H100-80GB:mig=on");
     dev = open_ok("nvml:0");
     assert_int_equal(mb_device_mig_activity(dev, 0, &a, &err), MB_EUNSUPPORTED);
     assert_non_null(strstr(err.msg, "lacks"));
-    mb_device_close(dev);
+    close_dev(dev);
 }
 
 int main(void)
@@ -776,6 +809,7 @@ int main(void)
         cmocka_unit_test_teardown(test_sensor_semantics, test_teardown),
         cmocka_unit_test_teardown(test_profiles_v3, test_teardown),
         cmocka_unit_test_teardown(test_profiles_v2_struct, test_teardown),
+        cmocka_unit_test_teardown(test_profiles_v_unusable, test_teardown),
         cmocka_unit_test_teardown(test_profiles_legacy_unversioned, test_teardown),
         cmocka_unit_test_teardown(test_profiles_mig_off_and_pending, test_teardown),
         cmocka_unit_test_teardown(test_placements, test_teardown),
