@@ -15,12 +15,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "device/backends.h"
 #include "device/nvml_types.h"
 #include "migbench/catalog.h"
 #include "migbench/device.h"
-
-/* Declared for the device layer in backends.h; repeated so this file stands alone. */
-extern const struct mb_device_ops mb__nvml_ops;
 
 #define NVML_DEFAULT_LIBRARY "libnvidia-ml.so.1"
 #define NVML_LIBRARY_ENV "MIGBENCH_NVML_LIBRARY"
