@@ -217,8 +217,6 @@ static int owned_save(const struct owned *o)
         mb_cli_error(NAME, "%s: path too long", o->path);
         return MB_EXIT_FAIL;
     }
-    if (strchr(o->path, '/') && strncmp(o->path, "/var/lib/migbench/", 18) == 0)
-        mkdir("/var/lib/migbench", 0755); /* its absence is reported by fopen below */
     FILE *f = text ? fopen(tmp, "w") : NULL;
     bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
     if (f) {
@@ -233,6 +231,31 @@ static int owned_save(const struct owned *o)
                      strerror(e));
         return MB_EXIT_FAIL;
     }
+    return MB_EXIT_OK;
+}
+
+/*
+ * Before anything changes: the record must be writable, or created instances could not be
+ * recognised as ours later. Creates and removes a probe file next to it.
+ */
+static int owned_preflight(const struct owned *o)
+{
+    if (!o->path[0])
+        return MB_EXIT_OK;
+    if (strncmp(o->path, "/var/lib/migbench/", 18) == 0)
+        mkdir("/var/lib/migbench", 0755); /* its absence is reported by fopen below */
+    char probe[PATH_MAX_LEN + 32];
+    int w = snprintf(probe, sizeof(probe), "%s.probe.%ld", o->path, (long)getpid());
+    FILE *f = w > 0 && (size_t)w < sizeof(probe) ? fopen(probe, "w") : NULL;
+    if (!f) {
+        mb_cli_error(NAME,
+                     "cannot write the record of instances migbench makes (%s): %s; nothing "
+                     "changed (set MIGBENCH_STATE_DIR to a writable directory)",
+                     o->path, strerror(errno));
+        return MB_EXIT_FAIL;
+    }
+    fclose(f);
+    unlink(probe);
     return MB_EXIT_OK;
 }
 
@@ -790,6 +813,13 @@ static int apply_one(struct target *t, const struct mb_migcfg *cfg,
     }
     if (check_busy(t, rm, nrm, o->force) != MB_EXIT_OK)
         return MB_EXIT_FAIL;
+    if (!o->dry_run && owned_preflight(&own) != MB_EXIT_OK)
+        return MB_EXIT_FAIL;
+    if (!own.path[0] && !o->dry_run && placed.n)
+        mb_cli_warn(NAME,
+                    "%s: no record of what migbench creates is kept for this device (an "
+                    "emulated GPU needs state=FILE), so 'clear --ours' cannot find it",
+                    label(t));
     if (o->dry_run) {
         for (size_t i = 0; i < nrm; i++)
             printf("would remove GPU instance %u (%s at %u:%u)\n", rm[i]->id, rm[i]->profile_name,

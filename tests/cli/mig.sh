@@ -199,6 +199,12 @@ YAML
         run 0 "$M" mig clear --ours
         [ "$(grep -c '^removed' "$TMP/out")" = 4 ] || fail "expected 4 removals through nvml"
         [ -z "$(ls "$TMP/state")" ] || fail "records should be gone"
+        # An unwritable record directory stops apply before anything changes.
+        export MIGBENCH_STATE_DIR="$TMP/no/such/dir"
+        run 1 "$M" mig apply "$TMP/two.yaml"
+        expect_err 'cannot write the record of instances migbench makes .*nothing changed'
+        run 0 "$M" mig show
+        [ "$(grep -c 'no GPU instances' "$TMP/out")" = 2 ] || fail "a GPU changed without a record"
         finish >/dev/null
     ) || fail "mig through the nvml backend"
 else
