@@ -244,7 +244,7 @@ static void device_line(FILE *out, const struct mb_an_experiment *e, int md)
              e->device_name[0] ? e->device_name : "n/a", e->model[0] ? e->model : "n/a",
              e->backend[0] ? e->backend : "n/a", e->uuid[0] ? e->uuid : "n/a",
              e->driver_version[0] ? e->driver_version : "n/a", pl);
-    wrapped(out, md, md ? "\n- " : "", line);
+    wrapped(out, md, md ? "- " : "", line);
     snprintf(line, sizeof(line), "sensor: %s", e->sensor[0] ? e->sensor : "n/a");
     wrapped(out, md, md ? "- " : "", line);
     snprintf(line, sizeof(line), "results: %s (experiment %s, sha %s, migbench %s)", e->dir,
@@ -425,9 +425,10 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
 
     heading(out, md, 2, "Measurement quality");
     snprintf(line, sizeof(line),
-             "cells: %zu, failed: %zu, without energy: %zu, energy gap "
+             "cells: %zu, failed: %zu, unfinished: %zu, without energy: %zu, energy gap "
              "flagged: %zu",
-             e->cells_total, e->cells_failed, e->cells_no_energy, e->cells_gap_flagged);
+             e->cells_total, e->cells_failed, e->cells_unfinished, e->cells_no_energy,
+             e->cells_gap_flagged);
     wrapped(out, md, md ? "- " : "", line);
     for (size_t i = 0; i < e->nnotes; i++)
         wrapped(out, md, md ? "- " : "", e->notes[i]);

@@ -312,7 +312,7 @@ static void chart_energy_per_unit(FILE *out, const struct mb_an_experiment *e)
                 h);
         esc(out, wl);
         fputs("\">\n", out);
-        char title[MB_AN_TEXT_MAX];
+        char title[MB_AN_NAME_MAX * 2 + 64];
         snprintf(title, sizeof(title), "%s — %s per %s (lower is better)", wl, u, unit);
         text(out, left, 14, "start", "lab", title);
         double y1 = top + (double)n * rowh;
@@ -648,10 +648,11 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
     fputs(", migbench ", out);
     esc(out, e->migbench_version[0] ? e->migbench_version : "n/a");
     fprintf(out,
-            "</li>\n<li>%zu cells: %zu failed, %zu without energy, %zu with the counter vs "
-            "integrated energy gap flagged; %.0f missed sensor updates.</li>\n",
-            e->cells_total, e->cells_failed, e->cells_no_energy, e->cells_gap_flagged,
-            e->missed_updates);
+            "</li>\n<li>%zu cells: %zu failed, %zu started but unfinished, %zu without energy, "
+            "%zu with the counter vs integrated energy gap flagged; %.0f missed sensor "
+            "updates.</li>\n",
+            e->cells_total, e->cells_failed, e->cells_unfinished, e->cells_no_energy,
+            e->cells_gap_flagged, e->missed_updates);
     for (size_t i = 0; i < e->nnotes; i++) {
         fputs("<li class=\"warn\">", out);
         esc(out, e->notes[i]);

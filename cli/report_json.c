@@ -160,6 +160,7 @@ int mb__report_json(FILE *out, const struct mb_analysis *a)
         cJSON *q = cJSON_AddObjectToObject(eo, "quality");
         cJSON_AddNumberToObject(q, "cells", (double)e->cells_total);
         cJSON_AddNumberToObject(q, "cells_failed", (double)e->cells_failed);
+        cJSON_AddNumberToObject(q, "cells_unfinished", (double)e->cells_unfinished);
         cJSON_AddNumberToObject(q, "cells_without_energy", (double)e->cells_no_energy);
         cJSON_AddNumberToObject(q, "cells_gap_flagged", (double)e->cells_gap_flagged);
         cJSON_AddNumberToObject(q, "missed_updates", e->missed_updates);

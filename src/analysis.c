@@ -1404,6 +1404,63 @@ static void quality_notes(struct mb_an_experiment *e)
         add_note(e, "%.0f missed sensor updates in %zu cell(s)", e->missed_updates, missed_cells);
 }
 
+static int have_cell(const struct mb_an_experiment *e, const char *run, int rep)
+{
+    for (size_t i = 0; i < e->nruns; i++)
+        if (strcmp(e->runs[i].name, run) == 0)
+            for (size_t k = 0; k < e->runs[i].ncells; k++)
+                if (e->runs[i].cells[k].rep == rep)
+                    return 1;
+    return 0;
+}
+
+/*
+ * The journal tells what the cell files cannot: cells that started and never wrote a result
+ * (a crash or an interrupt) and interrupted runs. A torn or unreadable line is counted, not
+ * fatal: the journal of a killed run may end mid-line.
+ */
+static void journal_notes(struct mb_an_experiment *e)
+{
+    char path[MB_AN_PATH_MAX];
+    if (!join(path, sizeof(path), e->dir, "journal.jsonl"))
+        return;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[8192];
+    size_t bad = 0, interrupted = 0, unfinished = 0, lines = 0;
+    while (fgets(line, sizeof(line), f) && lines < 1000000) {
+        lines++;
+        if (line[0] == '\n')
+            continue;
+        cJSON *o = cJSON_Parse(line);
+        if (!cJSON_IsObject(o)) {
+            bad++;
+            cJSON_Delete(o);
+            continue;
+        }
+        const char *ev = json_str(o, "event") ? json_str(o, "event") : json_str(o, "type");
+        const char *run = json_str(o, "run");
+        struct mb_opt rep = json_num(o, "rep");
+        if (ev && strcmp(ev, "interrupted") == 0) {
+            interrupted++;
+        } else if (ev && strcmp(ev, "cell_started") == 0 && run && rep.valid &&
+                   !have_cell(e, run, (int)rep.v)) {
+            if (unfinished++ < 8)
+                add_note(e, "%s rep %d started but wrote no cell.json (journal)", run, (int)rep.v);
+        }
+        cJSON_Delete(o);
+    }
+    fclose(f);
+    if (unfinished > 8)
+        add_note(e, "%zu cells in all started but wrote no cell.json (journal)", unfinished);
+    e->cells_unfinished = unfinished;
+    if (interrupted)
+        add_note(e, "the journal records %zu interruption(s)", interrupted);
+    if (bad)
+        add_note(e, "%zu unreadable journal line(s) skipped", bad);
+}
+
 static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
 {
     if (e->nruns > 1)
@@ -1425,6 +1482,7 @@ static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
             if (is_exclusive(e->runs[i].mode) == (pass == 0))
                 aggregate_run(e, &e->runs[i]);
     quality_notes(e);
+    journal_notes(e);
     return MB_OK;
 }
 

@@ -165,6 +165,7 @@ struct mb_an_experiment {
     size_t nruns;
     struct mb_an_run *runs; /* owned; exclusive first, then by mode and name */
     size_t cells_total, cells_failed, cells_no_energy, cells_gap_flagged;
+    size_t cells_unfinished; /* started in the journal, no cell.json */
     double missed_updates;
     size_t nnotes;
     char notes[MB_AN_NOTES_MAX][MB_AN_TEXT_MAX]; /* measurement-quality remarks, in order */

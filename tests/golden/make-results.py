@@ -86,7 +86,7 @@ def device(model, name, mig_instances):
 
 
 def make_experiment(root, exp, model, devname, base, runs, reps=3, seed=1, tel_style="ns",
-                    idle_w=88.0, hz=4):
+                    idle_w=88.0, hz=4, interrupted_after=None):
     rng = random.Random(seed)
     journal = [{"event": "experiment_started", "experiment": exp, "t_unix": 1764400000}]
     clock = 5_000_000_000_000  # monotonic ns
@@ -210,7 +210,14 @@ def make_experiment(root, exp, model, devname, base, runs, reps=3, seed=1, tel_s
             journal.append({"event": "cell_failed" if failed else "cell_finished",
                             "run": run["name"], "rep": rep})
             clock = tend + 30_000_000_000
-    write(os.path.join(root, "journal.jsonl"), "".join(json.dumps(j) + "\n" for j in journal))
+    tail = ""
+    if interrupted_after:
+        # A fourth repetition that was interrupted before it wrote its cell, and a torn line.
+        journal.append({"event": "cell_started", "run": interrupted_after, "rep": reps})
+        journal.append({"event": "interrupted", "signal": "SIGINT"})
+        tail = '{"event": "cell_sta'
+    write(os.path.join(root, "journal.jsonl"),
+          "".join(json.dumps(j) + "\n" for j in journal) + tail)
 
 
 H100 = {
@@ -237,7 +244,7 @@ make_experiment(
          "placement": [{"start": 0, "size": 4}, {"start": 4, "size": 2}, {"start": 6, "size": 1}],
          "activity": [0.93, 0.88, 0.97],
          "fail_rep": 1, "fail_job": "densenet121", "fail_reason": "exited with status 1 (CUDA out of memory)"},
-    ], seed=7)
+    ], seed=7, interrupted_after="mig")
 make_experiment(
     os.path.join(OUT, "results-a100"), "paper-mix", "A100-80GB", "NVIDIA A100-SXM4-80GB (emulated)",
     A100, [

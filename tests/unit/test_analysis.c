@@ -355,6 +355,9 @@ static void test_golden_closure(void **state)
     assert_true(checked > 30);
     assert_int_equal(a->exps[0].cells_total, 12);
     assert_int_equal(a->exps[0].cells_failed, 1);
+    /* The journal's interrupted fourth mig repetition, and its torn last line. */
+    assert_int_equal(a->exps[0].cells_unfinished, 1);
+    assert_int_equal(a->exps[1].cells_unfinished, 0);
     mb_analysis_destroy(a);
 }
 
