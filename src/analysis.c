@@ -14,7 +14,7 @@
 /* Bounds on outside input: a cell.json is small; telemetry is read line by line. */
 #define CELL_JSON_MAX (16u << 20)
 #define TELEMETRY_LINE_MAX 4096
-#define TELEMETRY_ROWS_MAX 2000000
+#define TELEMETRY_ROWS_MAX 500000 /* 14 h at 10 Hz; rows beyond are not read, and said */
 #define TELEMETRY_COLS_MAX 64
 #define RUNS_MAX 256
 #define CELLS_MAX 1024
@@ -268,12 +268,13 @@ static int field_num(const char *s, double *out)
     return 1;
 }
 
+/* Kept small: a long cell has hundreds of thousands of rows. */
 struct tel_row {
     double t_ns; /* absolute, monotonic */
-    double power_w;
-    int has_power;
-    double act[MB_AN_JOBS_MAX];
-    int has_act[MB_AN_JOBS_MAX];
+    float power_w;
+    float act[MB_AN_JOBS_MAX];
+    unsigned has_power : 1;
+    unsigned has_act : MB_AN_JOBS_MAX; /* bit j: act[j] is valid */
 };
 
 /* Absolute times let job intervals and the window (both monotonic ns) line up with samples. */
@@ -358,8 +359,11 @@ static int load_telemetry(struct mb_an_cell *c, const char *path, struct tel_row
         goto done;
     }
     while (fgets(line, sizeof(line), f)) {
-        if (n >= TELEMETRY_ROWS_MAX)
+        if (n >= TELEMETRY_ROWS_MAX) {
+            snprintf(c->timeline_note, sizeof(c->timeline_note),
+                     "telemetry.csv read up to its first %d rows only", TELEMETRY_ROWS_MAX);
             break;
+        }
         nf = split_csv(line, fields, TELEMETRY_COLS_MAX);
         double t;
         if (t_col >= nf || !field_num(fields[t_col], &t))
@@ -380,13 +384,13 @@ static int load_telemetry(struct mb_an_cell *c, const char *path, struct tel_row
         double p;
         if (p_col >= 0 && p_col < nf && field_num(fields[p_col], &p)) {
             r->has_power = 1;
-            r->power_w = p * p_scale;
+            r->power_w = (float)(p * p_scale);
         }
         for (size_t j = 0; j < MB_AN_JOBS_MAX; j++) {
             double a;
             if (act_col[j] >= 0 && act_col[j] < nf && field_num(fields[act_col[j]], &a)) {
-                r->has_act[j] = 1;
-                r->act[j] = a;
+                r->has_act |= 1u << j;
+                r->act[j] = (float)a;
             }
         }
         n++;
@@ -707,7 +711,10 @@ static void attribute_cell(struct mb_an_run *r, struct mb_an_cell *c, const stru
         c->attr[m].available = 0;
         c->attr[m].total_mj = c->energy_mj;
     }
-    if (!c->ok || !c->has_energy || c->njobs != n) {
+    int same_jobs = c->njobs == n;
+    for (size_t i = 0; same_jobs && i < n; i++)
+        same_jobs = strcmp(c->jobs[i].name, r->jobs[i].name) == 0;
+    if (!c->ok || !c->has_energy || !same_jobs) {
         for (int m = 0; m < MB_ATTR_COUNT; m++)
             set_note(&c->attr[m], "%s",
                      !c->ok ? "cell failed"
@@ -1034,7 +1041,7 @@ static int load_cell_telemetry(struct mb_an_run *r, struct mb_an_cell *c, struct
         double sum = 0;
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
-            if (rows[i].has_act[j] && rows[i].t_ns >= a && rows[i].t_ns <= b) {
+            if ((rows[i].has_act >> j & 1u) && rows[i].t_ns >= a && rows[i].t_ns <= b) {
                 sum += rows[i].act[j];
                 k++;
             }

@@ -51,6 +51,14 @@ expect_no_out
 cmp -s "$TMP/r.md" "$G/report.md" || fail "-o output differs from stdout output"
 ls "$TMP" | grep -q 'tmp' && fail "temporary file left behind"
 
+# A folder of experiments (results/) is read like its experiments given one by one.
+mkdir -p "$TMP/all"
+ln -s "$MB_SOURCE_DIR/$H100" "$TMP/all/h100"
+ln -s "$MB_SOURCE_DIR/$A100" "$TMP/all/a100"
+run 0 "$MIGBENCH" report --format csv "$TMP/all"
+[ "$(grep -c ',A100-80GB,' "$TMP/out")" = 9 ] || fail "folder of experiments: A100 rows missing"
+[ "$(grep -c ',H100-80GB,' "$TMP/out")" = 12 ] || fail "folder of experiments: H100 rows missing"
+
 # Bad input: clear message naming the file, exit 2, nothing on stdout.
 run 2 "$MIGBENCH" report "$TMP/nonexistent"
 expect_err "migbench: report: .*nonexistent"
