@@ -111,10 +111,15 @@ static double nice_max(double v)
 }
 
 /* A run's label in a chart: its name, and its layout in smaller type underneath. */
-static void run_label_svg(FILE *out, double x, double y, const struct mb_an_run *r)
+static void run_label_svg_p(FILE *out, double x, double y, const struct mb_an_run *r,
+                            const char *prefix)
 {
     fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" class=\"lab\">", x,
             r->layout[0] ? y - 4 : y);
+    if (prefix) {
+        esc(out, prefix);
+        fputs(" · ", out);
+    }
     esc(out, r->name);
     if (strcmp(r->name, r->mode) != 0) {
         fputs(" (", out);
@@ -127,6 +132,12 @@ static void run_label_svg(FILE *out, double x, double y, const struct mb_an_run 
         fputs("</tspan>", out);
     }
     fputs("</text>\n", out);
+}
+
+/* A run's label in a chart: its name, and its layout in smaller type underneath. */
+static void run_label_svg(FILE *out, double x, double y, const struct mb_an_run *r)
+{
+    run_label_svg_p(out, x, y, r, NULL);
 }
 
 static void axis_x(FILE *out, double x0, double x1, double y0, double y1, double vmax, int pct)
@@ -207,14 +218,13 @@ static void chart_stp(FILE *out, const struct mb_an_experiment *e)
 }
 
 /* Energy saving and throughput gain against running the jobs one after another, with CIs. */
-static void chart_gains(FILE *out, const struct mb_an_experiment *e)
+static void chart_gains_runs(FILE *out, const struct mb_an_run *const *runs,
+                             const char *const *prefix, size_t nruns)
 {
     size_t n = 0;
     double vmax = 0.1;
-    for (size_t i = 0; i < e->nruns; i++) {
-        const struct mb_an_run *r = &e->runs[i];
-        if (strcmp(r->mode, "exclusive") == 0 || !r->stp.valid)
-            continue;
+    for (size_t i = 0; i < nruns; i++) {
+        const struct mb_an_run *r = runs[i];
         n++;
         const struct mb_estimate *g[2] = {&r->energy_saving, &r->throughput_gain};
         for (int k = 0; k < 2; k++)
@@ -246,13 +256,11 @@ static void chart_gains(FILE *out, const struct mb_an_experiment *e)
             text(out, x, y1 + 14, "middle", "tick", k == 0 ? "0" : b);
         }
         size_t row = 0;
-        for (size_t i = 0; i < e->nruns; i++) {
-            const struct mb_an_run *r = &e->runs[i];
-            if (strcmp(r->mode, "exclusive") == 0 || !r->stp.valid)
-                continue;
+        for (size_t i = 0; i < nruns; i++) {
+            const struct mb_an_run *r = runs[i];
             double y = top + (double)row * rowh + 12;
             if (panel == 0)
-                run_label_svg(out, x0 - 12, y + 4, r);
+                run_label_svg_p(out, x0 - 12, y + 4, r, prefix ? prefix[i] : NULL);
             const struct mb_estimate *g = panel == 0 ? &r->energy_saving : &r->throughput_gain;
             if (!g->valid) {
                 text(out, mid, y + 4, "middle", "na", "n/a");
@@ -269,6 +277,33 @@ static void chart_gains(FILE *out, const struct mb_an_experiment *e)
         }
     }
     fputs("</svg>\n", out);
+}
+
+#define GAIN_RUNS_MAX 64
+
+static void chart_gains(FILE *out, const struct mb_an_experiment *e)
+{
+    const struct mb_an_run *runs[GAIN_RUNS_MAX];
+    size_t n = 0;
+    for (size_t i = 0; i < e->nruns && n < GAIN_RUNS_MAX; i++)
+        if (strcmp(e->runs[i].mode, "exclusive") != 0 && e->runs[i].stp.valid)
+            runs[n++] = &e->runs[i];
+    chart_gains_runs(out, runs, NULL, n);
+}
+
+/* The same chart over every results directory, each run labelled with its device. */
+static void chart_gains_all(FILE *out, const struct mb_analysis *a)
+{
+    const struct mb_an_run *runs[GAIN_RUNS_MAX];
+    const char *prefix[GAIN_RUNS_MAX];
+    size_t n = 0;
+    for (size_t x = 0; x < a->nexp; x++)
+        for (size_t i = 0; i < a->exps[x].nruns && n < GAIN_RUNS_MAX; i++)
+            if (strcmp(a->exps[x].runs[i].mode, "exclusive") != 0 && a->exps[x].runs[i].stp.valid) {
+                runs[n] = &a->exps[x].runs[i];
+                prefix[n++] = a->exps[x].model[0] ? a->exps[x].model : a->exps[x].name;
+            }
+    chart_gains_runs(out, runs, prefix, n);
 }
 
 /* Energy per unit of work: one panel per workload, a bar per run. */
@@ -304,8 +339,11 @@ static void chart_energy_per_unit(FILE *out, const struct mb_an_experiment *e)
         double left = 200, right = 640, rowh = 30, top = 24;
         double h = top + (double)n * rowh + 26;
         char unit[MB_AN_NAME_MAX];
-        snprintf(unit, sizeof(unit), "%.*s", (int)strcspn(ref->jobs[w].unit, "/"),
-                 ref->jobs[w].unit);
+        /* "images/s" -> "image": the chart reads "J per image". */
+        int ulen = (int)strcspn(ref->jobs[w].unit, "/");
+        if (ulen > 1 && ref->jobs[w].unit[ulen - 1] == 's')
+            ulen--;
+        snprintf(unit, sizeof(unit), "%.*s", ulen, ref->jobs[w].unit);
         fprintf(out,
                 "<svg class=\"chart small\" viewBox=\"0 0 820 %.0f\" role=\"img\" "
                 "aria-label=\"energy per unit for ",
@@ -733,7 +771,9 @@ void mb__report_html(FILE *out, const struct mb_analysis *a)
                 fputs("</tr>\n", out);
             }
         }
-        fputs("</tbody></table></section>\n", out);
+        fputs("</tbody></table>\n", out);
+        chart_gains_all(out, a);
+        fputs("</section>\n", out);
     }
     fputs("<footer><p class=\"ctx\">Generated by migbench report. Unmeasured values are shown "
           "as n/a, never as 0.</p></footer>\n</body>\n</html>\n",
