@@ -283,7 +283,7 @@ static void run_row(struct table *t, const struct mb_an_run *r, int md)
 static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int md)
 {
     char title[MB_AN_NAME_MAX * 2 + 16], line[2048];
-    snprintf(title, sizeof(title), "%s on %s%s", e->name, e->model[0] ? e->model : "?",
+    snprintf(title, sizeof(title), "%s on %s%s", e->name, e->model[0] ? e->model : "unknown device",
              e->emulated ? " (EMULATED)" : "");
     heading(out, md, 1, title);
     device_line(out, e, md);

@@ -269,12 +269,13 @@ static int field_num(const char *s, double *out)
 }
 
 /* Kept small: a long cell has hundreds of thousands of rows. */
+_Static_assert(MB_AN_JOBS_MAX <= 32, "has_act is a 32-bit mask");
 struct tel_row {
     double t_ns; /* absolute, monotonic */
     float power_w;
     float act[MB_AN_JOBS_MAX];
-    unsigned has_power : 1;
-    unsigned has_act : MB_AN_JOBS_MAX; /* bit j: act[j] is valid */
+    uint32_t has_power;
+    uint32_t has_act; /* bit j: act[j] is valid */
 };
 
 /* Absolute times let job intervals and the window (both monotonic ns) line up with samples. */
@@ -389,7 +390,7 @@ static int load_telemetry(struct mb_an_cell *c, const char *path, struct tel_row
         for (size_t j = 0; j < MB_AN_JOBS_MAX; j++) {
             double a;
             if (act_col[j] >= 0 && act_col[j] < nf && field_num(fields[act_col[j]], &a)) {
-                r->has_act |= 1u << j;
+                r->has_act |= (uint32_t)1 << j;
                 r->act[j] = (float)a;
             }
         }
@@ -1041,7 +1042,7 @@ static int load_cell_telemetry(struct mb_an_run *r, struct mb_an_cell *c, struct
         double sum = 0;
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
-            if ((rows[i].has_act >> j & 1u) && rows[i].t_ns >= a && rows[i].t_ns <= b) {
+            if (((rows[i].has_act >> j) & 1u) && rows[i].t_ns >= a && rows[i].t_ns <= b) {
                 sum += rows[i].act[j];
                 k++;
             }
