@@ -346,6 +346,16 @@ static int load_telemetry(struct mb_an_cell *c, const char *path, struct tel_row
         } else if (strcmp(h, "power_w") == 0 && p_col < 0) {
             p_col = i;
             p_scale = 1.0;
+        } else if (h[0] == 'g' && h[1] == 'i' && strstr(h, "_sm_util_pct") != NULL) {
+            /* The meter's per-GPU-instance SM utilisation: gi<id>_sm_util_pct. */
+            char *end;
+            long gi = strtol(h + 2, &end, 10);
+            if (end != h + 2 && strcmp(end, "_sm_util_pct") == 0)
+                for (size_t j = 0; j < c->njobs; j++)
+                    if (c->jobs[j].gi_id == gi) {
+                        act_col[j] = i;
+                        c->activity_gi = 1;
+                    }
         } else if (strncmp(h, "activity_", 9) == 0 || strncmp(h, "gract_", 6) == 0) {
             const char *num = h + (h[0] == 'a' ? 9 : 6);
             char *end;
@@ -541,6 +551,14 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
         cJSON_Delete(root);
         return mb_error_set(err, MB_EPARSE, "%s: field '(root)': expected a JSON object", path);
     }
+    struct mb_opt schema = json_num(root, "schema");
+    if (schema.valid && schema.v != 1) {
+        cJSON_Delete(root);
+        return mb_error_set(err, MB_EPARSE,
+                            "%s: field 'schema': version %g is not supported (this migbench "
+                            "reads 1)",
+                            path, schema.v);
+    }
     copy_str(c->path, sizeof(c->path), path);
     copy_str(m->run, sizeof(m->run), json_str(root, "run") ? json_str(root, "run") : dirname_run);
     copy_str(m->mode, sizeof(m->mode), json_str(root, "mode"));
@@ -639,6 +657,34 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
             snprintf(m->unit[i], sizeof(m->unit[i]), "%.100s/s", json_str(j, "unit"));
         cj->steps = json_num(j, "steps");
         cj->units = json_num(j, "units");
+        cj->steps_unit = ups && strcmp(ups, "steps/s") == 0;
+        const cJSON *jw = cJSON_GetObjectItemCaseSensitive(j, "window");
+        if (!cJSON_IsObject(jw))
+            jw = cJSON_GetObjectItemCaseSensitive(tp, "window");
+        cj->window_s = json_num(jw, "seconds");
+        cj->window_start_ns = json_i64(jw, "start_ns");
+        cj->window_end_ns = json_i64(jw, "end_ns");
+        cj->has_window = cj->window_start_ns > 0 && cj->window_end_ns > cj->window_start_ns;
+        if (!cj->window_s.valid && cj->has_window) {
+            cj->window_s.valid = 1;
+            cj->window_s.v = (double)(cj->window_end_ns - cj->window_start_ns) * 1e-9;
+        }
+        /* Work in the window: rate x the job's own window, else x the cell's window (shared
+         * modes, where all jobs share it), else the reported units (which may include the
+         * warm-up: said in work_basis). */
+        int excl = strcmp(m->mode, "exclusive") == 0;
+        if (cj->throughput.valid && cj->window_s.valid) {
+            cj->work.valid = 1;
+            cj->work.v = cj->throughput.v * cj->window_s.v;
+            cj->work_basis = "rate x job window";
+        } else if (cj->throughput.valid && !excl && c->window_s.valid) {
+            cj->work.valid = 1;
+            cj->work.v = cj->throughput.v * c->window_s.v;
+            cj->work_basis = "rate x cell window";
+        } else if (cj->units.valid && !cj->steps_unit) {
+            cj->work = cj->units;
+            cj->work_basis = "reported units";
+        }
         int64_t s = json_i64(j, "started_ns"), en_ns = json_i64(j, "ended_ns");
         if (s > 0 && en_ns > s) {
             cj->has_times = 1;
@@ -647,6 +693,22 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
         }
         const cJSON *inst = cJSON_GetObjectItemCaseSensitive(j, "instance");
         const char *prof = json_str(inst, "profile");
+        /* The job's GPU instance id, to find its gi<id>_* telemetry columns. */
+        cj->gi_id = -1;
+        const char *iuuid = json_str(inst, "uuid");
+        const cJSON *mi;
+        cJSON_ArrayForEach(mi, mig_inst)
+        {
+            const char *u = json_str(mi, "uuid");
+            struct mb_opt g = json_num(mi, "gi_id");
+            if (iuuid && u && strcmp(iuuid, u) == 0 && g.valid)
+                cj->gi_id = (int)g.v;
+        }
+        if (cj->gi_id < 0 && !iuuid) {
+            struct mb_opt g = json_num(cJSON_GetArrayItem(mig_inst, (int)i), "gi_id");
+            if (g.valid)
+                cj->gi_id = (int)g.v;
+        }
         if (!prof)
             prof = json_str(cJSON_GetArrayItem(mig_inst, (int)i), "profile");
         if (prof)
@@ -730,15 +792,20 @@ static void attribute_cell(struct mb_an_run *r, struct mb_an_cell *c, const stru
         for (int m = 0; m < MB_ATTR_COUNT; m++)
             if (m != MB_ATTR_INTERVAL)
                 set_note(&c->attr[m], "not applicable: jobs ran alone, one after another");
-        /* Each job's own interval: power integral when telemetry has power, else duration. */
+        /* Each job's own interval (its measurement window, else spawn..reap): power integral
+         * when telemetry has power, else duration. */
         int have_times = 1;
-        for (size_t i = 0; i < n; i++)
-            have_times &= c->jobs[i].has_times;
+        int64_t ia[MB_AN_JOBS_MAX], ib[MB_AN_JOBS_MAX];
+        for (size_t i = 0; i < n; i++) {
+            const struct mb_an_cell_job *cj = &c->jobs[i];
+            ia[i] = cj->has_window ? cj->window_start_ns : cj->started_ns;
+            ib[i] = cj->has_window ? cj->window_end_ns : cj->ended_ns;
+            have_times &= cj->has_window || cj->has_times;
+        }
         double pj[MB_AN_JOBS_MAX];
         int use_power = have_times && nrows > 1;
         for (size_t i = 0; use_power && i < n; i++) {
-            pj[i] = power_integral_j(rows, nrows, (double)c->jobs[i].started_ns,
-                                     (double)c->jobs[i].ended_ns);
+            pj[i] = power_integral_j(rows, nrows, (double)ia[i], (double)ib[i]);
             use_power &= pj[i] > 0;
         }
         struct mb_attribution *a = &c->attr[MB_ATTR_INTERVAL];
@@ -751,7 +818,7 @@ static void attribute_cell(struct mb_an_run *r, struct mb_an_cell *c, const stru
             set_note(a, "each job's interval, by integrated power over it");
         } else if (have_times) {
             for (size_t i = 0; i < n; i++)
-                w[i] = (c->jobs[i].ended_ns - c->jobs[i].started_ns) / 1000000;
+                w[i] = (ib[i] - ia[i]) / 1000000;
             set_note(a, "each job's interval, by its duration (no power telemetry)");
         } else {
             set_note(a, "unavailable: jobs have no start/end times");
@@ -785,14 +852,27 @@ static void attribute_cell(struct mb_an_run *r, struct mb_an_cell *c, const stru
         if (c->jobs[i].activity.valid && c->jobs[i].activity.v > mx)
             mx = c->jobs[i].activity.v;
     }
+    /* Per-GI SM utilisation is relative to the instance: weight it by the instance's size. */
+    int by_size = c->activity_gi;
+    for (size_t i = 0; by_size && i < n; i++)
+        by_size = r->jobs[i].compute_weight > 0;
+    if (c->activity_gi && !by_size)
+        have_act = 0;
     if (have_act && mx > 0) {
+        double v[MB_AN_JOBS_MAX], vmx = 0;
+        for (size_t i = 0; i < n; i++) {
+            v[i] = c->jobs[i].activity.v * (by_size ? r->jobs[i].compute_weight : 1);
+            vmx = v[i] > vmx ? v[i] : vmx;
+        }
         int64_t aw[MB_AN_JOBS_MAX];
         for (size_t i = 0; i < n; i++)
-            aw[i] = llround(c->jobs[i].activity.v / mx * 1e6);
+            aw[i] = llround(v[i] / vmx * 1e6);
         a->available = mb_analysis_split(c->energy_mj, aw, n, a->job_mj) == MB_OK;
-        set_note(a, "by per-instance activity in telemetry");
+        set_note(a, "%s",
+                 by_size ? "by per-instance SM utilisation x instance compute slices"
+                         : "by per-instance activity in telemetry");
     } else {
-        set_note(a, "unavailable: telemetry has no per-instance activity (activity_<i>)");
+        set_note(a, "unavailable: telemetry has no per-instance activity for every job");
     }
 
     a = &c->attr[MB_ATTR_STATIC_DYNAMIC];
@@ -1161,8 +1241,10 @@ static void aggregate_jobs(struct mb_an_run *r)
         n = 0;
         for (size_t k = 0; k < r->ncells; k++) {
             struct mb_an_cell_job *cj = r->cells[k].ok ? cell_job(&r->cells[k], j->name) : NULL;
-            if (cj && cj->throughput.valid && cj->throughput.v > 0 && cj->steps.valid &&
-                cj->units.valid && cj->steps.v > 0)
+            if (cj && cj->throughput.valid && cj->throughput.v > 0 && cj->steps_unit)
+                x[n++] = 1.0 / cj->throughput.v;
+            else if (cj && cj->throughput.valid && cj->throughput.v > 0 && cj->steps.valid &&
+                     cj->units.valid && cj->steps.v > 0)
                 x[n++] = cj->units.v / cj->steps.v / cj->throughput.v;
         }
         estimate_from(&j->s_per_step, x, n);
@@ -1174,8 +1256,8 @@ static void aggregate_jobs(struct mb_an_run *r)
                 continue;
             c->jobs[i].energy_j.valid = 1;
             c->jobs[i].energy_j.v = (double)a->job_mj[i] / 1000.0;
-            if (c->jobs[i].units.valid && c->jobs[i].units.v > 0)
-                x[n++] = c->jobs[i].energy_j.v / c->jobs[i].units.v;
+            if (c->jobs[i].work.valid && c->jobs[i].work.v > 0)
+                x[n++] = c->jobs[i].energy_j.v / c->jobs[i].work.v;
         }
         estimate_from(&j->j_per_unit, x, n);
     }
@@ -1303,13 +1385,10 @@ static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
             }
             stp += cj->throughput.v / bj[i]->throughput.mean;
             antt += bj[i]->throughput.mean / cj->throughput.v;
-            double units = cj->units.valid     ? cj->units.v
-                           : c->window_s.valid ? cj->throughput.v * c->window_s.v
-                                               : NAN;
-            if (!isfinite(units))
+            if (!cj->work.valid)
                 eok = 0;
             else if (eok)
-                seq_e += units * bj[i]->j_per_unit.mean;
+                seq_e += cj->work.v * bj[i]->j_per_unit.mean;
         }
         if (!ok)
             continue;
@@ -1326,8 +1405,8 @@ static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
         for (size_t k = 0; k < r->ncells; k++) {
             struct mb_an_cell_job *cj =
                 r->cells[k].ok ? cell_job(&r->cells[k], r->jobs[i].name) : NULL;
-            if (cj && cj->units.valid) {
-                units += cj->units.v;
+            if (cj && cj->work.valid) {
+                units += cj->work.v;
                 nu++;
             }
         }
@@ -1384,12 +1463,18 @@ static void quality_notes(struct mb_an_experiment *e)
             }
             if (c->refused_reason[0]) {
                 e->cells_no_energy++;
-                add_note(e, "%s rep %d: energy refused: %s", r->name, c->rep, c->refused_reason);
+                add_note(e, "%s rep %d: energy refused%s%s%s: %s", r->name, c->rep,
+                         c->energy_flag[0] ? " (" : "", c->energy_flag,
+                         c->energy_flag[0] ? ")" : "", c->refused_reason);
             } else if (!c->has_energy) {
                 e->cells_no_energy++;
-                add_note(e, "%s rep %d: no energy measured", r->name, c->rep);
+                add_note(e, "%s rep %d: no energy measured%s%s%s", r->name, c->rep,
+                         c->energy_flag[0] ? " (" : "", c->energy_flag,
+                         c->energy_flag[0] ? ")" : "");
             }
-            int flagged = (c->energy_flag[0] && strcmp(c->energy_flag, "ok") != 0) ||
+            /* Flags other than "gap" (too_short, no_sensor) come with a refused energy and
+             * are reported above. */
+            int flagged = strcmp(c->energy_flag, "gap") == 0 ||
                           (c->gap_pct.valid && fabs(c->gap_pct.v) > 2.0);
             if (flagged) {
                 e->cells_gap_flagged++;

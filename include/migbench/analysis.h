@@ -68,12 +68,20 @@ struct mb_attribution {
 struct mb_an_cell_job {
     char name[MB_AN_NAME_MAX];
     struct mb_opt throughput; /* units per second in the measurement window */
-    struct mb_opt steps;
-    struct mb_opt units;
-    int has_times;
+    struct mb_opt steps;      /* as recorded: the last reported step count */
+    struct mb_opt units;      /* as recorded: cumulative units reported */
+    struct mb_opt work;       /* units of work done in the job's measurement window */
+    const char *work_basis;   /* how `work` was derived (static string) */
+    int steps_unit;           /* throughput is in steps/s */
+    int has_times;            /* spawned..reaped */
     int64_t started_ns;
     int64_t ended_ns;
+    int has_window; /* the job's own measurement window (exclusive mode) */
+    int64_t window_start_ns;
+    int64_t window_end_ns;
+    struct mb_opt window_s;
     struct mb_opt activity; /* summed per-instance activity over the window, from telemetry */
+    int gi_id;              /* the job's MIG GPU instance id, -1 when none is known */
     struct mb_opt energy_j; /* the energy attributed by the run's default method */
 };
 
@@ -107,6 +115,7 @@ struct mb_an_cell {
     struct mb_an_sample *timeline;      /* owned; at most MB_AN_TIMELINE_MAX points */
     double timeline_origin_s;           /* monotonic time of timeline point 0, seconds */
     char timeline_note[MB_AN_TEXT_MAX]; /* why there is no timeline, when there is none */
+    int activity_gi; /* activity is per-GI SM utilisation (gi<id>_sm_util_pct), not a share */
 };
 
 /* One job of a run, aggregated over the run's successful repetitions. */

@@ -19,11 +19,16 @@ WORKLOADS = {
 }
 
 
+WARMUP_S = 5
+
+
 def job_entry(name, thr, ci, window_s, start_ns, end_ns, env, instance=None, pct=None, failed=None):
+    """start_ns..end_ns is the job's measurement window; it was spawned WARMUP_S before it.
+    steps and units are cumulative, as the runner records them (warm-up included)."""
     w = WORKLOADS[name]
     python = "/usr/bin/python3"
     argv = [a.replace("{python}", python) for a in w["argv"]]
-    units = round(thr * window_s, 1) if thr is not None else None
+    units = thr * (window_s + WARMUP_S) if thr is not None else None
     steps = int(units // w["per_step"]) if units is not None else None
     if steps is not None:
         units = float(steps * w["per_step"])
@@ -35,7 +40,10 @@ def job_entry(name, thr, ci, window_s, start_ns, end_ns, env, instance=None, pct
         "throughput": {"mean": None if thr is None else round(thr, 2),
                        "ci95": None if ci is None else round(ci, 2),
                        "unit_per_s": w["unit"] + "/s"},
-        "started_ns": start_ns, "ended_ns": end_ns, "log": "jobs/%s.log" % name,
+        "window": {"start_ns": start_ns, "end_ns": end_ns,
+                   "seconds": round((end_ns - start_ns) * 1e-9, 3)},
+        "started_ns": start_ns - WARMUP_S * 10**9, "ended_ns": end_ns + 200_000_000,
+        "log": "jobs/%s.log" % name,
     }
 
 
@@ -58,14 +66,21 @@ def telemetry(rng, t0, t_end, power_fn, hz, style, activity_fn=None, njobs=0):
         rows.append((t, p, energy_mj, acts))
         t += dt
     if style == "ns":
-        head = "t_ns,power_mw,energy_mj,gpu_util_pct,mem_used_mib"
+        # The meter's columns (src/meter.c); energy_dram_mj is unsupported here, so empty.
+        head = ("t_ns,t_s,read_ok,power_mw,power_instant_mw,power_avg_mw,energy_mj,"
+                "energy_dram_mj,util_gpu_pct,util_mem_pct,mem_used_bytes,clock_sm_mhz,"
+                "clock_mem_mhz,temp_c,throttle_reasons,power_limit_mw")
         if activity_fn:
-            head += "," + ",".join("activity_%d" % i for i in range(njobs))
+            for g in range(1, njobs + 1):
+                head += ",gi%d_mem_used_bytes,gi%d_sm_util_pct" % (g, g)
         lines = [head]
         for (t, p, e, acts) in rows:
-            line = "%d,%d,%d,%d,%d" % (t, round(p * 1000), round(e), 97 if p > 150 else 0, 30000)
+            busy = p > 150
+            line = "%d,%.9f,1,%d,,%d,%d,,%d,%d,%d,1980,2619,%d,0,700000" % (
+                t, (t - t0) * 1e-9, round(p * 1000), round(p * 1000), round(e),
+                97 if busy else 0, 41 if busy else 0, 31 << 30, 62 if busy else 36)
             if activity_fn:
-                line += "," + ",".join("%.3f" % a for a in acts)
+                line += "," + ",".join("%d,%.1f" % (10 << 30, 100 * a) for a in acts)
             lines.append(line)
     else:  # the other accepted spelling: seconds and watts, no energy column
         lines = ["t_s,power_w"]
@@ -81,7 +96,7 @@ def device(model, name, mig_instances):
         "power_limit_mw": 700000 if "H100" in model else 400000,
         "sensor": {"energy_counter": True, "power_semantics": "1s-average" if "H100" in model else "instant",
                    "period_ms": 100 if "H100" in model else 20},
-        "mig": {"mode": "enabled" if mig_instances else "disabled", "instances": mig_instances},
+        "mig": {"mode": 1 if mig_instances else 0, "instances": mig_instances},
     }
 
 
@@ -155,11 +170,10 @@ def make_experiment(root, exp, model, devname, base, runs, reps=3, seed=1, tel_s
             act_fn = None
             if mode == "mig":
                 busy = run.get("activity", [0.9] * len(run["jobs"]))
-                slices = [int(p.split("g")[0]) for p in run["layout"]]
 
-                def act_fn(t, i, busy=busy, slices=slices):
+                def act_fn(t, i, busy=busy):  # SM utilisation of the instance, 0..1
                     if start <= t < wend:
-                        return min(1.0, max(0.0, busy[i] + rng.gauss(0, 0.02))) * slices[i] / 7
+                        return min(1.0, max(0.0, busy[i] + rng.gauss(0, 0.02)))
                     return 0.0
             text, _, nsamp = telemetry(rng, t0, tend, power, hz, tel_style, act_fn,
                                        len(run["jobs"]))

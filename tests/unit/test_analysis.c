@@ -83,7 +83,8 @@ static int setup(void **state)
                "\"throughput\":{\"mean\":54},\"started_ns\":11000000000,"
                "\"ended_ns\":21000000000}]",
                "ok");
-    const char *mig = "[{\"profile\":\"4g.40gb\"},{\"profile\":\"3g.40gb\"}]";
+    const char *mig = "[{\"profile\":\"4g.40gb\",\"gi_id\":1},"
+                      "{\"profile\":\"3g.40gb\",\"gi_id\":2}]";
     write_cell("mig", "mig", 0, "{\"counter_j\":1000.003,\"idle_power_w\":50}", mig,
                "[{\"name\":\"A\",\"workload\":\"a\",\"steps\":60,\"units\":600,"
                "\"throughput\":{\"mean\":60}},"
@@ -96,6 +97,12 @@ static int setup(void **state)
                "{\"name\":\"B\",\"workload\":\"b\",\"steps\":28,\"units\":280,"
                "\"throughput\":{\"mean\":28}}]",
                "ok");
+    /* The meter's per-GPU-instance columns, in the window (1..11 s) twice, once outside. */
+    write_file("exp/mig/0/telemetry.csv",
+               "t_ns,t_s,read_ok,power_mw,energy_mj,gi1_sm_util_pct,gi2_sm_util_pct\n"
+               "1000000000,0.0,1,100000,0,90.0,80.0\n"
+               "6000000000,5.0,1,100000,500000,90.0,80.0\n"
+               "12000000000,11.0,1,100000,1100000,10.0,10.0\n");
     /* A failed cell: counted, never averaged in. */
     write_cell("mig", "mig", 2, "{\"counter_j\":null}", mig,
                "[{\"name\":\"A\",\"workload\":\"a\",\"throughput\":{\"mean\":null}},"
@@ -269,7 +276,14 @@ static void test_mig(void **state)
     assert_int_equal(c0->attr[MB_ATTR_COMPUTE_SHARE].job_mj[1], 428573);
     assert_int_equal(c0->attr[MB_ATTR_STATIC_DYNAMIC].job_mj[0], 250000 + 285716);
     assert_int_equal(c0->attr[MB_ATTR_STATIC_DYNAMIC].job_mj[1], 250000 + 214287);
-    assert_false(c0->attr[MB_ATTR_ACTIVITY].available); /* no telemetry in this cell */
+    /* Activity from gi<id>_sm_util_pct, weighted by instance size: A 2 x 90% x 4 slices =
+     * 720, B 2 x 80% x 3 = 480 (3:2) -> integer weights 1000000 : 666667 ->
+     * floor(1000003 x 1000000 / 1666667) = 600001, the rest 400002. */
+    assert_true(c0->attr[MB_ATTR_ACTIVITY].available);
+    assert_int_equal(c0->attr[MB_ATTR_ACTIVITY].job_mj[0], 600001);
+    assert_int_equal(c0->attr[MB_ATTR_ACTIVITY].job_mj[1], 400002);
+    assert_false(r->cells[1].attr[MB_ATTR_ACTIVITY].available); /* no telemetry in rep 1 */
+    assert_false(r->attr[MB_ATTR_ACTIVITY].available);          /* so not for the run */
     /* Rep 1: 1100000 mJ -> compute floor(4400000/7) = 628571 + 471429. */
     assert_int_equal(r->attr[MB_ATTR_COMPUTE_SHARE].job_mj[0], 571430 + 628571);
     assert_int_equal(r->attr[MB_ATTR_COMPUTE_SHARE].job_mj[1], 428573 + 471429);
