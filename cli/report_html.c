@@ -420,7 +420,7 @@ static void chart_timeline(FILE *out, const struct mb_an_run *r, const struct mb
         tmax = 1;
     double L = 46, R = 388, T = 8, B = 118;
     double lanes = (double)r->njobs * 11;
-    fprintf(out, "<svg viewBox=\"0 0 400 %.0f\" role=\"img\" aria-label=\"power over time\">\n",
+    fprintf(out, "<svg viewBox=\"0 0 470 %.0f\" role=\"img\" aria-label=\"power over time\">\n",
             B + 24 + lanes);
     double o = c->timeline_origin_s;
 #define TX(t) (L + ((t)-o) / tmax * (R - L))
@@ -453,20 +453,33 @@ static void chart_timeline(FILE *out, const struct mb_an_run *r, const struct mb
     for (size_t j = 0; j < c->njobs && j < r->njobs; j++) {
         const struct mb_an_cell_job *cj = &c->jobs[j];
         double y = B + 18 + (double)j * 11;
-        if (!cj->has_times) {
+        if (!cj->has_times && !cj->has_window) {
             text(out, L, y + 8, "start", "tick", "(no phase times)");
             continue;
         }
-        double a = TX((double)cj->started_ns * 1e-9), b = TX((double)cj->ended_ns * 1e-9);
-        a = a < L ? L : a;
-        b = b > R ? R : b;
-        bar(out, a, y, b - a, 8, j);
-        char lab[MB_AN_NAME_MAX];
-        snprintf(lab, sizeof(lab), "%s", cj->name);
-        if (b > R - 60)
-            text(out, a - 3, y + 8, "end", "tick", lab);
-        else
-            text(out, b + 3, y + 8, "start", "tick", lab);
+        double a = R, b = L;
+        if (cj->has_times) {
+            /* Spawn to reap, warm-up included: a thin line; the measured window: a bar. */
+            a = TX((double)cj->started_ns * 1e-9);
+            b = TX((double)cj->ended_ns * 1e-9);
+            a = a < L ? L : a;
+            b = b > R ? R : b;
+            fprintf(out, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"%s\" stroke-width=\"2\"/>\n", a,
+                    y + 4, b, colour(j));
+        }
+        if (cj->has_window) {
+            double wa = TX((double)cj->window_start_ns * 1e-9);
+            double wb = TX((double)cj->window_end_ns * 1e-9);
+            wa = wa < L ? L : wa;
+            wb = wb > R ? R : wb;
+            bar(out, wa, y, wb - wa, 8, j);
+            a = wa < a ? wa : a;
+            b = wb > b ? wb : b;
+        } else {
+            bar(out, a, y, b - a, 8, j);
+        }
+        /* Names in a column right of the plot, where no bar can cover them. */
+        text(out, R + 6, y + 8, "start", "tick", cj->name);
     }
 #undef TX
 #undef PY
@@ -669,7 +682,8 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
     fputs("</ul>\n", out);
 
     fputs("<h3>Power timelines</h3>\n<p class=\"note\">Board power per cell; the shaded band "
-          "is the measurement window, the bars below are each job's running phase.</p>\n"
+          "is the measurement window; below, each job's measured window (bar) within its whole run "
+          "from start to exit (line).</p>\n"
           "<div class=\"tls\">\n",
           out);
     for (size_t i = 0; i < e->nruns; i++)
