@@ -42,6 +42,27 @@ static const char *colour(size_t i)
     return palette[i % NPAL];
 }
 
+/*
+ * A workload keeps one colour and pattern on every chart of an experiment: its index among the
+ * experiment's workloads in order of first appearance.
+ */
+static size_t wl_index(const struct mb_an_experiment *e, const char *workload)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < e->nruns; i++)
+        for (size_t j = 0; j < e->runs[i].njobs; j++) {
+            const char *w = e->runs[i].jobs[j].workload;
+            if (strcmp(w, workload) == 0)
+                return n;
+            int seen = 0;
+            for (size_t a = 0; a <= i && !seen; a++)
+                for (size_t b = 0; b < (a == i ? j : e->runs[a].njobs) && !seen; b++)
+                    seen = strcmp(e->runs[a].jobs[b].workload, w) == 0;
+            n += !seen;
+        }
+    return n;
+}
+
 /* A bar: its colour, then its pattern on top, so that print tells the jobs apart too. */
 static void bar(FILE *out, double x, double y, double w, double h, size_t idx)
 {
@@ -85,12 +106,12 @@ static void pattern_defs(FILE *out)
           out);
 }
 
-static void legend(FILE *out, const struct mb_an_run *r)
+static void legend(FILE *out, const struct mb_an_experiment *e, const struct mb_an_run *r)
 {
     fputs("<p class=\"legend\">", out);
     for (size_t i = 0; i < r->njobs; i++) {
         fprintf(out, "<svg width=\"18\" height=\"12\" aria-hidden=\"true\">");
-        bar(out, 0.5, 0.5, 17, 11, i);
+        bar(out, 0.5, 0.5, 17, 11, wl_index(e, r->jobs[i].workload));
         fputs("</svg> ", out);
         esc(out, r->jobs[i].name);
         fputs(" &nbsp; ", out);
@@ -193,7 +214,7 @@ static void chart_stp(FILE *out, const struct mb_an_experiment *e)
             if (!nj->valid)
                 continue;
             double w = (right - left) * nj->mean / vmax;
-            bar(out, x, y, w, 20, j);
+            bar(out, x, y, w, 20, wl_index(e, r->jobs[j].workload));
             if (w > 34) {
                 char b[32];
                 snprintf(b, sizeof(b), "%.2f", nj->mean);
@@ -309,15 +330,20 @@ static void chart_gains_all(FILE *out, const struct mb_analysis *a)
 /* Energy per unit of work: one panel per workload, a bar per run. */
 static void chart_energy_per_unit(FILE *out, const struct mb_an_experiment *e)
 {
-    const struct mb_an_run *base = NULL;
-    for (size_t i = 0; i < e->nruns && !base; i++)
-        if (strcmp(e->runs[i].mode, "exclusive") == 0)
-            base = &e->runs[i];
-    const struct mb_an_run *ref = base ? base : (e->nruns ? &e->runs[0] : NULL);
-    if (!ref)
-        return;
-    for (size_t w = 0; w < ref->njobs; w++) {
-        const char *wl = ref->jobs[w].workload;
+    /* Every workload once, in order of first appearance (exclusive runs come first). */
+    const struct mb_an_job *wls[MB_AN_JOBS_MAX * 4];
+    size_t nwl = 0;
+    for (size_t i = 0; i < e->nruns; i++)
+        for (size_t j = 0; j < e->runs[i].njobs; j++) {
+            const struct mb_an_job *jb = &e->runs[i].jobs[j];
+            size_t k = 0;
+            while (k < nwl && strcmp(wls[k]->workload, jb->workload) != 0)
+                k++;
+            if (k == nwl && nwl < sizeof(wls) / sizeof(wls[0]))
+                wls[nwl++] = jb;
+        }
+    for (size_t w = 0; w < nwl; w++) {
+        const char *wl = wls[w]->workload;
         double vmax = 0;
         size_t n = 0;
         for (size_t i = 0; i < e->nruns; i++)
@@ -340,10 +366,10 @@ static void chart_energy_per_unit(FILE *out, const struct mb_an_experiment *e)
         double h = top + (double)n * rowh + 26;
         char unit[MB_AN_NAME_MAX];
         /* "images/s" -> "image": the chart reads "J per image". */
-        int ulen = (int)strcspn(ref->jobs[w].unit, "/");
-        if (ulen > 1 && ref->jobs[w].unit[ulen - 1] == 's')
+        int ulen = (int)strcspn(wls[w]->unit, "/");
+        if (ulen > 1 && wls[w]->unit[ulen - 1] == 's')
             ulen--;
-        snprintf(unit, sizeof(unit), "%.*s", ulen, ref->jobs[w].unit);
+        snprintf(unit, sizeof(unit), "%.*s", ulen, wls[w]->unit);
         fprintf(out,
                 "<svg class=\"chart small\" viewBox=\"0 0 820 %.0f\" role=\"img\" "
                 "aria-label=\"energy per unit for ",
@@ -389,7 +415,8 @@ static void chart_energy_per_unit(FILE *out, const struct mb_an_experiment *e)
 }
 
 /* The power timeline of one cell with the measurement window and each job's phase. */
-static void chart_timeline(FILE *out, const struct mb_an_run *r, const struct mb_an_cell *c)
+static void chart_timeline(FILE *out, const struct mb_an_experiment *e, const struct mb_an_run *r,
+                           const struct mb_an_cell *c)
 {
     char title[MB_AN_TEXT_MAX * 2];
     char energy[96];
@@ -465,18 +492,18 @@ static void chart_timeline(FILE *out, const struct mb_an_run *r, const struct mb
             a = a < L ? L : a;
             b = b > R ? R : b;
             fprintf(out, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"%s\" stroke-width=\"2\"/>\n", a,
-                    y + 4, b, colour(j));
+                    y + 4, b, colour(wl_index(e, r->jobs[j].workload)));
         }
         if (cj->has_window) {
             double wa = TX((double)cj->window_start_ns * 1e-9);
             double wb = TX((double)cj->window_end_ns * 1e-9);
             wa = wa < L ? L : wa;
             wb = wb > R ? R : wb;
-            bar(out, wa, y, wb - wa, 8, j);
+            bar(out, wa, y, wb - wa, 8, wl_index(e, r->jobs[j].workload));
             a = wa < a ? wa : a;
             b = wb > b ? wb : b;
         } else {
-            bar(out, a, y, b - a, 8, j);
+            bar(out, a, y, b - a, 8, wl_index(e, r->jobs[j].workload));
         }
         /* Names in a column right of the plot, where no bar can cover them. */
         text(out, R + 6, y + 8, "start", "tick", cj->name);
@@ -566,7 +593,7 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
           out);
     for (size_t i = 0; i < e->nruns; i++)
         if (strcmp(e->runs[i].mode, "exclusive") != 0) {
-            legend(out, &e->runs[i]);
+            legend(out, e, &e->runs[i]);
             break;
         }
     chart_stp(out, e);
@@ -688,7 +715,7 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
           out);
     for (size_t i = 0; i < e->nruns; i++)
         for (size_t k = 0; k < e->runs[i].ncells; k++)
-            chart_timeline(out, &e->runs[i], &e->runs[i].cells[k]);
+            chart_timeline(out, e, &e->runs[i], &e->runs[i].cells[k]);
     fputs("</div>\n", out);
 
     fputs("<h3>Device and measurement quality</h3>\n<ul class=\"quality\">\n<li>Sensor: ", out);

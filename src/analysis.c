@@ -1191,21 +1191,24 @@ static int has_results(const char *dir)
 /* ---------------------------------------------------------------------------------------- */
 /* Aggregation                                                                                */
 
-static const struct mb_an_run *baseline_run(const struct mb_an_experiment *e)
+/*
+ * The exclusive baseline of a workload: the run itself when it is exclusive, else the first
+ * exclusive run (in sorted order) with a measured throughput for it. Experiments may measure
+ * all workloads in one exclusive run or give each its own ("solo-resnet", "solo-gpt2").
+ */
+static const struct mb_an_job *baseline_job(const struct mb_an_experiment *e,
+                                            const struct mb_an_run *r, const char *workload)
 {
-    for (size_t i = 0; i < e->nruns; i++)
-        if (is_exclusive(e->runs[i].mode) && e->runs[i].nok > 0)
-            return &e->runs[i];
-    return NULL;
-}
-
-static const struct mb_an_job *baseline_job(const struct mb_an_run *base, const char *workload)
-{
-    if (!base)
-        return NULL;
-    for (size_t i = 0; i < base->njobs; i++)
-        if (strcmp(base->jobs[i].workload, workload) == 0)
-            return &base->jobs[i];
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < e->nruns; i++) {
+            const struct mb_an_run *b = &e->runs[i];
+            if (!is_exclusive(b->mode) || b->nok == 0 || (pass == 0) != (b == r))
+                continue;
+            for (size_t k = 0; k < b->njobs; k++)
+                if (strcmp(b->jobs[k].workload, workload) == 0 && b->jobs[k].throughput.valid &&
+                    b->jobs[k].throughput.mean > 0)
+                    return &b->jobs[k];
+        }
     return NULL;
 }
 
@@ -1325,13 +1328,12 @@ static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
     estimate_from(&r->window_s, y, nw);
     estimate_from(&r->power_w, z, np);
 
-    const struct mb_an_run *base = baseline_run(e);
     const struct mb_an_job *bj[MB_AN_JOBS_MAX];
-    r->has_baseline = base != NULL && r->njobs > 0;
+    r->has_baseline = r->njobs > 0;
     size_t base_n = SIZE_MAX, base_ne = SIZE_MAX;
     int base_e_ok = r->has_baseline;
     for (size_t i = 0; i < r->njobs && r->has_baseline; i++) {
-        bj[i] = baseline_job(base, r->jobs[i].workload);
+        bj[i] = baseline_job(e, r, r->jobs[i].workload);
         if (!bj[i] || !bj[i]->throughput.valid || bj[i]->throughput.mean <= 0) {
             r->has_baseline = 0;
             break;

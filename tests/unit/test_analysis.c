@@ -375,6 +375,43 @@ static void test_golden_closure(void **state)
     mb_analysis_destroy(a);
 }
 
+/* Each workload measured alone in its own exclusive run, as in DESIGN.md's example. */
+static void test_solo_baselines(void **state)
+{
+    (void)state;
+    write_file("solo/solo-a/0/cell.json",
+               "{\"run\":\"solo-a\",\"mode\":\"exclusive\",\"status\":\"ok\","
+               "\"jobs\":[{\"name\":\"a\",\"throughput\":{\"mean\":200}}]}");
+    write_file("solo/solo-b/0/cell.json",
+               "{\"run\":\"solo-b\",\"mode\":\"exclusive\",\"status\":\"ok\","
+               "\"jobs\":[{\"name\":\"b\",\"throughput\":{\"mean\":40}}]}");
+    write_file("solo/both/0/cell.json",
+               "{\"run\":\"both\",\"mode\":\"timeslice\",\"status\":\"ok\","
+               "\"jobs\":[{\"name\":\"b\",\"throughput\":{\"mean\":30}},"
+               "{\"name\":\"a\",\"throughput\":{\"mean\":50}}]}");
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/solo", tmpdir);
+    const char *dirs[] = {dir};
+    struct mb_analysis *a = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_analysis_load(&a, dirs, 1, &err), MB_OK);
+    const struct mb_an_experiment *e = &a->exps[0];
+    assert_int_equal(e->nruns, 3);
+    /* Sorted: exclusive runs first (by name), then timeslice. */
+    assert_string_equal(e->runs[0].name, "solo-a");
+    assert_string_equal(e->runs[2].name, "both");
+    const struct mb_an_run *r = &e->runs[2];
+    assert_true(r->has_baseline);
+    /* b: 30/40 = 0.75, a: 50/200 = 0.25; STP 1.0 and no energy anywhere: n/a, not 0. */
+    assert_float_equal(r->jobs[0].normalised.mean, 0.75, 1e-12);
+    assert_float_equal(r->jobs[1].normalised.mean, 0.25, 1e-12);
+    assert_float_equal(r->stp.mean, 1.0, 1e-12);
+    assert_false(r->energy_saving.valid);
+    assert_false(r->energy_j.valid);
+    assert_false(r->attr[MB_ATTR_EQUAL].available);
+    mb_analysis_destroy(a);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -415,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_mig),
         cmocka_unit_test(test_timeslice_single_rep),
         cmocka_unit_test(test_golden_closure),
+        cmocka_unit_test(test_solo_baselines),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
