@@ -54,5 +54,7 @@ extern const struct mb_cmd mb_cmd_help;
 extern const struct mb_cmd mb_cmd_layouts;
 extern const struct mb_cmd mb_cmd_devices;
 extern const struct mb_cmd mb_cmd_measure;
+extern const struct mb_cmd mb_cmd_mig;
+extern const struct mb_cmd mb_cmd_report;
 
 #endif

@@ -15,7 +15,7 @@
  * its file; there is no constructor self-registration (STYLE.md).
  */
 static const struct mb_device_ops *const backends[] = {
-    /* NVML: src/device/nvml.c adds `&mb__nvml_ops,` on this line when it lands. */
+    &mb__nvml_ops,
     &mb__host_ops,
     &mb__emu_ops,
 };
