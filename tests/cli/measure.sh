@@ -155,4 +155,14 @@ expect_json 'j["energy"]["truncated"]' True
 expect_json 'j["sampling"]["read_failures"] > 0' True
 expect_json 'j["exit_code"]' 5
 
+# The real NVML path (dlopen) against the fake libnvidia-ml.so.1 when it is built.
+FAKE="$MB_BINARY_DIR/tests/fake-nvml/libnvidia-ml.so.1"
+if [ -f "$FAKE" ]; then
+    MIGBENCH_NVML_LIBRARY="$FAKE" MIGBENCH_FAKE_NVML_SPEC="H100-80GB:load=0.6" \
+        run 3 "$MIGBENCH" measure --device nvml:0 --json -- "$FX/fx_steady" --duration 1.2 --exit 3
+    expect_json 'j["device"]["backend"]' nvml
+    expect_json 'j["energy"]["counter_j"] > 0 and j["energy"]["integral_j"] > 0' True
+    expect_json 'j["energy"]["gap_flag"]' False
+fi
+
 finish
