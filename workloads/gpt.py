@@ -286,7 +286,8 @@ def save_checkpoint(torch, model, args, step, path):
     os.replace(tmp, path)
 
 
-def load_checkpoint(torch, model, args, dev):
+def read_checkpoint(torch, args, dev):
+    """Reads and checks a --save checkpoint before any model is built."""
     try:
         ckpt = torch.load(args.init_from, map_location=dev)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is a bad argument
@@ -296,8 +297,7 @@ def load_checkpoint(torch, model, args, dev):
     if ckpt["size"] != args.size:
         raise WorkloadExit(EXIT_USAGE, "--init-from %s: a %s checkpoint, but --size is %s"
                            % (args.init_from, ckpt["size"], args.size))
-    model.load_state_dict(ckpt["model"])
-    return ckpt.get("step")
+    return ckpt
 
 
 def main(argv):
@@ -325,16 +325,20 @@ def main(argv):
             raise WorkloadExit(EXIT_USAGE, "--data %s: %d tokens, fewer than one sequence of %d + 1"
                                % (args.data, data.numel(), args.seq_len))
 
+    ckpt = read_checkpoint(torch, args, dev) if args.init_from else None
     model = GPT(cfg, device=dev)
     n_params = _common.count_params(model)
     origin = "random init"
-    if args.finetune:
-        if args.init_from:
-            ck_step = load_checkpoint(torch, model, args, dev)
-            origin = "weights from %s (step %s)" % (args.init_from, ck_step)
-        else:
-            origin = "random init"
-            note(PROG, "--finetune without --init-from: this is fine-tuning-SHAPED (learning-rate schedule and "
+    if ckpt is not None:
+        try:
+            model.load_state_dict(ckpt["model"])
+        except RuntimeError as exc:
+            raise WorkloadExit(EXIT_USAGE, "--init-from %s: weights do not fit gpt2-%s (%s)"
+                               % (args.init_from, args.size, str(exc).splitlines()[0]))
+        origin = "weights from %s (step %s)" % (args.init_from, ckpt.get("step"))
+        del ckpt
+    elif args.finetune:
+        note(PROG, "--finetune without --init-from: this is fine-tuning-SHAPED (learning-rate schedule and "
                  "run length) but starts from RANDOM weights, not a pretrained model")
     model.train()
     opt, fused_opt = make_optimizer(torch, model, args, dev)
