@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libyaml-dev libcjson-dev libcmocka-dev
-      python3 python3-torch python3-torchvision clang-format)
+      python3 python3-torch python3-torchvision python3-yaml clang-format)
 if [ "${MB_WITH_CHROMIUM:-0}" = 1 ]; then
     pkgs+=(chromium)
 fi
