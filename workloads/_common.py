@@ -282,6 +282,18 @@ class StopFlag:
         return self.signum is not None
 
 
+_stop = None
+
+
+def stop_flag():
+    """The process's StopFlag, installed on first use (run_main installs it before torch loads,
+    so a SIGTERM during start-up also ends the job cleanly, with zero steps)."""
+    global _stop
+    if _stop is None:
+        _stop = StopFlag()
+    return _stop
+
+
 def ignore_term_in_worker(_worker_id):
     """DataLoader worker_init_fn: workers leave SIGTERM/SIGINT to the main process, which stops
     cleanly and then shuts them down."""
@@ -308,7 +320,7 @@ def train_loop(torch, prog, dev, args, step_fn, units_per_step, unit_name):
     step_fn returns the loss tensor (or None); units_per_step is the work done per step (images
     or tokens). Returns (steps, units, seconds).
     """
-    stop = StopFlag()
+    stop = stop_flag()
     reporter = migbench_progress.Reporter.from_env()
     if args.progress_stderr:
         reporter.echo_stderr = True
@@ -349,6 +361,7 @@ def train_loop(torch, prog, dev, args, step_fn, units_per_step, unit_name):
 
 def run_main(prog, body, torch_getter):
     """Calls body() and maps WorkloadExit and out-of-memory errors to exit codes."""
+    stop_flag()
     try:
         body()
     except WorkloadExit as exc:

@@ -31,23 +31,32 @@ def tail(text, n=15):
     return "\n".join(text.splitlines()[-n:])
 
 
-def run_plain(script, args, timeout=120):
+def run_plain(script, args, timeout=120, mem_limit=None):
     env = dict(os.environ)
     env.pop("MIGBENCH_PROGRESS_FD", None)
+
+    def limit():
+        if mem_limit:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
+
     p = subprocess.run([PY, os.path.join(WL, script)] + args, capture_output=True, text=True,
-                       timeout=timeout, env=env)
+                       timeout=timeout, env=env, preexec_fn=limit)
     return p.returncode, p.stdout, p.stderr
 
 
-def run_with_pipe(script, args, term_after=None, close_reader=False, timeout=120):
-    """Runs a workload with a real progress pipe. Returns (rc, lines, stderr)."""
+def run_with_pipe(script, args, term_after=None, close_reader=False, timeout=120, group=False):
+    """Runs a workload with a real progress pipe. Returns (rc, lines, stderr). With term_after, sends
+    SIGTERM after that many lines: to the process, or with group to its whole process group (as
+    migbench does, which also reaches data-loader workers)."""
     r, w = os.pipe()
     env = dict(os.environ, MIGBENCH_PROGRESS_FD=str(w))
     if close_reader:
         os.close(r)
     err = tempfile.TemporaryFile(mode="w+")
     proc = subprocess.Popen([PY, os.path.join(WL, script)] + args, pass_fds=(w,), env=env,
-                            stdout=subprocess.DEVNULL, stderr=err)
+                            stdout=subprocess.DEVNULL, stderr=err, start_new_session=group)
     os.close(w)
     lines = []
     deadline = time.monotonic() + timeout
@@ -63,7 +72,10 @@ def run_with_pipe(script, args, term_after=None, close_reader=False, timeout=120
                     line, buf = buf.split(b"\n", 1)
                     lines.append(line.decode())
                     if term_after is not None and len(lines) == term_after:
-                        proc.send_signal(signal.SIGTERM)
+                        if group:
+                            os.killpg(proc.pid, signal.SIGTERM)
+                        else:
+                            proc.send_signal(signal.SIGTERM)
                 if time.monotonic() > deadline:
                     proc.kill()
                     break
@@ -253,8 +265,21 @@ def main():
             check(rc == 0 and "imagefolder" in err, "vision --data DIR (ImageFolder, 1 worker)",
                   "rc %d, stderr: %s" % (rc, tail(err)))
             check_lines("vision --data", lines, 2, 4, exact=4)
+            rc, lines, err = run_with_pipe("vision.py", ["--model", "resnet18", "--image-size", "32", "--batch-size",
+                                                         "2", "--data", os.path.join(tmp, "img"), "--workers", "2"]
+                                           + CPU, term_after=3, group=True)
+            check(rc == 0 and "stopped (signal 15)" in err and "Traceback" not in err,
+                  "vision --data with 2 workers: SIGTERM to the process group -> clean exit 0",
+                  "rc %d, stderr: %s" % (rc, tail(err)))
+            check_lines("vision --data after SIGTERM", lines, 2, 3)
         except ImportError:
             check(False, "vision --data DIR: PIL (python3-pil, a torchvision dependency) is missing")
+
+    # Out of memory: exit 3 with a message (host memory capped at 3 GB; one step wants more).
+    rc, _out, err = run_plain("gpt.py", ["--size", "tiny", "--batch-size", "4096", "--seq-len", "256", "--steps", "1"]
+                              + CPU, mem_limit=3 << 30)
+    check(rc == 3 and "out of memory" in err and "Reduce --batch-size" in err, "out of memory -> exit 3 with advice",
+          "rc %d, stderr: %s" % (rc, tail(err)))
 
     # Features this torch or machine lacks: exit 4 with a clear message.
     import torch
