@@ -156,6 +156,9 @@ def resolve_device(torch, name):
             raise WorkloadExit(EXIT_UNAVAILABLE, "--device %s: only %d CUDA device(s) visible"
                                % (name, torch.cuda.device_count()))
         torch.cuda.set_device(dev.index or 0)
+        # TF32 for fp32 matrix products and convolutions (Ampere and later); autocast covers the rest.
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
         return dev
     return torch.device("cpu")
 
@@ -195,7 +198,11 @@ class Precision:
                 self.dtype = torch.bfloat16
             elif amp == "fp16":
                 self.dtype = torch.float16
-                self.scaler = torch.cuda.amp.GradScaler()
+                amp_mod = getattr(torch, "amp", None)
+                if amp_mod is not None and hasattr(amp_mod, "GradScaler"):
+                    self.scaler = amp_mod.GradScaler("cuda")  # torch >= 2.3
+                else:
+                    self.scaler = torch.cuda.amp.GradScaler()
         else:
             if amp == "fp16":
                 self.note = "--amp fp16: autocast on the CPU supports bf16 only; running in fp32"

@@ -282,14 +282,18 @@ def make_optimizer(torch, model, args, dev):
 
 def save_checkpoint(torch, model, args, step, path):
     tmp = path + ".tmp"
-    torch.save({"model": model.state_dict(), "size": args.size, "config": model.cfg, "step": step}, tmp)
+    # Tensors, strings and ints only: loadable with torch.load(weights_only=True) from torch 1.13 on.
+    torch.save({"model": model.state_dict(), "size": args.size, "step": int(step)}, tmp)
     os.replace(tmp, path)
 
 
 def read_checkpoint(torch, args, dev):
     """Reads and checks a --save checkpoint before any model is built."""
     try:
-        ckpt = torch.load(args.init_from, map_location=dev)
+        try:
+            ckpt = torch.load(args.init_from, map_location=dev, weights_only=True)  # torch >= 1.13
+        except TypeError:
+            ckpt = torch.load(args.init_from, map_location=dev)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is a bad argument
         raise WorkloadExit(EXIT_USAGE, "--init-from %s: not a readable checkpoint (%s)" % (args.init_from, exc))
     if not isinstance(ckpt, dict) or "model" not in ckpt or "size" not in ckpt:

@@ -288,6 +288,24 @@ def main():
         rc, _out, err = run_plain("vision.py", ["--model", "resnet18", "--device", "cuda", "--steps", "1"])
         check(rc == 4 and "CUDA is not available" in err, "--device cuda without CUDA -> exit 4",
               "rc %d, stderr: %s" % (rc, tail(err)))
+    # Where this torch has fused attention, it must compute what the written-out attention does.
+    if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        sys.path.insert(0, WL)
+        import gpt
+
+        args = gpt.parse_args(["--size", "tiny", "--seq-len", "32"])
+        GPT, _ = gpt.define_model(torch)
+        torch.manual_seed(1)
+        fused = GPT(gpt.model_config(args, fused=True)).eval()
+        plain = GPT(gpt.model_config(args, fused=False)).eval()
+        plain.load_state_dict(fused.state_dict())
+        x = torch.randint(0, 256, (2, 33))
+        with torch.no_grad():
+            a, b = fused(x[:, :-1], x[:, 1:]).item(), plain(x[:, :-1], x[:, 1:]).item()
+        check(abs(a - b) < 1e-4, "gpt: fused attention loss equals written-out attention loss", "%r vs %r" % (a, b))
+    else:
+        print("note: torch %s has no scaled_dot_product_attention; gpt.py uses the written-out attention"
+              % torch.__version__)
     if not hasattr(torch, "compile"):
         rc, _out, err = run_plain("gpt.py", ["--size", "tiny", "--compile", "--steps", "1"] + CPU)
         check(rc == 4 and "--compile needs torch >= 2.0" in err, "--compile on torch < 2 -> exit 4",
