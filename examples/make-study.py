@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Writes examples/study-a100.yaml and examples/study-h100.yaml: the study's experiment matrix.
+"""Writes examples/study-{a100,h100,h200}.yaml: the study's experiment matrix per GPU model.
 
-The two files share their jobs (so results compare across GPUs) and differ in the GPU model their
-MIG profile names and memory checks refer to. Edit this generator, not the YAML files; run
+The files share their jobs (so results compare across GPUs) and differ in the GPU model whose MIG
+profile names and memory sizes they use (a run is left out where a job does not fit). Edit this generator, not the YAML files; run
     python3 examples/make-study.py            # rewrites both files next to this script
     python3 examples/make-study.py --check    # exit 1 if a file differs from what it would write
 tests/cli/examples.sh runs the --check form. Standard library only.
@@ -47,20 +47,23 @@ WORKLOADS = [
      "GPT-2 medium fine-tuning"),
 ]
 STUDY = ["densenet169", "resnet50", "inception-v3", "gpt2-small", "gpt2-medium", "gpt2-xl"]
-SIZES = ["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"]
-HOMOGENEOUS = [("7x1g", ["1g.10gb"] * 7), ("3x2g", ["2g.20gb"] * 3), ("2x3g", ["3g.40gb"] * 2)]
+# Partition sizes as (compute slices, memory slices), named per model from the catalog: on an
+# 80 GB A100/H100 these are 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb.
+G1, G1M2, G2, G3, G4, G7 = (1, 1), (1, 2), (2, 2), (3, 4), (4, 4), (7, 8)
+SIZES = [G1, G1M2, G2, G3, G4, G7]
+HOMOGENEOUS = [("7x1g", [G1] * 7), ("3x2g", [G2] * 3), ("2x3g", [G3] * 2)]
 # Mixed small/medium/large layouts, each job sized to its partition (largest job, largest slice).
 MIXES = [
-    ("mix-4-2-1-lm", ["4g.40gb", "2g.20gb", "1g.10gb"], ["gpt2-xl", "gpt2-medium", "resnet50"]),
-    ("mix-3-2-1-1-lm", ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"],
-     ["gpt2-xl", "gpt2-small", "resnet50", "densenet169"]),
-    ("mix-4-2-1-vision", ["4g.40gb", "2g.20gb", "1g.10gb"], ["inception-v3", "resnet50", "densenet169"]),
-    ("mix-3-2-1-1-vision", ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"],
+    ("mix-4-2-1-lm", [G4, G2, G1], ["gpt2-xl", "gpt2-medium", "resnet50"]),
+    ("mix-3-2-1-1-lm", [G3, G2, G1, G1], ["gpt2-xl", "gpt2-small", "resnet50", "densenet169"]),
+    ("mix-4-2-1-vision", [G4, G2, G1], ["inception-v3", "resnet50", "densenet169"]),
+    ("mix-3-2-1-1-vision", [G3, G2, G1, G1],
      ["inception-v3", "resnet50", "densenet169", "densenet169"]),
 ]
 GPUS = {
     "a100": ("A100-SXM4-80GB", "NVIDIA A100 80GB (SXM4)"),
     "h100": ("H100-SXM5-80GB", "NVIDIA H100 80GB (SXM5)"),
+    "h200": ("H200-141GB", "NVIDIA H200 141GB"),
 }
 MEASURE = dict(warmup="30s", duration="120s", repetitions=3, sample_interval="100ms", idle="5s",
                cooldown="30s", grace="30s", progress_timeout="300s")
@@ -88,6 +91,16 @@ def generate(key):
     model_name, title = GPUS[key]
     model = catalog()[model_name]
     mem = {p["name"]: p["memory_mib"] for p in model["profiles"]}
+    names = {}
+    for p in model["profiles"]:
+        if not p["name"].endswith("+me"):
+            names[(p["compute_slices"], p["memory_slices"])] = p["name"]
+
+    def pn(size):
+        return names[size]
+
+    def pl(sizes):
+        return [names[s] for s in sizes]
     wl = {w[0]: w for w in WORKLOADS}
     out = []
     w = out.append
@@ -95,12 +108,14 @@ def generate(key):
     w("# The EuroMLSys'24 study's experiment matrix on an %s (catalog model %s)." % (title, model_name))
     w("#")
     w("# Six workloads, 14M to 1.56B parameters; every workload alone on every MIG partition size it")
+    w("# (%s)" % ", ".join(pl(SIZES)))
     w("# fits and on the full GPU; homogeneous layouts (7x1g, 3x2g, 2x3g); mixed small/medium/large")
     w("# layouts with jobs sized to their partitions, each with matched MPS and time-slicing runs and")
     w("# the same jobs one after another; and the fine-tuning comparison. Every run is GPU-only.")
     w("#")
     w("# Check without a GPU:  migbench run --dry-run --device emu:%s examples/study-%s.yaml" % (model_name, key))
-    w("# Run a part:           migbench run --only solo-resnet50-full,solo-resnet50-1g.10gb examples/study-%s.yaml" % key)
+    w("# Run a part:           migbench run --only solo-resnet50-full,solo-resnet50-%s examples/study-%s.yaml"
+      % (pn(G1), key))
     w("# memory_mib values are ESTIMATES (see docs/workloads.md); the jobs print their measured peak.")
     w("version: 1")
     w("name: study-%s" % key)
@@ -128,7 +143,7 @@ def generate(key):
     w("  # 1. Every workload alone: on the full GPU (MIG off), then on each partition size it fits.")
     for name in STUDY:
         run("{name: solo-%s-full, mode: exclusive, only: [gpu], jobs: [%s]}" % (name, name), 1)
-        for size in SIZES:
+        for size in pl(SIZES):
             if wl[name][4] > mem[size]:
                 w("  # solo-%s-%s left out: %d MiB estimated, %s has %d MiB" % (name, size, wl[name][4], size,
                                                                               mem[size]))
@@ -136,7 +151,8 @@ def generate(key):
             run("{name: solo-%s-%s, mode: mig, only: [gpu], layout: [%s], jobs: [%s]}" % (name, size, size, name), 1)
     w("")
     w("  # 2. Homogeneous layouts: copies of one workload on equal partitions.")
-    for lname, layout in HOMOGENEOUS:
+    for lname, sizes in HOMOGENEOUS:
+        layout = pl(sizes)
         for name in STUDY:
             if wl[name][4] > mem[layout[0]]:
                 continue
@@ -145,7 +161,8 @@ def generate(key):
     w("")
     w("  # 3. Mixed layouts, and the same jobs under MPS (thread shares matched to the MIG slices),")
     w("  #    time-slicing, and one after another on the whole GPU.")
-    for mname, layout, jobs in MIXES:
+    for mname, sizes, jobs in MIXES:
+        layout = pl(sizes)
         for size, job in zip(layout, jobs):
             assert wl[job][4] <= mem[size], (mname, job, size)
         base = mname[len("mix-"):]
@@ -157,17 +174,19 @@ def generate(key):
     w("  # 4. Fine-tuning: GPT-2 XL alone on the full GPU and on 3g/4g, two at once (MIG, MPS,")
     w("  #    time-slicing, one after another), and seven GPT-2 medium fine-tunes on 7x1g vs the")
     w("  #    whole GPU; pretraining on the same partitions is in sections 1 and 2.")
+    g3, g4, g1 = pn(G3), pn(G4), pn(G1)
+    xl_ft, med_ft = wl["gpt2-xl-ft"][4], wl["gpt2-medium-ft"][4]
+    assert xl_ft <= mem[g3] and med_ft <= mem[g1]
     run("{name: ft-xl-full, mode: exclusive, only: [gpu], jobs: [gpt2-xl-ft]}", 1)
-    run("{name: ft-xl-3g.40gb, mode: mig, only: [gpu], layout: [3g.40gb], jobs: [gpt2-xl-ft]}", 1)
-    run("{name: ft-xl-4g.40gb, mode: mig, only: [gpu], layout: [4g.40gb], jobs: [gpt2-xl-ft]}", 1)
-    run("{name: ft-xl-2x3g, mode: mig, only: [gpu], layout: [3g.40gb, 3g.40gb], jobs: [gpt2-xl-ft, gpt2-xl-ft]}", 1)
-    run("{name: ft-xl-2x-mps, mode: mps, only: [gpu], match_layout: [3g.40gb, 3g.40gb], "
-        "jobs: [gpt2-xl-ft, gpt2-xl-ft]}", 1)
+    run("{name: ft-xl-%s, mode: mig, only: [gpu], layout: [%s], jobs: [gpt2-xl-ft]}" % (g3, g3), 1)
+    run("{name: ft-xl-%s, mode: mig, only: [gpu], layout: [%s], jobs: [gpt2-xl-ft]}" % (g4, g4), 1)
+    run("{name: ft-xl-2x3g, mode: mig, only: [gpu], layout: [%s, %s], jobs: [gpt2-xl-ft, gpt2-xl-ft]}" % (g3, g3), 1)
+    run("{name: ft-xl-2x-mps, mode: mps, only: [gpu], match_layout: [%s, %s], "
+        "jobs: [gpt2-xl-ft, gpt2-xl-ft]}" % (g3, g3), 1)
     run("{name: ft-xl-2x-ts, mode: timeslice, only: [gpu], jobs: [gpt2-xl-ft, gpt2-xl-ft]}", 1)
     run("{name: ft-xl-2x-seq, mode: exclusive, only: [gpu], jobs: [gpt2-xl-ft, gpt2-xl-ft]}", 2)
-    assert WORKLOADS[-1][4] <= mem["1g.10gb"]
     run("{name: ft-medium-7x1g, mode: mig, only: [gpu], layout: %s, jobs: %s}"
-        % (flow(["1g.10gb"] * 7), flow(["gpt2-medium-ft"] * 7)), 1)
+        % (flow([g1] * 7), flow(["gpt2-medium-ft"] * 7)), 1)
     run("{name: ft-medium-7x-ts, mode: timeslice, only: [gpu], jobs: %s}" % flow(["gpt2-medium-ft"] * 7), 1)
     run("{name: ft-medium-full, mode: exclusive, only: [gpu], jobs: [gpt2-medium-ft]}", 1)
     w("")

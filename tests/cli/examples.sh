@@ -22,7 +22,7 @@ run 0 "$py" "$MB_SOURCE_DIR/tests/cli/examples_check.py" "$MB_SOURCE_DIR"
 cat "$TMP/out"
 
 if "$MIGBENCH" run --help >/dev/null 2>&1; then
-    for spec in "A100-SXM4-80GB study-a100.yaml" "H100-SXM5-80GB study-h100.yaml" \
+    for spec in "A100-SXM4-80GB study-a100.yaml" "H100-SXM5-80GB study-h100.yaml" "H200-141GB study-h200.yaml" \
         "A100-SXM4-80GB quickstart.yaml" "H100-SXM5-80GB quickstart.yaml"; do
         set -- $spec
         run 0 "$MIGBENCH" run --dry-run --device "emu:$1" --results "$TMP/results" "$ex/$2"
