@@ -31,18 +31,11 @@ def tail(text, n=15):
     return "\n".join(text.splitlines()[-n:])
 
 
-def run_plain(script, args, timeout=120, mem_limit=None):
+def run_plain(script, args, timeout=120):
     env = dict(os.environ)
     env.pop("MIGBENCH_PROGRESS_FD", None)
-
-    def limit():
-        if mem_limit:
-            import resource
-
-            resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
-
     p = subprocess.run([PY, os.path.join(WL, script)] + args, capture_output=True, text=True,
-                       timeout=timeout, env=env, preexec_fn=limit)
+                       timeout=timeout, env=env)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -275,9 +268,19 @@ def main():
         except ImportError:
             check(False, "vision --data DIR: PIL (python3-pil, a torchvision dependency) is missing")
 
-    # Out of memory: exit 3 with a message (host memory capped at 3 GB; one step wants more).
-    rc, _out, err = run_plain("gpt.py", ["--size", "tiny", "--batch-size", "4096", "--seq-len", "256", "--steps", "1"]
-                              + CPU, mem_limit=3 << 30)
+    # Out of memory: exit 3 with a message. The job's address space is capped at what it uses
+    # after importing torch plus 1.5 GB (so the cap works for any torch build); a step wants more.
+    cap_then_run = (
+        "import resource, runpy, sys, torch\n"
+        "size = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+        "cap = size + (3 << 29)\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (cap, cap))\n"
+        "sys.argv = sys.argv[1:]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    p = subprocess.run([PY, "-c", cap_then_run, os.path.join(WL, "gpt.py"), "--size", "tiny", "--batch-size",
+                        "4096", "--seq-len", "256", "--steps", "1"] + CPU, capture_output=True, text=True,
+                       timeout=120)
+    rc, err = p.returncode, p.stderr
     check(rc == 3 and "out of memory" in err and "Reduce --batch-size" in err, "out of memory -> exit 3 with advice",
           "rc %d, stderr: %s" % (rc, tail(err)))
 
