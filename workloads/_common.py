@@ -303,9 +303,16 @@ def stop_flag():
 
 def ignore_term_in_worker(_worker_id):
     """DataLoader worker_init_fn: workers leave SIGTERM/SIGINT to the main process, which stops
-    cleanly and then shuts them down."""
+    cleanly and then shuts them down; and they close their copy of the progress pipe, so that the
+    reader sees end-of-file as soon as the main process exits."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fd = os.environ.get(migbench_progress.ENV_FD, "")
+    if fd.isdigit():
+        try:
+            os.close(int(fd))
+        except OSError:
+            pass
 
 
 def is_oom(torch, exc):
