@@ -122,6 +122,8 @@ def synthetic_data_iter(torch, args, dev):
     gen = torch.Generator(device="cpu").manual_seed(args.seed)
     images = torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=gen).to(dev)
     labels = torch.randint(0, NUM_CLASSES, (args.batch_size,), generator=gen).to(dev)
+    if args.channels_last:
+        images = images.contiguous(memory_format=torch.channels_last)
     while True:
         yield images, labels
 
@@ -175,7 +177,7 @@ def main(argv):
 
     def step(_i):
         images, labels = next(batches)
-        if args.channels_last:
+        if args.channels_last:  # a no-op for the synthetic batch, already channels-last
             images = images.contiguous(memory_format=torch.channels_last)
         opt.zero_grad(set_to_none=True)
         with prec.autocast():
