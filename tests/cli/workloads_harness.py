@@ -206,6 +206,18 @@ def main():
           "rc %d, stderr: %s" % (rc, tail(err)))
     check_lines("gpt tiny after SIGTERM", lines, 128, 2)
 
+    # Precision on the CPU: bf16 autocast where torch supports it (else fp32 with a note); fp16
+    # has no CPU autocast, so it falls back to fp32 with a note.
+    rc, lines, err = run_with_pipe("gpt.py", ["--size", "tiny", "--seq-len", "16", "--batch-size", "2", "--amp", "bf16",
+                                              "--steps", "2"] + CPU)
+    check(rc == 0 and ("amp=bf16" in err or ("amp=off" in err and "--amp bf16: CPU bf16" in err)),
+          "gpt --amp bf16 on the CPU: bf16 autocast, or fp32 with a note", "rc %d, stderr: %s" % (rc, tail(err)))
+    check_lines("gpt --amp bf16", lines, 32, 2, exact=2)
+    rc, _out, err = run_plain("vision.py", ["--model", "resnet18", "--image-size", "32", "--batch-size", "2", "--amp",
+                                            "fp16", "--steps", "1"] + CPU)
+    check(rc == 0 and "amp=off" in err and "--amp fp16: autocast on the CPU supports bf16 only" in err,
+          "vision --amp fp16 on the CPU: fp32 with a note", "rc %d, stderr: %s" % (rc, tail(err)))
+
     # --duration stops on time.
     rc, lines, err = run_with_pipe("vision.py", ["--model", "resnet18", "--image-size", "32", "--batch-size", "2",
                                                  "--duration", "1"] + CPU)
