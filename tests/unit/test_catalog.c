@@ -1,0 +1,461 @@
+/* The MIG catalog: built-in models against data/mig-catalog.json, names, statuses, bad files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "migbench/catalog.h"
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int setup(void **state)
+{
+    struct mb_catalog *cat = NULL;
+    struct mb_error err;
+    if (mb_catalog_create(&cat, &err) != MB_OK) {
+        fprintf(stderr, "catalog: %s\n", err.msg);
+        return -1;
+    }
+    *state = cat;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    mb_catalog_destroy(*state);
+    return 0;
+}
+
+static const char *const nine[] = {"A30-24GB",       "A100-SXM4-40GB", "A100-SXM4-80GB",
+                                   "H100-SXM5-80GB", "H100-NVL-94GB",  "GH200-H100-96GB",
+                                   "H200-141GB",     "B200-180GB",     "GB200-186GB"};
+
+static void test_models(void **state)
+{
+    const struct mb_catalog *cat = *state;
+    assert_int_equal(mb_catalog_count(cat), 9);
+    for (size_t i = 0; i < 9; i++) {
+        const struct mb_gpu_model *m = mb_catalog_model(cat, i);
+        assert_string_equal(m->name, nine[i]);
+        assert_false(m->user_supplied);
+        bool a30 = i == 0;
+        assert_int_equal(m->compute_slices, a30 ? 4 : 7);
+        assert_int_equal(m->memory_slices, a30 ? 4 : 8);
+        assert_int_equal(m->max_gpu_instances, a30 ? 4 : 7);
+    }
+    assert_null(mb_catalog_model(cat, 9));
+}
+
+/* Every profile of every model equals the JSON file, read here independently. */
+static void test_tables_match_json(void **state)
+{
+    const struct mb_catalog *cat = *state;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/data/mig-catalog.json", MB_SOURCE_DIR);
+    char *text = read_all(path);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    size_t checked = 0;
+    for (size_t i = 0; i < mb_catalog_count(cat); i++) {
+        const struct mb_gpu_model *m = mb_catalog_model(cat, i);
+        const cJSON *jm = cJSON_GetObjectItemCaseSensitive(root, m->name);
+        assert_non_null(jm);
+        const cJSON *jps = cJSON_GetObjectItemCaseSensitive(jm, "profiles");
+        assert_int_equal(cJSON_GetArraySize(jps), m->n_profiles);
+        size_t k = 0;
+        const cJSON *jp;
+        cJSON_ArrayForEach(jp, jps)
+        {
+            const struct mb_gi_profile *p = &m->profiles[k++];
+            assert_string_equal(p->name, cJSON_GetObjectItem(jp, "name")->valuestring);
+            assert_ptr_equal(mb_model_profile(m, p->name), p);
+            assert_int_equal(p->nvml_enum, cJSON_GetObjectItem(jp, "nvml_profile_id")->valueint);
+            assert_int_equal(p->driver_id,
+                             cJSON_GetObjectItem(jp, "nvidia_smi_profile_id")->valueint);
+            assert_int_equal(p->compute_slices,
+                             cJSON_GetObjectItem(jp, "compute_slices")->valueint);
+            assert_int_equal(p->memory_slices, cJSON_GetObjectItem(jp, "memory_slices")->valueint);
+            assert_int_equal(p->max_count, cJSON_GetObjectItem(jp, "max_count")->valueint);
+            const cJSON *mem = cJSON_GetObjectItem(jp, "memory_mib");
+            assert_int_equal(p->memory_mib, cJSON_IsNull(mem) ? -1 : (int64_t)mem->valuedouble);
+            const cJSON *sm = cJSON_GetObjectItem(jp, "sm_count");
+            assert_int_equal(p->sm_count, cJSON_IsNull(sm) ? -1 : sm->valueint);
+            const cJSON *pl = cJSON_GetObjectItem(jp, "placements");
+            assert_int_equal(p->n_placements, cJSON_GetArraySize(pl));
+            for (size_t j = 0; j < p->n_placements; j++) {
+                const cJSON *pair = cJSON_GetArrayItem(pl, (int)j);
+                assert_int_equal(p->placements[j].start, cJSON_GetArrayItem(pair, 0)->valueint);
+                assert_int_equal(p->placements[j].size, cJSON_GetArrayItem(pair, 1)->valueint);
+            }
+            assert_int_equal(p->media_extension, strstr(p->name, "+me") != NULL);
+            checked++;
+        }
+    }
+    assert_int_equal(checked, 5 + 8 * 7);
+    cJSON_Delete(root);
+    free(text);
+}
+
+/* The placement table of mig-geometry.md section 2, by compute/memory slices, on every model. */
+static void test_tables_match_reference(void **state)
+{
+    const struct mb_catalog *cat = *state;
+    struct row {
+        unsigned c, m;
+        bool me;
+        unsigned max;
+        const char *starts;
+    };
+    static const struct row eight[] = {
+        {1, 1, false, 7, "0123456"}, {1, 1, true, 1, "0123456"}, {1, 2, false, 4, "0246"},
+        {2, 2, false, 3, "024"},     {3, 4, false, 2, "04"},     {4, 4, false, 1, "0"},
+        {7, 8, false, 1, "0"},
+    };
+    static const struct row a30[] = {
+        {1, 1, false, 4, "0123"}, {1, 1, true, 1, "0123"}, {2, 2, false, 2, "02"},
+        {2, 2, true, 1, "02"},    {4, 4, false, 1, "0"},
+    };
+    for (size_t i = 0; i < mb_catalog_count(cat); i++) {
+        const struct mb_gpu_model *m = mb_catalog_model(cat, i);
+        bool is_a30 = m->memory_slices == 4;
+        size_t nrows = is_a30 ? 5 : 7;
+        assert_int_equal(m->n_profiles, nrows);
+        for (size_t r = 0; r < nrows; r++) {
+            const struct row *row = is_a30 ? &a30[r] : &eight[r];
+            const struct mb_gi_profile *found = NULL;
+            for (size_t k = 0; k < m->n_profiles; k++) {
+                const struct mb_gi_profile *p = &m->profiles[k];
+                if (p->compute_slices == row->c && p->memory_slices == row->m &&
+                    p->media_extension == row->me)
+                    found = p;
+            }
+            assert_non_null(found);
+            assert_int_equal(found->max_count, row->max);
+            assert_int_equal(found->n_placements, strlen(row->starts));
+            for (size_t j = 0; j < found->n_placements; j++) {
+                assert_int_equal(found->placements[j].start, (unsigned)(row->starts[j] - '0'));
+                assert_int_equal(found->placements[j].size, row->m);
+            }
+        }
+    }
+}
+
+static void test_driver_ids(void **state)
+{
+    const struct mb_catalog *cat = *state;
+    const struct mb_gpu_model *m = NULL;
+    assert_int_equal(mb_catalog_find(cat, "H100-SXM5-80GB", &m, NULL), MB_OK);
+    static const struct {
+        const char *name;
+        int id;
+    } h100[] = {{"1g.10gb", 19}, {"1g.10gb+me", 20}, {"1g.20gb", 15}, {"2g.20gb", 14},
+                {"3g.40gb", 9},  {"4g.40gb", 5},     {"7g.80gb", 0}};
+    for (size_t i = 0; i < 7; i++) {
+        const struct mb_gi_profile *p = mb_model_profile(m, h100[i].name);
+        assert_non_null(p);
+        assert_int_equal(p->driver_id, h100[i].id);
+        assert_ptr_equal(mb_model_profile_by_driver_id(m, h100[i].id), p);
+    }
+    assert_null(mb_model_profile_by_driver_id(m, 42));
+    assert_null(mb_model_profile_by_driver_id(m, -1));
+    assert_non_null(mb_model_profile(m, "3G.40GB"));
+    assert_null(mb_model_profile(m, "3g.20gb"));
+    assert_null(mb_model_profile(m, ""));
+    assert_int_equal(mb_catalog_find(cat, "A30", &m, NULL), MB_OK);
+    assert_int_equal(mb_model_profile(m, "4g.24gb")->driver_id, 0);
+    assert_int_equal(mb_model_profile(m, "2g.12gb+me")->driver_id, 6);
+}
+
+static void test_statuses(void **state)
+{
+    const struct mb_catalog *cat = *state;
+    const struct mb_gpu_model *m = NULL;
+    assert_int_equal(mb_catalog_find(cat, "B200", &m, NULL), MB_OK);
+    const struct mb_gi_profile *p = mb_model_profile(m, "3g.90gb");
+    assert_non_null(p);
+    assert_int_equal(p->memory_mib, -1);
+    assert_int_equal(p->sm_count, -1);
+    assert_int_equal(p->decoders, -1);
+    assert_int_equal(p->copy_engines, 6);
+    assert_true(p->driver_id_unverified);
+    assert_int_equal(p->placements_status, MB_VALUE_UNVERIFIED);
+    assert_int_equal(p->values_status, MB_VALUE_UNVERIFIED);
+    assert_non_null(strstr(p->status_note, "memory_mib"));
+    p = mb_model_profile(m, "1g.23gb");
+    assert_false(p->driver_id_unverified);
+    assert_int_equal(p->placements_status, MB_VALUE_INFERRED);
+    assert_int_equal(p->values_status, MB_VALUE_VERIFIED);
+    assert_non_null(strstr(p->status_note, "inferred"));
+    assert_int_equal(m->total_memory_mib, -1);
+    assert_int_equal(m->sm_full_gpu, -1);
+
+    assert_int_equal(mb_catalog_find(cat, "H100", &m, NULL), MB_OK);
+    for (size_t i = 0; i < m->n_profiles; i++) {
+        assert_int_equal(m->profiles[i].placements_status, MB_VALUE_VERIFIED);
+        assert_string_equal(m->profiles[i].status_note, "");
+    }
+    assert_int_equal(m->total_memory_mib, 81559);
+    assert_int_equal(m->sm_full_gpu, 132);
+    /* Compute-instance options: a 7g GI offers 1, 2, 3, 4 and 7 compute slices, 7 is default. */
+    unsigned seen = 0;
+    for (size_t i = 0; i < m->n_ci_profiles; i++) {
+        const struct mb_ci_profile *ci = &m->ci_profiles[i];
+        if (ci->gi_compute_slices != 7)
+            continue;
+        seen |= 1u << ci->ci_slices;
+        assert_int_equal(ci->is_default, ci->ci_slices == 7);
+    }
+    assert_int_equal(seen, (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4) | (1u << 7));
+
+    assert_int_equal(mb_catalog_find(cat, "A100-80GB", &m, NULL), MB_OK);
+    assert_int_equal(m->profiles[0].placements_status, MB_VALUE_INFERRED);
+    assert_string_equal(mb_value_status_str(MB_VALUE_INFERRED), "inferred");
+    assert_string_equal(mb_value_status_str(MB_VALUE_UNVERIFIED), "unverified");
+}
+
+static void test_aliases(void **state)
+{
+    const struct mb_catalog *cat = *state;
+    static const struct {
+        const char *alias, *model;
+    } cases[] = {
+        {"H100", "H100-SXM5-80GB"},
+        {"h100-80gb", "H100-SXM5-80GB"},
+        {"H100-SXM5-80GB", "H100-SXM5-80GB"},
+        {"NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"},
+        {"NVIDIA H100 PCIe", "H100-SXM5-80GB"},
+        {"nvidia h100 nvl", "H100-NVL-94GB"},
+        {"H100 NVL", "H100-NVL-94GB"},
+        {"A100-40GB", "A100-SXM4-40GB"},
+        {"NVIDIA A100-SXM4-40GB", "A100-SXM4-40GB"},
+        {"NVIDIA A100-PCIE-40GB", "A100-SXM4-40GB"},
+        {"NVIDIA A100 80GB PCIe", "A100-SXM4-80GB"},
+        {"a100-sxm4-80gb", "A100-SXM4-80GB"},
+        {"A30", "A30-24GB"},
+        {"NVIDIA A30", "A30-24GB"},
+        {"H200", "H200-141GB"},
+        {"NVIDIA H200", "H200-141GB"},
+        {"GH200", "GH200-H100-96GB"},
+        {"NVIDIA GH200 480GB", "GH200-H100-96GB"},
+        {"B200", "B200-180GB"},
+        {"NVIDIA B200", "B200-180GB"},
+        {"GB200", "GB200-186GB"},
+        {"  h100_80gb  ", "H100-SXM5-80GB"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct mb_gpu_model *m = NULL;
+        struct mb_error err;
+        int rc = mb_catalog_find(cat, cases[i].alias, &m, &err);
+        if (rc != MB_OK)
+            fprintf(stderr, "'%s': %s\n", cases[i].alias, err.msg);
+        assert_int_equal(rc, MB_OK);
+        assert_string_equal(m->name, cases[i].model);
+    }
+}
+
+static void test_ambiguous_and_unknown(void **state)
+{
+    const struct mb_catalog *cat = *state;
+    const struct mb_gpu_model *m = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_catalog_find(cat, "A100", &m, &err), MB_EINVAL);
+    assert_null(m);
+    assert_non_null(strstr(err.msg, "ambiguous"));
+    assert_non_null(strstr(err.msg, "A100-SXM4-40GB"));
+    assert_non_null(strstr(err.msg, "A100-SXM4-80GB"));
+
+    assert_int_equal(mb_catalog_find(cat, "H10", &m, &err), MB_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "did you mean"));
+    assert_non_null(strstr(err.msg, "H100-SXM5-80GB"));
+    assert_int_equal(mb_catalog_find(cat, "B2000", &m, &err), MB_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "B200-180GB"));
+    assert_int_equal(mb_catalog_find(cat, "V100", &m, &err), MB_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "'V100'"));
+    assert_int_equal(mb_catalog_find(cat, "", &m, &err), MB_EINVAL);
+    assert_int_equal(mb_catalog_find(cat, "   ", &m, &err), MB_EINVAL);
+    char huge[4096];
+    memset(huge, 'h', sizeof(huge) - 1);
+    huge[sizeof(huge) - 1] = '\0';
+    assert_int_equal(mb_catalog_find(cat, huge, &m, &err), MB_ENOTFOUND);
+    assert_int_equal(mb_catalog_find(cat, "zzzzzzzzzzzzzzzzzzzzzzz", &m, &err), MB_ENOTFOUND);
+    assert_null(m);
+}
+
+/* ---- catalog files ---- */
+
+static const char *write_tmp(const char *body)
+{
+    static char path[256];
+    snprintf(path, sizeof(path), "%s/test_catalog_%ld.json", MB_BINARY_DIR, (long)getpid());
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(body, f);
+    fclose(f);
+    return path;
+}
+
+#define GOOD_PROFILE                                                                               \
+    "{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"nvidia_smi_profile_id\": 19,"                \
+    " \"compute_slices\": 1, \"memory_slices\": 1, \"memory_mib\": 1024, \"max_count\": 2,"        \
+    " \"placements\": [[0,1],[1,1]], \"placements_status\": \"UNVERIFIED\"}"
+
+static void test_load_good(void **state)
+{
+    (void)state;
+    struct mb_catalog *cat = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_catalog_create(&cat, &err), MB_OK);
+    const char *path =
+        write_tmp("{\"_comment\": \"test\",\n"
+                  " \"X-TEST-2GB\": {\"compute_slices\": 2, \"memory_slices\": 2,"
+                  " \"max_gpu_instances\": 2, \"aliases\": [\"Tiny GPU\"],"
+                  " \"profiles\": [" GOOD_PROFILE "]},\n"
+                  " \"h100-sxm5-80gb\": {\"compute_slices\": 2, \"memory_slices\": 2,"
+                  " \"max_gpu_instances\": 2, \"profiles\": [" GOOD_PROFILE "]}}\n");
+    int rc = mb_catalog_load_file(cat, path, &err);
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, MB_OK);
+    assert_int_equal(mb_catalog_count(cat), 10);
+    const struct mb_gpu_model *m = NULL;
+    assert_int_equal(mb_catalog_find(cat, "tiny gpu", &m, &err), MB_OK);
+    assert_string_equal(m->name, "X-TEST-2GB");
+    assert_true(m->user_supplied);
+    assert_int_equal(m->total_memory_mib, -1);
+    assert_int_equal(m->profiles[0].sm_count, -1);
+    assert_int_equal(m->profiles[0].placements_status, MB_VALUE_UNVERIFIED);
+    /* The H100 was replaced in place. */
+    assert_int_equal(mb_catalog_find(cat, "H100", &m, &err), MB_OK);
+    assert_true(m->user_supplied);
+    assert_int_equal(m->memory_slices, 2);
+    assert_string_equal(mb_catalog_model(cat, 3)->name, "h100-sxm5-80gb");
+    unlink(path);
+    mb_catalog_destroy(cat);
+}
+
+static void test_load_bad(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body;
+        int status;
+        const char *expect[3];
+    } cases[] = {
+        {"{\n \"X\": {\n  \"compute_slices\": 7,,\n", MB_EPARSE, {":3:", "not valid JSON"}},
+        {"", MB_EPARSE, {":1:1", "not valid JSON"}},
+        {"[1, 2]", MB_EPARSE, {"expected a JSON object"}},
+        {"{}", MB_EPARSE, {"no models"}},
+        {"{\"X\": 3}", MB_EPARSE, {"model 'X'", "expected an object"}},
+        {"{\"X\": {\"memory_slices\": 8, \"max_gpu_instances\": 7, \"profiles\": []}}",
+         MB_EPARSE,
+         {"model 'X'", "field 'compute_slices'", "missing"}},
+        {"{\"X\": {\"compute_slices\": 7.5, \"memory_slices\": 8, \"max_gpu_instances\": 7}}",
+         MB_EPARSE,
+         {"field 'compute_slices'", "integer"}},
+        {"{\"X\": {\"compute_slices\": 7, \"memory_slices\": 99, \"max_gpu_instances\": 7}}",
+         MB_EPARSE,
+         {"field 'memory_slices'", "out of range"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"profiles\": []}}",
+         MB_EPARSE,
+         {"field 'profiles'", "0 entries"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
+         " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,1],[2,1]]}]}}",
+         MB_EPARSE,
+         {"profile '1g.1gb'", "field 'placements'", "runs past"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
+         " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,2]]}]}}",
+         MB_EPARSE,
+         {"field 'placements'", "has size 2"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
+         " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,1],\"x\"]}]}}",
+         MB_EPARSE,
+         {"field 'placements'", "entry 1"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"profiles\": [" GOOD_PROFILE ", " GOOD_PROFILE "]}}",
+         MB_EPARSE,
+         {"appears twice"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"profiles\": [{\"name\": \"1g,1gb\", \"nvml_profile_id\": 0}]}}",
+         MB_EPARSE,
+         {"field 'name'", "contains ','"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": \"zero\"}]}}",
+         MB_EPARSE,
+         {"profile '1g.1gb'", "field 'nvml_profile_id'", "expected an integer"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
+         " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,1]],"
+         " \"placements_status\": \"probably\"}]}}",
+         MB_EPARSE,
+         {"field 'placements_status'"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"profiles\": [" GOOD_PROFILE "]}, \"x\": {}}",
+         MB_EPARSE,
+         {"model 'x'", "appears twice"}},
+    };
+    struct mb_catalog *cat = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_catalog_create(&cat, &err), MB_OK);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *path = write_tmp(cases[i].body);
+        mb_error_clear(&err);
+        int rc = mb_catalog_load_file(cat, path, &err);
+        if (rc != cases[i].status)
+            fprintf(stderr, "case %zu: %d %s\n", i, rc, err.msg);
+        assert_int_equal(rc, cases[i].status);
+        assert_non_null(strstr(err.msg, path));
+        for (size_t k = 0; k < 3 && cases[i].expect[k]; k++) {
+            if (!strstr(err.msg, cases[i].expect[k]))
+                fprintf(stderr, "case %zu: '%s' lacks '%s'\n", i, err.msg, cases[i].expect[k]);
+            assert_non_null(strstr(err.msg, cases[i].expect[k]));
+        }
+        /* A failed load changes nothing. */
+        assert_int_equal(mb_catalog_count(cat), 9);
+        assert_false(mb_catalog_model(cat, 3)->user_supplied);
+        unlink(path);
+    }
+    assert_int_equal(mb_catalog_load_file(cat, "/nonexistent/cat.json", &err), MB_EIO);
+    assert_non_null(strstr(err.msg, "/nonexistent/cat.json"));
+    assert_int_equal(mb_catalog_load_file(cat, MB_SOURCE_DIR, &err), MB_EIO);
+    mb_catalog_destroy(cat);
+    mb_catalog_destroy(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_models),
+        cmocka_unit_test(test_tables_match_json),
+        cmocka_unit_test(test_tables_match_reference),
+        cmocka_unit_test(test_driver_ids),
+        cmocka_unit_test(test_statuses),
+        cmocka_unit_test(test_aliases),
+        cmocka_unit_test(test_ambiguous_and_unknown),
+        cmocka_unit_test(test_load_good),
+        cmocka_unit_test(test_load_bad),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
