@@ -7,6 +7,9 @@
 /* Every subcommand, in the order `migbench help` lists them. */
 static const struct mb_cmd *const commands[] = {
     &mb_cmd_help,
+    &mb_cmd_layouts,
+    &mb_cmd_devices,
+    &mb_cmd_mig,
     &mb_cmd_run,
 };
 
