@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +47,17 @@ int mb_journal_open(const char *path, struct mb_journal **out, struct mb_error *
         int e = errno;
         free(j);
         return mb_error_set(err, MB_EIO, "%s: cannot open journal: %s", path, strerror(e));
+    }
+    /* One writer per journal: a second migbench on the same results (a --resume while the first
+     * still runs) would otherwise remove the live run's MIG instances as leftovers. */
+    if (flock(j->fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        mb_journal_close(j);
+        if (e == EWOULDBLOCK)
+            return mb_error_set(err, MB_EBUSY,
+                                "%s is in use by another migbench run (wait for it or stop it)",
+                                path);
+        return mb_error_set(err, MB_EIO, "%s: cannot lock journal: %s", path, strerror(e));
     }
     /* A crash mid-line leaves a torn last line; start the next event on a fresh line. */
     off_t end = lseek(j->fd, 0, SEEK_END);

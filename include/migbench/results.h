@@ -30,7 +30,9 @@ struct mb_journal;
 /*
  * Opens (creating, mode 0644) the journal file at path for appending. When the file ends in a
  * torn line (a crash mid-write), a newline is written first so that the next event starts on a
- * line of its own. *out is owned by the caller (mb_journal_close). MB_EIO on failure.
+ * line of its own. The journal is locked (flock) until closed: a second open of the same file,
+ * from this or another process, fails with MB_EBUSY. *out is owned by the caller
+ * (mb_journal_close). MB_EIO on other failures.
  */
 int mb_journal_open(const char *path, struct mb_journal **out, struct mb_error *err);
 

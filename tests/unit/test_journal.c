@@ -68,6 +68,11 @@ static void test_append_and_read(void **state)
     struct mb_journal *j;
     struct mb_error err;
     assert_int_equal(mb_journal_open(path, &j, &err), MB_OK);
+    /* One writer at a time. */
+    struct mb_journal *j2;
+    assert_int_equal(mb_journal_open(path, &j2, &err), MB_EBUSY);
+    assert_null(j2);
+    assert_non_null(strstr(err.msg, "in use by another migbench run"));
     append_event(j, "experiment_started", -1, -1);
     append_event(j, "cell_started", -1, -1);
     /* A string with a newline stays on one line. */
