@@ -1,5 +1,6 @@
 /* migbench run: run an experiment file (or check it with --dry-run). */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -13,9 +14,15 @@
 #include "cli.h"
 #include "migbench/catalog.h"
 #include "migbench/experiment.h"
+#include "migbench/device.h"
 #include "migbench/layout.h"
+#include "migbench/results.h"
+#include "migbench/runner.h"
 
 #define CMD "run"
+
+/* The signal that asked us to stop (0: none). A signal handler can only talk through a global. */
+static volatile sig_atomic_t stop_signal;
 
 struct run_args {
     const char *file;
@@ -199,6 +206,16 @@ static double cell_seconds(const struct mb_experiment *exp, const struct mb_exp_
     return s + 0.5; /* the random start offset averages half a second */
 }
 
+/* Width of the run-name column: the longest name, at least 20. */
+static int name_width(const struct mb_experiment *exp)
+{
+    size_t w = 20;
+    for (size_t i = 0; i < exp->n_runs; i++)
+        if (strlen(exp->runs[i].name) > w)
+            w = strlen(exp->runs[i].name);
+    return (int)w;
+}
+
 static int resolve_target(const char *spec, struct mb_catalog *cat, struct target *t)
 {
     memset(t, 0, sizeof(*t));
@@ -211,7 +228,7 @@ static int resolve_target(const char *spec, struct mb_catalog *cat, struct targe
             return MB_EXIT_USAGE;
         }
         t->kind = MB_KIND_EMU;
-        snprintf(t->label, sizeof(t->label), "%s -> %s (emulated)", spec, t->model->name);
+        snprintf(t->label, sizeof(t->label), "%.120s -> %s (emulated)", spec, t->model->name);
         return MB_EXIT_OK;
     }
     if (strcmp(spec, "host") == 0) {
@@ -219,11 +236,26 @@ static int resolve_target(const char *spec, struct mb_catalog *cat, struct targe
         snprintf(t->label, sizeof(t->label), "host (the CPU)");
         return MB_EXIT_OK;
     }
-    mb_cli_error(CMD,
-                 "--dry-run checks against a device named host or emu:MODEL (got '%s'); "
-                 "add --device emu:MODEL",
-                 spec);
-    return MB_EXIT_USAGE;
+    struct mb_device *dev = NULL;
+    if (mb_device_open(spec, &dev, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        return err.status == MB_EINVAL ? MB_EXIT_USAGE : MB_EXIT_FAIL;
+    }
+    struct mb_device_info info;
+    int rc = mb_device_info(dev, &info, &err);
+    mb_device_close(dev);
+    if (rc != MB_OK) {
+        mb_cli_error(CMD, "device %s: %s", spec, err.msg);
+        return MB_EXIT_FAIL;
+    }
+    int kind = mb_device_kind_from_backend(info.backend);
+    t->kind = kind < 0 ? MB_KIND_HOST : (enum mb_device_kind)kind;
+    if (t->kind != MB_KIND_HOST && info.model[0] &&
+        mb_catalog_find(cat, info.model, &t->model, NULL) != MB_OK)
+        t->model = NULL;
+    snprintf(t->label, sizeof(t->label), "%.60s -> %.60s%s%.96s%s", spec, info.name,
+             info.uuid[0] ? " (" : "", info.uuid, info.uuid[0] ? ")" : "");
+    return MB_EXIT_OK;
 }
 
 static int dry_run(const struct run_args *a, const struct mb_experiment *exp, const char *spec)
@@ -301,7 +333,8 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
     }
     printf(", sample every %lldms\n", (long long)(exp->measure.sample_interval_ns / 1000000));
 
-    printf("\n%-20s %-10s %s\n", "run", "mode", "jobs");
+    int nw = name_width(exp);
+    printf("\n%-*s %-10s %s\n", nw, "run", "mode", "jobs");
     double total = 0;
     bool unknown = false;
     for (size_t c = 0; c < n_cells; c++) {
@@ -309,7 +342,7 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
         total += cell_seconds(exp, r, &unknown);
         if (c > 0 && cells[c - 1].run == cells[c].run)
             continue;
-        printf("%-20s %-10s", r->name, mb_exp_mode_str(r->mode));
+        printf("%-*s %-10s", nw, r->name, mb_exp_mode_str(r->mode));
         for (size_t j = 0; j < r->n_jobs; j++)
             printf("%s%s", j ? ", " : " ", r->job_name[j]);
         printf("\n");
@@ -387,6 +420,553 @@ out:
     return code;
 }
 
+static void on_stop_signal(int sig)
+{
+    if (!stop_signal)
+        stop_signal = sig;
+}
+
+/* SIGINT/SIGTERM/SIGHUP set the stop flag; no SA_RESTART, so waits return and see it. */
+static void install_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+struct progress_ctx {
+    bool tty;
+    size_t cell_index, n_cells;
+    double remaining_after_s; /* estimated time of the cells after this one */
+    double cell_estimate_s;
+    bool line_open;
+};
+
+static void on_runner_event(void *vctx, const struct mb_runner_event *ev)
+{
+    struct progress_ctx *p = vctx;
+    if (mb_cli_verbosity() < 1)
+        return;
+    if (ev->kind == MB_RUNNER_NOTE) {
+        if (p->line_open)
+            fputs("\r\033[K", stderr);
+        p->line_open = false;
+        mb_cli_info(CMD, "%s %u: %s", ev->run, ev->rep, ev->text);
+        return;
+    }
+    if (!p->tty) {
+        /* Plain log lines at the moments that matter; no per-second chatter. */
+        if (ev->kind == MB_RUNNER_CELL_START)
+            mb_cli_info(CMD, "cell %zu/%zu: run %s, repetition %u", p->cell_index + 1, p->n_cells,
+                        ev->run, ev->rep);
+        else if (ev->kind == MB_RUNNER_WINDOW_START)
+            mb_cli_info(CMD, "%s %u: warm-up done, measuring", ev->run, ev->rep);
+        else if (ev->kind == MB_RUNNER_STOPPING) {
+            char line[512];
+            size_t n = 0;
+            line[0] = '\0';
+            for (size_t i = 0; i < ev->n_jobs && n < sizeof(line); i++) {
+                int w = ev->rate[i] >= 0
+                            ? snprintf(line + n, sizeof(line) - n, " %s %.4g %s/s",
+                                       ev->job_names[i], ev->rate[i], ev->rate_unit[i])
+                            : snprintf(line + n, sizeof(line) - n, " %s n/a", ev->job_names[i]);
+                if (w > 0)
+                    n += (size_t)w;
+            }
+            mb_cli_info(CMD, "%s %u: stopping jobs;%s", ev->run, ev->rep, line);
+        }
+        return;
+    }
+    if (ev->kind != MB_RUNNER_TICK && ev->kind != MB_RUNNER_CELL_START &&
+        ev->kind != MB_RUNNER_WINDOW_START)
+        return;
+    char line[512];
+    int n = snprintf(line, sizeof(line), "[%zu/%zu] %s#%u ", p->cell_index + 1, p->n_cells, ev->run,
+                     ev->rep);
+    if (ev->window_s > 0 && ev->window_target_s > 0)
+        n += snprintf(line + n, sizeof(line) - (size_t)n, "window %.0f/%.0fs", ev->window_s,
+                      ev->window_target_s);
+    else if (ev->window_s > 0)
+        n += snprintf(line + n, sizeof(line) - (size_t)n, "window %.0fs", ev->window_s);
+    else
+        n += snprintf(line + n, sizeof(line) - (size_t)n, "warm-up");
+    for (size_t i = 0; i < ev->n_jobs && n < (int)sizeof(line) - 40; i++) {
+        if (ev->rate[i] >= 0)
+            n += snprintf(line + n, sizeof(line) - (size_t)n, " | %s %.4g %s/s", ev->job_names[i],
+                          ev->rate[i], ev->rate_unit[i]);
+        else
+            n += snprintf(line + n, sizeof(line) - (size_t)n, " | %s n/a", ev->job_names[i]);
+    }
+    if (n < (int)sizeof(line) - 40) {
+        if (ev->power_w >= 0)
+            n += snprintf(line + n, sizeof(line) - (size_t)n, " | %.1f W", ev->power_w);
+        double left = p->cell_estimate_s - ev->elapsed_s;
+        if (left < 0)
+            left = 0;
+        char eta[32];
+        format_seconds(left + p->remaining_after_s, eta, sizeof(eta));
+        snprintf(line + n, sizeof(line) - (size_t)n, " | ETA %s", eta);
+    }
+    fprintf(stderr, "\r\033[K%s", line);
+    fflush(stderr);
+    p->line_open = true;
+}
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool jnum(const cJSON *o, const char *k, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(v))
+        return false;
+    *out = v->valuedouble;
+    return true;
+}
+
+/* The two-sided 95% Student-t quantile for small df (df >= 30: 2.0). */
+static double t95(size_t df)
+{
+    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+                               2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131};
+    return df < sizeof(t) / sizeof(t[0]) ? t[df] : df < 30 ? 2.09 : 2.0;
+}
+
+/* Summary table: per run and job, throughput (mean over repetitions), energy, J/unit. */
+static void print_summary(const struct mb_experiment *exp, const char *dir,
+                          const struct mb_cell *cells, size_t n_cells)
+{
+    int nw = name_width(exp);
+    printf("%-*s %-10s %-5s %-20s %-32s %-12s %s\n", nw, "run", "mode", "ok", "job",
+           "throughput (mean +- 95% CI)", "energy_J", "J/unit");
+    for (size_t c = 0; c < n_cells; c++) {
+        if (c > 0 && cells[c - 1].run == cells[c].run)
+            continue;
+        const struct mb_exp_run *r = &exp->runs[cells[c].run];
+        double rate[MB_EXP_MAX_JOBS][64];
+        size_t n_rate[MB_EXP_MAX_JOBS] = {0};
+        double ci_single[MB_EXP_MAX_JOBS] = {0};
+        bool ci_single_ok[MB_EXP_MAX_JOBS] = {false};
+        char unit[MB_EXP_MAX_JOBS][32];
+        memset(unit, 0, sizeof(unit));
+        double energy_sum = 0, units_sum = 0;
+        size_t n_energy = 0, n_ok = 0, n_cell = 0;
+        bool same_unit = true, units_ok = true;
+        for (size_t k = c; k < n_cells && cells[k].run == cells[c].run; k++) {
+            n_cell++;
+            char cdir[1200], path[1300];
+            if (mb_results_cell_dir(dir, r->name, cells[k].rep, cdir, sizeof(cdir), NULL) != MB_OK)
+                continue;
+            snprintf(path, sizeof(path), "%s/cell.json", cdir);
+            cJSON *cj = NULL;
+            if (mb_results_read_json(path, 16u << 20, &cj, NULL) != MB_OK)
+                continue;
+            const char *st = jstr(cj, "status");
+            if (!st || strcmp(st, "ok") != 0) {
+                cJSON_Delete(cj);
+                continue;
+            }
+            n_ok++;
+            const cJSON *en = cJSON_GetObjectItemCaseSensitive(cj, "energy");
+            double e;
+            bool e_ok = jnum(en, "counter_j", &e) || jnum(en, "integrated_j", &e);
+            double cell_units = 0;
+            const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(cj, "jobs");
+            size_t j = 0;
+            const cJSON *job;
+            cJSON_ArrayForEach(job, jobs)
+            {
+                if (j >= r->n_jobs)
+                    break;
+                const cJSON *tp = cJSON_GetObjectItemCaseSensitive(job, "throughput");
+                const cJSON *win = cJSON_GetObjectItemCaseSensitive(job, "window");
+                double mean, ci, secs;
+                const char *u = jstr(tp, "unit_per_s");
+                if (u) {
+                    if (unit[0][0] && strcmp(unit[0], u) != 0)
+                        same_unit = false;
+                    snprintf(unit[j], sizeof(unit[j]), "%s", u);
+                }
+                if (jnum(tp, "mean", &mean) && n_rate[j] < 64) {
+                    rate[j][n_rate[j]++] = mean;
+                    if (jnum(tp, "ci95", &ci)) {
+                        ci_single[j] = ci;
+                        ci_single_ok[j] = true;
+                    }
+                    if (jnum(win, "seconds", &secs))
+                        cell_units += mean * secs;
+                    else
+                        units_ok = false;
+                } else {
+                    units_ok = false;
+                }
+                j++;
+            }
+            if (e_ok) {
+                energy_sum += e;
+                units_sum += cell_units;
+                n_energy++;
+            }
+            cJSON_Delete(cj);
+        }
+        for (size_t j = 0; j < r->n_jobs; j++) {
+            char tp[64] = "n/a";
+            if (n_rate[j] > 0) {
+                double m = 0, v = 0;
+                for (size_t k = 0; k < n_rate[j]; k++)
+                    m += rate[j][k];
+                m /= (double)n_rate[j];
+                for (size_t k = 0; k < n_rate[j]; k++)
+                    v += (rate[j][k] - m) * (rate[j][k] - m);
+                if (n_rate[j] >= 2) {
+                    double half = t95(n_rate[j] - 1) * sqrt(v / (double)(n_rate[j] - 1)) /
+                                  sqrt((double)n_rate[j]);
+                    snprintf(tp, sizeof(tp), "%.4g +- %.2g %s", m, half, unit[j]);
+                } else if (ci_single_ok[j]) {
+                    snprintf(tp, sizeof(tp), "%.4g +- %.2g %s", m, ci_single[j], unit[j]);
+                } else {
+                    snprintf(tp, sizeof(tp), "%.4g %s", m, unit[j]);
+                }
+            }
+            char ok[48] = "", en[32] = "", jpu[32] = "";
+            if (j == 0) {
+                snprintf(ok, sizeof(ok), "%zu/%zu", n_ok, n_cell);
+                if (n_energy)
+                    snprintf(en, sizeof(en), "%.4g", energy_sum / (double)n_energy);
+                else
+                    snprintf(en, sizeof(en), "n/a");
+                if (n_energy && same_unit && units_ok && units_sum > 0)
+                    snprintf(jpu, sizeof(jpu), "%.4g", energy_sum / units_sum);
+                else
+                    snprintf(jpu, sizeof(jpu), "n/a");
+            }
+            printf("%-*s %-10s %-5s %-20s %-32s %-12s %s\n", nw, j == 0 ? r->name : "",
+                   j == 0 ? mb_exp_mode_str(r->mode) : "", ok, r->job_name[j], tp, en, jpu);
+        }
+    }
+}
+
+static int open_model(struct mb_catalog *cat, const struct mb_device_info *info,
+                      const struct mb_gpu_model **model)
+{
+    *model = NULL;
+    if (!info->model[0])
+        return MB_OK;
+    return mb_catalog_find(cat, info->model, model, NULL) == MB_OK ? MB_OK : MB_ENOTFOUND;
+}
+
+static bool dir_has_results(const char *dir)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/journal.jsonl", dir);
+    return access(path, F_OK) == 0;
+}
+
+/*
+ * MIG mode decides what a GPU can run without a reset, and migbench never resets a GPU: mig runs
+ * need it on; on a real GPU the whole-GPU modes need it off (with MIG on, CUDA sees no device
+ * outside an instance). Runs that cannot run are dropped with a note, so one file serves GPUs in
+ * either mode.
+ */
+static void filter_by_mig_mode(const struct mb_experiment *exp, struct mb_device *dev,
+                               enum mb_device_kind kind, struct mb_cell *cells, size_t *n_cells)
+{
+    struct mb_mig_mode mm;
+    if (kind == MB_KIND_HOST || mb_device_mig_mode(dev, &mm, NULL) != MB_OK)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < *n_cells; i++) {
+        const struct mb_exp_run *r = &exp->runs[cells[i].run];
+        const char *why = NULL;
+        if (r->mode == MB_MODE_MIG && !mm.current)
+            why = mm.pending ? "MIG mode is enabled but pending a GPU reset"
+                             : "MIG mode is disabled on the GPU (nvidia-smi -mig 1 and a reset "
+                               "enable it)";
+        else if (r->mode != MB_MODE_MIG && kind == MB_KIND_NVML && mm.current)
+            why = "MIG mode is enabled on the GPU; whole-GPU runs need it disabled";
+        if (!why) {
+            cells[k++] = cells[i];
+        } else if (i == 0 || cells[i - 1].run != cells[i].run) {
+            mb_cli_info(CMD, "run '%s' skipped: %s", r->name, why);
+        }
+    }
+    *n_cells = k;
+}
+
+static int execute(const struct run_args *a, const struct mb_experiment *exp, const char *spec)
+{
+    struct mb_error err;
+    struct mb_catalog *cat = NULL;
+    struct mb_device *dev = NULL;
+    struct mb_journal *journal = NULL;
+    struct mb_cell *cells = NULL;
+    char **notes = NULL;
+    size_t n_cells = 0, n_notes = 0;
+    cJSON *events = NULL;
+    int code = MB_EXIT_OK;
+    if (mb_catalog_create(&cat, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        return MB_EXIT_FAIL;
+    }
+    int rc = mb_device_open(spec, &dev, &err);
+    if (rc != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = rc == MB_EINVAL ? MB_EXIT_USAGE : MB_EXIT_FAIL;
+        goto out;
+    }
+    struct mb_device_info info;
+    if (mb_device_info(dev, &info, &err) != MB_OK) {
+        mb_cli_error(CMD, "device %s: %s", spec, err.msg);
+        code = MB_EXIT_FAIL;
+        goto out;
+    }
+    int kind = mb_device_kind_from_backend(info.backend);
+    if (kind < 0) {
+        mb_cli_error(CMD, "device %s: unknown backend '%s'", spec, info.backend);
+        code = MB_EXIT_FAIL;
+        goto out;
+    }
+    const struct mb_gpu_model *model = NULL;
+    if (kind != MB_KIND_HOST && open_model(cat, &info, &model) != MB_OK)
+        mb_cli_warn(CMD, "GPU model '%s' is not in the MIG catalog", info.model);
+    if (model && mb_experiment_check_model(exp, model, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = MB_EXIT_USAGE;
+        goto out;
+    }
+    if (mb_experiment_cells(exp, (enum mb_device_kind)kind, a->only, &cells, &n_cells, &notes,
+                            &n_notes, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = MB_EXIT_USAGE;
+        goto out;
+    }
+    for (size_t i = 0; i < n_notes; i++)
+        mb_cli_info(CMD, "%s", notes[i]);
+    filter_by_mig_mode(exp, dev, (enum mb_device_kind)kind, cells, &n_cells);
+    if (n_cells == 0) {
+        mb_cli_error(CMD, "no run of %s applies to %s", exp->path, spec);
+        code = MB_EXIT_USAGE;
+        goto out;
+    }
+    char dir[PATH_MAX];
+    if (a->results)
+        snprintf(dir, sizeof(dir), "%s", a->results);
+    else
+        snprintf(dir, sizeof(dir), "results/%s", exp->name);
+    char jpath[PATH_MAX + 32];
+    snprintf(jpath, sizeof(jpath), "%s/journal.jsonl", dir);
+    if (!a->resume && dir_has_results(dir)) {
+        mb_cli_error(CMD,
+                     "%s already holds results; add --resume to continue that experiment, or "
+                     "--results DIR for a new directory",
+                     dir);
+        code = MB_EXIT_USAGE;
+        goto out;
+    }
+    size_t skipped_lines = 0;
+    if (a->resume) {
+        rc = mb_journal_read(jpath, &events, &skipped_lines, &err);
+        if (rc != MB_OK) {
+            mb_cli_error(CMD, "--resume: %s", err.msg);
+            code = rc == MB_ENOTFOUND ? MB_EXIT_USAGE : MB_EXIT_FAIL;
+            goto out;
+        }
+        const cJSON *ev;
+        cJSON_ArrayForEach(ev, events)
+        {
+            const char *name = jstr(ev, "event");
+            const char *sha = jstr(ev, "experiment_sha");
+            if (name && strcmp(name, "experiment_started") == 0 && sha) {
+                if (strcmp(sha, exp->sha) != 0) {
+                    mb_cli_error(CMD,
+                                 "--resume: %s was started from a different experiment file or "
+                                 "--set options (sha %s, now %s); resume with the same ones",
+                                 dir, sha, exp->sha);
+                    code = MB_EXIT_USAGE;
+                    goto out;
+                }
+                break;
+            }
+        }
+        if (skipped_lines)
+            mb_cli_info(CMD, "journal: skipped %zu torn line%s", skipped_lines,
+                        skipped_lines == 1 ? "" : "s");
+    }
+    char python[MB_EXP_PATH_MAX] = "";
+    if (needs_python(exp, cells, n_cells) &&
+        mb_experiment_resolve_python(exp, NULL, python, sizeof(python), &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = MB_EXIT_USAGE;
+        goto out;
+    }
+    char wdir[PATH_MAX];
+    workloads_dir(wdir, sizeof(wdir));
+    struct progress_ctx pctx = {.tty = isatty(2) == 1, .n_cells = n_cells};
+    struct mb_runner_opts ro = {
+        .exp = exp,
+        .dev = dev,
+        .device_spec = spec,
+        .model = model,
+        .kind = (enum mb_device_kind)kind,
+        .results_dir = dir,
+        .python = python[0] ? python : NULL,
+        .workloads_dir = wdir,
+        .stop = &stop_signal,
+        .on_event = on_runner_event,
+        .ctx = &pctx,
+        .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32),
+    };
+    /* Nothing has changed yet: refuse here what cannot run (mps off nvml, MIG disabled). */
+    if (!a->resume && (rc = mb_runner_preflight(&ro, cells, n_cells, &err)) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = rc == MB_EUNSUPPORTED ? MB_EXIT_USAGE : MB_EXIT_FAIL;
+        goto out;
+    }
+    if (mb_results_mkdirs(dir, 0755, &err) != MB_OK ||
+        mb_journal_open(jpath, &journal, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = MB_EXIT_FAIL;
+        goto out;
+    }
+    ro.journal = journal;
+    install_handlers();
+    if (a->resume) {
+        struct mb_leftovers *left = malloc(sizeof(*left));
+        if (!left) {
+            code = MB_EXIT_FAIL;
+            goto out;
+        }
+        rc = mb_journal_leftovers(events, left, &err);
+        size_t removed = 0;
+        if (rc == MB_OK && (left->n_mig || left->n_mps)) {
+            mb_cli_info(CMD,
+                        "resume: removing %zu MIG instance%s and %zu MPS daemon%s left by "
+                        "the interrupted run",
+                        left->n_mig, left->n_mig == 1 ? "" : "s", left->n_mps,
+                        left->n_mps == 1 ? "" : "s");
+            rc = mb_runner_cleanup(&ro, left, &removed, &err);
+        }
+        free(left);
+        if (rc != MB_OK) {
+            mb_cli_error(CMD, "resume: %s; nothing else was run", err.msg);
+            code = MB_EXIT_FAIL;
+            goto out;
+        }
+        if ((rc = mb_runner_preflight(&ro, cells, n_cells, &err)) != MB_OK) {
+            mb_cli_error(CMD, "%s", err.msg);
+            code = rc == MB_EUNSUPPORTED ? MB_EXIT_USAGE : MB_EXIT_FAIL;
+            goto out;
+        }
+    }
+    cJSON *ev = cJSON_CreateObject();
+    cJSON_AddStringToObject(ev, "event", "experiment_started");
+    cJSON_AddStringToObject(ev, "experiment", exp->name);
+    cJSON_AddStringToObject(ev, "experiment_sha", exp->sha);
+    cJSON_AddStringToObject(ev, "file", exp->path);
+    cJSON *ov = cJSON_AddArrayToObject(ev, "overrides");
+    for (size_t i = 0; i < exp->n_overrides; i++)
+        cJSON_AddItemToArray(ov, cJSON_CreateString(exp->overrides[i]));
+    cJSON_AddStringToObject(ev, "device", spec);
+    cJSON_AddStringToObject(ev, "backend", info.backend);
+    cJSON_AddNumberToObject(ev, "cells", (double)n_cells);
+    cJSON_AddBoolToObject(ev, "resume", a->resume);
+    cJSON_AddNumberToObject(ev, "pid", (double)getpid());
+    cJSON_AddStringToObject(ev, "migbench_version", MB_VERSION_STRING);
+    rc = mb_journal_append(journal, ev, &err);
+    cJSON_Delete(ev);
+    if (rc != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = MB_EXIT_FAIL;
+        goto out;
+    }
+
+    double estimates_total = 0;
+    for (size_t i = 0; i < n_cells; i++) {
+        bool unknown = false;
+        estimates_total += cell_seconds(exp, &exp->runs[cells[i].run], &unknown);
+    }
+    size_t n_ok = 0, n_failed = 0, n_skipped = 0;
+    for (size_t i = 0; i < n_cells; i++) {
+        const struct mb_exp_run *r = &exp->runs[cells[i].run];
+        bool unknown = false;
+        double est = cell_seconds(exp, r, &unknown);
+        estimates_total -= est;
+        if (a->resume && mb_results_cell_done(dir, r->name, cells[i].rep)) {
+            n_skipped++;
+            continue;
+        }
+        if (i > 0 && exp->measure.cooldown_ns > 0 && n_ok + n_failed > 0) {
+            struct timespec ts = {(time_t)(exp->measure.cooldown_ns / 1000000000),
+                                  (long)(exp->measure.cooldown_ns % 1000000000)};
+            while (!stop_signal && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+        }
+        pctx.cell_index = i;
+        pctx.cell_estimate_s = est;
+        pctx.remaining_after_s = estimates_total;
+        bool failed = false;
+        if (!stop_signal)
+            rc = mb_runner_run_cell(&ro, &cells[i], &failed, &err);
+        else
+            rc = MB_EINTR;
+        if (pctx.line_open) {
+            fputs("\r\033[K", stderr);
+            pctx.line_open = false;
+        }
+        if (rc == MB_EINTR || stop_signal) {
+            int sig = stop_signal ? stop_signal : SIGINT;
+            ev = cJSON_CreateObject();
+            cJSON_AddStringToObject(ev, "event", "interrupted");
+            cJSON_AddNumberToObject(ev, "signal", sig);
+            cJSON_AddStringToObject(ev, "run", r->name);
+            cJSON_AddNumberToObject(ev, "rep", cells[i].rep);
+            mb_journal_append(journal, ev, NULL);
+            cJSON_Delete(ev);
+            mb_cli_error(CMD,
+                         "interrupted by signal %d during %s %u; jobs stopped and the "
+                         "sharing mode torn down; continue with --resume",
+                         sig, r->name, cells[i].rep);
+            code = 128 + sig;
+            goto out;
+        }
+        if (rc != MB_OK) {
+            mb_cli_error(CMD, "%s %u: %s", r->name, cells[i].rep, err.msg);
+            code = MB_EXIT_FAIL;
+            goto out;
+        }
+        if (failed)
+            n_failed++;
+        else
+            n_ok++;
+    }
+    ev = cJSON_CreateObject();
+    cJSON_AddStringToObject(ev, "event", "experiment_finished");
+    cJSON_AddNumberToObject(ev, "ok", (double)n_ok);
+    cJSON_AddNumberToObject(ev, "failed", (double)n_failed);
+    cJSON_AddNumberToObject(ev, "skipped", (double)n_skipped);
+    mb_journal_append(journal, ev, NULL);
+    cJSON_Delete(ev);
+    print_summary(exp, dir, cells, n_cells);
+    mb_cli_info(CMD, "%zu cell%s ok, %zu failed%s; results in %s", n_ok, n_ok == 1 ? "" : "s",
+                n_failed, n_skipped ? ", some already done before --resume" : "", dir);
+    code = n_failed ? MB_EXIT_FAIL : MB_EXIT_OK;
+out:
+    cJSON_Delete(events);
+    mb_journal_close(journal);
+    free(cells);
+    mb_notes_free(notes, n_notes);
+    mb_device_close(dev);
+    mb_catalog_destroy(cat);
+    return code;
+}
+
 static int run_main(int argc, char **argv)
 {
     struct run_args a;
@@ -405,10 +985,8 @@ static int run_main(int argc, char **argv)
     const char *spec = a.device ? a.device : exp->device;
     if (a.dry_run)
         code = dry_run(&a, exp, spec);
-    else {
-        mb_cli_error(CMD, "running experiments needs the device layer; only --dry-run for now");
-        code = MB_EXIT_FAIL;
-    }
+    else
+        code = execute(&a, exp, spec);
     mb_experiment_destroy(exp);
     return code;
 }

@@ -6,13 +6,8 @@
 
 /* Every subcommand, in the order `migbench help` lists them. */
 static const struct mb_cmd *const commands[] = {
-    &mb_cmd_help,
-    &mb_cmd_layouts,
-    &mb_cmd_devices,
-    &mb_cmd_measure,
-    &mb_cmd_mig,
-    &mb_cmd_report,
-    &mb_cmd_run,
+    &mb_cmd_help, &mb_cmd_layouts, &mb_cmd_devices, &mb_cmd_measure,
+    &mb_cmd_mig,  &mb_cmd_report,  &mb_cmd_run,
 };
 
 const struct mb_cmd *mb_cli_find(const char *name)
