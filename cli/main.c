@@ -8,12 +8,8 @@
  * adding commands merge cleanly; clang-format would pack them. */
 /* clang-format off */
 static const struct mb_cmd *const commands[] = {
-    &mb_cmd_help,
-    &mb_cmd_layouts,
-    &mb_cmd_devices,
-    &mb_cmd_measure,
-    &mb_cmd_mig,
-    &mb_cmd_report,
+    &mb_cmd_help, &mb_cmd_layouts, &mb_cmd_devices, &mb_cmd_measure,
+    &mb_cmd_mig,  &mb_cmd_report,  &mb_cmd_run,
 };
 /* clang-format on */
 
