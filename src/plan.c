@@ -824,6 +824,9 @@ static size_t local_moves(struct heur *h)
                 double Ba = h->B[a] - T(P, j, sa), Bb = h->B[b] + T(P, j, sb);
                 double M2 = fmax(max_without(&t3, a, b), fmax(Ba, Bb));
                 double delta = hcost(h, M2, h->D - Dy(P, j, sa) + Dy(P, j, sb)) - base;
+                /* Makespan plateaus: also reward unloading the busier of the two instances. */
+                if (P->obj == MB_PLAN_MAKESPAN && M2 <= h->M)
+                    delta += 1e-3 * (fmax(Ba, Bb) - fmax(h->B[a], h->B[b]));
                 if (delta < best) {
                     best = delta;
                     bi = b;
@@ -1085,20 +1088,130 @@ static double min_all(const struct prob *P, size_t j, int what)
     return best;
 }
 
-/* Lower bounds on makespan and energy over every plan on G GPUs (docs/plan.md). */
+struct event {
+    double t;
+    size_t j;
+    unsigned s;
+};
+
+static int event_cmp(const void *a, const void *b)
+{
+    double x = ((const struct event *)a)->t, y = ((const struct event *)b)->t;
+    return x < y ? -1 : x > y;
+}
+
+/* Total over jobs of the least compute-slice-seconds among sizes finishing within M. */
+static double area_within(const struct prob *P, double M)
+{
+    double area = 0;
+    for (size_t j = 0; j < P->nj; j++) {
+        double best = INFINITY;
+        for (unsigned s = 0; s < P->ns; s++)
+            if (allowed(P, j, s) && T(P, j, s) <= M)
+                best = fmin(best, T(P, j, s) * size_cs(P, s));
+        area += best;
+    }
+    return area;
+}
+
+/*
+ * Lower bounds over every plan on G GPUs (docs/plan.md). Makespan: the least M such that every
+ * job fits on some size finishing within M and the jobs' least compute-slice-seconds among those
+ * sizes fit into G x C x M. Energy: for a multiplier l in [0, idle/C], since G x C x M is at least
+ * the area used, E >= (G idle - l G C) M + sum_j min over sizes within M of (d + l t cs); its
+ * minimum over M >= the makespan bound is found by a sweep over the times t.
+ */
 static void bounds(const struct prob *P, unsigned G, double *mlb, double *elb, double *sub)
 {
-    double maxT = 0, area = 0, dmin = 0, comb = 0, nsum = 0;
+    double maxT = 0, hi = 0, nsum = 0;
     for (size_t j = 0; j < P->nj; j++) {
         maxT = fmax(maxT, min_all(P, j, 0));
-        area += min_all(P, j, 1);
-        dmin += min_all(P, j, 2);
-        comb += min_all(P, j, 3);
         nsum -= min_all(P, j, 4);
+        for (unsigned s = 0; s < P->ns; s++)
+            if (allowed(P, j, s))
+                hi = fmax(hi, T(P, j, s));
     }
-    *mlb = fmax(maxT, area / ((double)G * P->model->compute_slices));
-    *elb = fmax((double)G * P->idle * *mlb + dmin, comb);
     *sub = nsum;
+    *elb = NAN;
+    *mlb = NAN;
+    if (P->continuous)
+        return;
+    double C = P->model->compute_slices, GC = (double)G * C;
+    hi = fmax(hi, area_within(P, INFINITY) / GC);
+    double lo = maxT;
+    if (area_within(P, lo) <= GC * lo) {
+        hi = lo;
+    } else {
+        for (int it = 0; it < 60; it++) {
+            double mid = 0.5 * (lo + hi);
+            if (area_within(P, mid) <= GC * mid)
+                hi = mid;
+            else
+                lo = mid;
+        }
+    }
+    double M0 = hi; /* feasible side of the search: a valid bound up to rounding */
+    *mlb = M0;
+    size_t K = 0;
+    for (size_t j = 0; j < P->nj; j++)
+        for (unsigned s = 0; s < P->ns; s++)
+            K += allowed(P, j, s);
+    struct event *ev = malloc(K * sizeof(*ev));
+    double *cur = malloc(P->nj * sizeof(double));
+    if (!ev || !cur) {
+        free(ev);
+        free(cur);
+        return;
+    }
+    K = 0;
+    for (size_t j = 0; j < P->nj; j++)
+        for (unsigned s = 0; s < P->ns; s++)
+            if (allowed(P, j, s))
+                ev[K++] = (struct event){T(P, j, s), j, s};
+    qsort(ev, K, sizeof(*ev), event_cmp);
+    double best = 0;
+    for (int step = 0; step <= 8; step++) {
+        double l = P->idle / C * step / 8;
+        for (size_t j = 0; j < P->nj; j++)
+            cur[j] = INFINITY;
+        double sum = 0;
+        size_t k = 0, unset = P->nj;
+        double val = INFINITY;
+        for (; k < K && ev[k].t <= M0; k++) {
+            size_t j = ev[k].j;
+            double c = Dy(P, j, ev[k].s) + l * ev[k].t * size_cs(P, ev[k].s);
+            if (c < cur[j]) {
+                if (isinf(cur[j]))
+                    unset--;
+                else
+                    sum -= cur[j];
+                cur[j] = c;
+                sum += c;
+            }
+        }
+        double slope = (double)G * P->idle - l * GC;
+        if (unset == 0)
+            val = slope * M0 + sum;
+        for (; k < K; k++) {
+            size_t j = ev[k].j;
+            double c = Dy(P, j, ev[k].s) + l * ev[k].t * size_cs(P, ev[k].s);
+            if (c < cur[j]) {
+                if (isinf(cur[j]))
+                    unset--;
+                else
+                    sum -= cur[j];
+                cur[j] = c;
+                sum += c;
+            }
+            if (unset == 0)
+                val = fmin(val, slope * ev[k].t + sum);
+        }
+        if (isfinite(val))
+            best = fmax(best, val);
+    }
+    *elb = best;
+    free(ev);
+    free(cur);
 }
 
 /* The study's baseline: each job alone on a whole GPU, one after another (LPT over a fleet). */
