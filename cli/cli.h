@@ -51,5 +51,7 @@ int mb_cli_exit_for(int status);
 
 /* The table entries, one per cmd_<name>.c. */
 extern const struct mb_cmd mb_cmd_help;
+extern const struct mb_cmd mb_cmd_layouts;
+extern const struct mb_cmd mb_cmd_devices;
 
 #endif

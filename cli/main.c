@@ -7,6 +7,8 @@
 /* Every subcommand, in the order `migbench help` lists them. */
 static const struct mb_cmd *const commands[] = {
     &mb_cmd_help,
+    &mb_cmd_layouts,
+    &mb_cmd_devices,
 };
 
 const struct mb_cmd *mb_cli_find(const char *name)

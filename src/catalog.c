@@ -673,7 +673,8 @@ static void canonical(const char *in, char *out, size_t cap)
  * than one model is an ambiguous name: it is reported with its candidates, never guessed.
  * "h100" means the SXM5 80GB part (nvidia-smi: "NVIDIA H100 80GB HBM3"), the common H100; the
  * NVL part has its own names. The PCIe H100 80GB also lands there (same profiles; SM counts on
- * PCIe are unverified, as the catalog says).
+ * PCIe are unverified, as the catalog says). The catalog's H200 table does not say whether it
+ * came from an SXM or an NVL part, so "H200 NVL" shares it.
  */
 static const struct {
     const char *alias;
@@ -695,6 +696,7 @@ static const struct {
     {"h100-96gb", "GH200-H100-96GB"},
     {"h200", "H200-141GB"},
     {"h200-141gb", "H200-141GB"},
+    {"h200-nvl", "H200-141GB"},
     {"b200", "B200-180GB"},
     {"b200-180gb", "B200-180GB"},
     {"gb200", "GB200-186GB"},
@@ -759,9 +761,14 @@ static int not_found(const struct mb_catalog *cat, const char *name, const char 
     size_t limit = strlen(canon) / 2 + 2;
     char list[256] = "";
     size_t shown = 0;
-    for (size_t d = 0; d <= limit && shown < 3; d++)
+    size_t min_d = SIZE_MAX;
+    for (size_t i = 0; i < cat->n; i++)
+        if (best[i] < min_d)
+            min_d = best[i];
+    /* Only the closest ones: a worse match next to a good one is noise. */
+    if (min_d <= limit)
         for (size_t i = 0; i < cat->n && shown < 3; i++)
-            if (best[i] == d) {
+            if (best[i] == min_d) {
                 size_t n = strlen(list);
                 snprintf(list + n, sizeof(list) - n, "%s%s", shown ? ", " : "",
                          cat->models[i]->model.name);

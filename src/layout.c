@@ -1,6 +1,7 @@
 /* MIG layouts: enumeration, checks with reasons, and placement on a partly used GPU. */
 #include "migbench/layout.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +330,17 @@ static int existing_usage(const struct mb_gpu_model *m, const struct mb_layout *
     return MB_OK;
 }
 
+/* A reason, cut to MB_LAYOUT_REASON_MAX (long ones only lose their tail). */
+static void say(char *dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void say(char *dst, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, MB_LAYOUT_REASON_MAX, fmt, ap);
+    va_end(ap);
+}
+
 static const char *count_word(unsigned n)
 {
     static const char *const w[] = {"no", "one", "two", "three", "four", "five", "six", "seven"};
@@ -370,40 +382,36 @@ static size_t count_reasons(const struct mb_gpu_model *m, const struct usage *ha
         else
             snprintf(limit, sizeof(limit), "at most %u %s fit", p->max_count, p->name);
         if (have->count[k])
-            snprintf(r[n++], MB_LAYOUT_REASON_MAX,
-                     "%s per GPU and %u %s already there; %u more "
-                     "asked for",
-                     limit, have->count[k], have->count[k] == 1 ? "is" : "are", count[k]);
+            say(r[n++],
+                "%s per GPU and %u %s already there; %u more "
+                "asked for",
+                limit, have->count[k], have->count[k] == 1 ? "is" : "are", count[k]);
         else
-            snprintf(r[n++], MB_LAYOUT_REASON_MAX, "%s per GPU; %u asked for", limit, count[k]);
+            say(r[n++], "%s per GPU; %u asked for", limit, count[k]);
     }
     if (me + have->me > 1 && n < cap)
-        snprintf(r[n++], MB_LAYOUT_REASON_MAX,
-                 "only one +me (media extension) instance fits per GPU; the +me profiles exclude "
-                 "each other%s",
-                 have->me ? ", and one is already there" : "");
+        say(r[n++],
+            "only one +me (media extension) instance fits per GPU; the +me profiles exclude "
+            "each other%s",
+            have->me ? ", and one is already there" : "");
     size_t total = n_want + have->total;
     if (total > m->max_gpu_instances && n < cap)
-        snprintf(r[n++], MB_LAYOUT_REASON_MAX, "at most %u GPU instances fit on %s; this makes %zu",
-                 m->max_gpu_instances, m->name, total);
+        say(r[n++], "at most %u GPU instances fit on %s; this makes %zu", m->max_gpu_instances,
+            m->name, total);
     if (compute + have->compute > m->compute_slices && n < cap) {
         if (have->compute)
-            snprintf(r[n++], MB_LAYOUT_REASON_MAX,
-                     "needs %u compute slices, but only %u of %u are free", compute,
-                     m->compute_slices - have->compute, m->compute_slices);
+            say(r[n++], "needs %u compute slices, but only %u of %u are free", compute,
+                m->compute_slices - have->compute, m->compute_slices);
         else
-            snprintf(r[n++], MB_LAYOUT_REASON_MAX, "needs %u compute slices; %s has %u", compute,
-                     m->name, m->compute_slices);
+            say(r[n++], "needs %u compute slices; %s has %u", compute, m->name, m->compute_slices);
     }
     unsigned used_mem = (unsigned)popcount32(have->used);
     if (memory + used_mem > m->memory_slices && n < cap) {
         if (used_mem)
-            snprintf(r[n++], MB_LAYOUT_REASON_MAX,
-                     "needs %u memory slices, but only %u of %u are free", memory,
-                     m->memory_slices - used_mem, m->memory_slices);
+            say(r[n++], "needs %u memory slices, but only %u of %u are free", memory,
+                m->memory_slices - used_mem, m->memory_slices);
         else
-            snprintf(r[n++], MB_LAYOUT_REASON_MAX, "needs %u memory slices; %s has %u", memory,
-                     m->name, m->memory_slices);
+            say(r[n++], "needs %u memory slices; %s has %u", memory, m->name, m->memory_slices);
     }
     return n;
 }
@@ -564,16 +572,14 @@ static size_t geometry_reason(const struct mb_gpu_model *m, const struct mb_layo
         n += (size_t)w;
     }
     if (nw == 0)
-        snprintf(r[0], MB_LAYOUT_REASON_MAX,
-                 "%s needs memory slices %s; no arrangement leaves one of them free", px->name,
-                 ranges);
+        say(r[0], "%s needs memory slices %s; no arrangement leaves one of them free", px->name,
+            ranges);
     else if (px->n_placements == 1)
-        snprintf(r[0], MB_LAYOUT_REASON_MAX, "%s needs memory slices %s; %s %s part of them",
-                 px->name, ranges, list, nw == 1 ? "holds" : "hold");
+        say(r[0], "%s needs memory slices %s; %s %s part of them", px->name, ranges, list,
+            nw == 1 ? "holds" : "hold");
     else
-        snprintf(r[0], MB_LAYOUT_REASON_MAX, "%s needs memory slices %s; %s %s %s free", px->name,
-                 ranges, list, nw == 1 ? "leaves" : "leave",
-                 px->n_placements == 2 ? "neither" : "none of them");
+        say(r[0], "%s needs memory slices %s; %s %s %s free", px->name, ranges, list,
+            nw == 1 ? "leaves" : "leave", px->n_placements == 2 ? "neither" : "none of them");
     return 1;
 }
 
@@ -632,7 +638,7 @@ static int analyse(const struct mb_gpu_model *model, const struct mb_layout *exi
     if (cap > 0)
         *n = geometry_reason(model, existing, have.used, want, n_add, reasons);
     if (*n == 0 && cap > 0) {
-        snprintf(reasons[0], MB_LAYOUT_REASON_MAX, "no arrangement of these instances fits");
+        say(reasons[0], "no arrangement of these instances fits");
         *n = 1;
     }
     return MB_OK;
@@ -752,7 +758,7 @@ int mb_layout_nearest(const struct mb_gpu_model *model, const unsigned *want, si
     c.best = calloc(cap, sizeof(*c.best));
     if (!c.best)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
-    rc = mb_layout_enumerate(model, mask, MB_LAYOUT_ALL, near_visit, &c, NULL, err);
+    rc = mb_layout_enumerate(model, mask, MB_LAYOUT_MAXIMAL, near_visit, &c, NULL, err);
     if (!rc) {
         for (size_t i = 0; i < c.n; i++)
             out[i] = c.best[i].layout;

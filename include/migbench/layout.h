@@ -94,8 +94,9 @@ int mb_layout_explain(const struct mb_gpu_model *model, const struct mb_layout *
 
 /*
  * The valid layouts nearest to the multiset `want` (fewest instances to drop or add, dropping
- * preferred), drawn from the default profiles plus those in want; up to cap of them into out[],
- * their number in *n. MB_EINVAL for a bad profile index.
+ * preferred, then the most compute slices used), drawn from the maximal layouts over the default
+ * profiles plus those in want, so that a suggestion never leaves room unused; up to cap of them
+ * into out[], their number in *n. MB_EINVAL for a bad profile index.
  */
 int mb_layout_nearest(const struct mb_gpu_model *model, const unsigned *want, size_t n_want,
                       struct mb_layout *out, size_t cap, size_t *n, struct mb_error *err);

@@ -1,0 +1,791 @@
+/* migbench layouts: the valid MIG layouts of a GPU model, checks of one layout, the catalog. */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "migbench/catalog.h"
+#include "migbench/layout.h"
+
+#define NAME "layouts"
+/* A profile list longer than this is not a layout anyone means; refuse it as bad input. */
+#define LIST_MAX 64
+#define CATALOGS_MAX 8
+/* --distinct keeps every layout in memory; a model with more than this is refused. */
+#define DISTINCT_MAX (1u << 20)
+
+struct opts {
+    const char *gpu;
+    const char *profiles;
+    const char *check;
+    const char *catalogs[CATALOGS_MAX];
+    size_t n_catalogs;
+    bool all, distinct, json, list_gpus;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Profile lists
+ */
+
+static void profile_names(const struct mb_gpu_model *m, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < m->n_profiles && n + 1 < cap; i++) {
+        int w = snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", m->profiles[i].name);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+}
+
+/*
+ * Splits "1g.10gb, 2g.20gb,..." into profile indices. Returns MB_EXIT_OK or prints the problem
+ * and returns MB_EXIT_USAGE.
+ */
+static int parse_list(const struct mb_gpu_model *m, const char *opt, const char *text,
+                      unsigned *out, size_t *n)
+{
+    *n = 0;
+    const char *p = text;
+    size_t entry = 0;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p == '\0') {
+        mb_cli_error(NAME, "%s: empty profile list; give names such as %s", opt,
+                     m->profiles[0].name);
+        return MB_EXIT_USAGE;
+    }
+    for (;;) {
+        entry++;
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *s = p;
+        while (len && isspace((unsigned char)*s)) {
+            s++;
+            len--;
+        }
+        while (len && isspace((unsigned char)s[len - 1]))
+            len--;
+        if (len == 0) {
+            mb_cli_error(NAME,
+                         "%s: entry %zu of '%.80s%s' is empty (two commas in a row, or a "
+                         "comma at an end?)",
+                         opt, entry, text, strlen(text) > 80 ? "..." : "");
+            return MB_EXIT_USAGE;
+        }
+        if (*n >= LIST_MAX) {
+            mb_cli_error(NAME, "%s: more than %d entries; a GPU holds at most %u instances", opt,
+                         LIST_MAX, m->max_gpu_instances);
+            return MB_EXIT_USAGE;
+        }
+        char name[MB_PROFILE_NAME_MAX];
+        const struct mb_gi_profile *prof = NULL;
+        if (len < sizeof(name)) {
+            memcpy(name, s, len);
+            name[len] = '\0';
+            prof = mb_model_profile(m, name);
+        }
+        if (!prof) {
+            char all[512];
+            profile_names(m, all, sizeof(all));
+            mb_cli_error(NAME, "%s: unknown profile '%.*s' for %s; its profiles are: %s", opt,
+                         (int)(len > 40 ? 40 : len), s, m->name, all);
+            return MB_EXIT_USAGE;
+        }
+        out[(*n)++] = (unsigned)(prof - m->profiles);
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return MB_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Output pieces
+ */
+
+static void print_profiles_csv(const struct mb_gpu_model *m, const struct mb_layout *l, FILE *f)
+{
+    for (size_t i = 0; i < l->n; i++)
+        fprintf(f, "%s%s", i ? "," : "", m->profiles[l->items[i].profile].name);
+}
+
+static void print_placements(const struct mb_gpu_model *m, const struct mb_layout *l, FILE *f)
+{
+    for (size_t i = 0; i < l->n; i++)
+        fprintf(f, "%s%s@%u:%u", i ? " " : "", m->profiles[l->items[i].profile].name,
+                l->items[i].placement.start, l->items[i].placement.size);
+}
+
+static cJSON *layout_json(const struct mb_gpu_model *m, const struct mb_layout *l)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *names = cJSON_AddArrayToObject(o, "profiles");
+    cJSON *pls = cJSON_AddArrayToObject(o, "placements");
+    if (!names || !pls)
+        return o;
+    for (size_t i = 0; i < l->n; i++) {
+        const struct mb_gi_profile *p = &m->profiles[l->items[i].profile];
+        cJSON_AddItemToArray(names, cJSON_CreateString(p->name));
+        cJSON *pl = cJSON_CreateObject();
+        cJSON_AddStringToObject(pl, "profile", p->name);
+        cJSON_AddNumberToObject(pl, "start", l->items[i].placement.start);
+        cJSON_AddNumberToObject(pl, "size", l->items[i].placement.size);
+        cJSON_AddStringToObject(pl, "status", mb_value_status_str(p->placements_status));
+        cJSON_AddItemToArray(pls, pl);
+    }
+    return o;
+}
+
+/* Prints one JSON value on one line; returns false on memory exhaustion. */
+static bool print_json(cJSON *v, FILE *f)
+{
+    char *s = v ? cJSON_PrintUnformatted(v) : NULL;
+    if (!s)
+        return false;
+    fputs(s, f);
+    free(s);
+    return true;
+}
+
+/* "# placements inferred for: ..." lines for the profiles in mask that are not verified. */
+static void print_status_notes(const struct mb_gpu_model *m, uint32_t mask, FILE *f)
+{
+    for (int st = MB_VALUE_INFERRED; st <= MB_VALUE_UNVERIFIED; st++) {
+        bool any = false;
+        for (unsigned i = 0; i < m->n_profiles; i++) {
+            if (!(mask & (1u << i)) || (int)m->profiles[i].placements_status != st)
+                continue;
+            fprintf(f, "%s%s", any ? ", " : "# placements of ", m->profiles[i].name);
+            any = true;
+        }
+        if (any)
+            fprintf(f, ": %s (not seen in an nvidia-smi -lgipp print for this model)\n",
+                    mb_value_status_str((enum mb_value_status)st));
+    }
+    for (unsigned i = 0; i < m->n_profiles; i++)
+        if ((mask & (1u << i)) && (m->profiles[i].driver_id_unverified ||
+                                   m->profiles[i].values_status != MB_VALUE_VERIFIED))
+            fprintf(f, "# %s: %s\n", m->profiles[i].name,
+                    m->profiles[i].status_note[0] ? m->profiles[i].status_note
+                                                  : "some values unverified");
+    if (m->user_supplied)
+        fprintf(f, "# %s comes from a --catalog file\n", m->name);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Listing layouts
+ */
+
+struct list_ctx {
+    const struct mb_gpu_model *m;
+    bool json;
+    size_t n;
+    FILE *out;
+    bool oom;
+};
+
+static int print_one(const struct mb_layout *l, void *arg)
+{
+    struct list_ctx *c = arg;
+    c->n++;
+    if (c->json) {
+        fputs(c->n == 1 ? "[\n  " : ",\n  ", c->out);
+        cJSON *o = layout_json(c->m, l);
+        bool ok = print_json(o, c->out);
+        cJSON_Delete(o);
+        if (!ok) {
+            c->oom = true;
+            return 1;
+        }
+        return 0;
+    }
+    char pic[MB_MAX_MEMORY_SLICES * 5 + 1];
+    mb_layout_picture(c->m, l, pic, sizeof(pic));
+    fprintf(c->out, "%4zu  %s  ", c->n, pic);
+    print_placements(c->m, l, c->out);
+    fputc('\n', c->out);
+    return 0;
+}
+
+struct group {
+    struct mb_layout first;
+    unsigned count[MB_MAX_PROFILES];
+    size_t n;
+};
+
+struct distinct_ctx {
+    const struct mb_gpu_model *m;
+    struct group *g;
+    size_t n, cap, total;
+    bool oom;
+};
+
+static int collect(const struct mb_layout *l, void *arg)
+{
+    struct distinct_ctx *c = arg;
+    unsigned count[MB_MAX_PROFILES] = {0};
+    for (size_t i = 0; i < l->n; i++)
+        count[l->items[i].profile]++;
+    if (++c->total > DISTINCT_MAX)
+        return 1;
+    for (size_t i = 0; i < c->n; i++)
+        if (memcmp(c->g[i].count, count, sizeof(count)) == 0) {
+            c->g[i].n++;
+            return 0;
+        }
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        struct group *g = realloc(c->g, cap * sizeof(*g));
+        if (!g) {
+            c->oom = true;
+            return 1;
+        }
+        c->g = g;
+        c->cap = cap;
+    }
+    c->g[c->n].first = *l;
+    memcpy(c->g[c->n].count, count, sizeof(count));
+    c->g[c->n].n = 1;
+    c->n++;
+    return 0;
+}
+
+static int list_layouts(const struct mb_gpu_model *m, uint32_t mask, const struct opts *o)
+{
+    struct mb_error err;
+    unsigned flags = o->all ? MB_LAYOUT_ALL : MB_LAYOUT_MAXIMAL;
+    const char *kind = o->all ? "layouts" : "maximal layouts";
+    if (!o->json) {
+        printf("# %s: %u compute slices, %u memory slices, at most %u GPU instances\n", m->name,
+               m->compute_slices, m->memory_slices, m->max_gpu_instances);
+        printf("# profiles:");
+        for (unsigned i = 0; i < m->n_profiles; i++)
+            if (mask & (1u << i))
+                printf(" %s", m->profiles[i].name);
+        printf("\n");
+        print_status_notes(m, mask, stdout);
+    }
+    if (o->distinct) {
+        struct distinct_ctx c = {.m = m};
+        int rc = mb_layout_enumerate(m, mask, flags, collect, &c, NULL, &err);
+        if (c.oom || c.total > DISTINCT_MAX || rc) {
+            free(c.g);
+            mb_cli_error(NAME, "%s",
+                         c.oom ? "out of memory"
+                         : rc  ? err.msg
+                               : "too many layouts to group; drop --distinct");
+            return MB_EXIT_FAIL;
+        }
+        if (o->json) {
+            fputs("[", stdout);
+            for (size_t i = 0; i < c.n; i++) {
+                cJSON *j = layout_json(m, &c.g[i].first);
+                cJSON_AddNumberToObject(j, "count", (double)c.g[i].n);
+                fputs(i ? ",\n  " : "\n  ", stdout);
+                bool ok = print_json(j, stdout);
+                cJSON_Delete(j);
+                if (!ok) {
+                    free(c.g);
+                    mb_cli_error(NAME, "out of memory");
+                    return MB_EXIT_FAIL;
+                }
+            }
+            fputs(c.n ? "\n]\n" : "]\n", stdout);
+        } else {
+            printf("# %zu distinct profile sets over %zu %s\n", c.n, c.total, kind);
+            printf("#  n  placements  profiles (largest first)\n");
+            for (size_t i = 0; i < c.n; i++) {
+                printf("%4zu  %10zu  ", i + 1, c.g[i].n);
+                print_profiles_csv(m, &c.g[i].first, stdout);
+                putchar('\n');
+            }
+        }
+        free(c.g);
+        return MB_EXIT_OK;
+    }
+    if (!o->json) {
+        printf("#    n  memory slices 0..%u, five columns each", m->memory_slices - 1);
+        printf("%*s  placements (profile@start:size)\n",
+               (int)(m->memory_slices * 5 > 39 ? m->memory_slices * 5 - 39 : 0), "");
+    }
+    struct list_ctx c = {.m = m, .json = o->json, .out = stdout};
+    int rc = mb_layout_enumerate(m, mask, flags, print_one, &c, NULL, &err);
+    if (c.oom || rc) {
+        mb_cli_error(NAME, "%s", c.oom ? "out of memory" : err.msg);
+        return MB_EXIT_FAIL;
+    }
+    if (o->json)
+        fputs(c.n ? "\n]\n" : "[]\n", stdout);
+    else
+        printf("# %zu %s\n", c.n, kind);
+    return MB_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * --check
+ */
+
+/* "drop 1g.10gb; add 2g.20gb" between a request and a layout. */
+static void diff_str(const struct mb_gpu_model *m, const unsigned *want, size_t n_want,
+                     const struct mb_layout *l, char *buf, size_t cap)
+{
+    unsigned have[MB_MAX_PROFILES] = {0}, asked[MB_MAX_PROFILES] = {0};
+    for (size_t i = 0; i < l->n; i++)
+        have[l->items[i].profile]++;
+    for (size_t i = 0; i < n_want; i++)
+        asked[want[i]]++;
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int pass = 0; pass < 2; pass++) {
+        bool first = true;
+        for (unsigned k = 0; k < m->n_profiles; k++) {
+            unsigned d = pass == 0 ? (asked[k] > have[k] ? asked[k] - have[k] : 0)
+                                   : (have[k] > asked[k] ? have[k] - asked[k] : 0);
+            if (!d || n + 1 >= cap)
+                continue;
+            int w = snprintf(buf + n, cap - n, "%s%s", first ? (n ? "; " : "") : ", ",
+                             first ? (pass == 0 ? "drop " : "add ") : "");
+            if (w < 0)
+                return;
+            n += (size_t)w;
+            if (n + 1 >= cap)
+                return;
+            w = d > 1 ? snprintf(buf + n, cap - n, "%u x %s", d, m->profiles[k].name)
+                      : snprintf(buf + n, cap - n, "%s", m->profiles[k].name);
+            if (w < 0)
+                return;
+            n += (size_t)w;
+            first = false;
+        }
+    }
+}
+
+static int check_layout(const struct mb_gpu_model *m, const unsigned *want, size_t n_want,
+                        bool json)
+{
+    struct mb_error err;
+    char reasons[6][MB_LAYOUT_REASON_MAX];
+    size_t n_reasons = 0;
+    int rc = mb_layout_explain(m, NULL, want, n_want, reasons, 6, &n_reasons, &err);
+    struct mb_layout placed = {0};
+    if (!rc && n_reasons == 0)
+        rc = mb_layout_place(m, NULL, want, n_want, &placed, &err);
+    struct mb_layout near[3];
+    size_t n_near = 0;
+    if (!rc && n_reasons > 0)
+        rc = mb_layout_nearest(m, want, n_want, near, 3, &n_near, &err);
+    if (rc) {
+        mb_cli_error(NAME, "%s", err.msg);
+        return mb_cli_exit_for(rc);
+    }
+    bool valid = n_reasons == 0;
+    /* The request, largest first, as it will be shown. */
+    struct mb_layout req = {0};
+    for (size_t i = 0; i < n_want && i < MB_LAYOUT_MAX; i++)
+        req.items[req.n++].profile = want[i];
+    uint32_t mask = 0;
+    for (size_t i = 0; i < n_want; i++)
+        mask |= 1u << want[i];
+
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "gpu", m->name);
+        cJSON_AddBoolToObject(o, "valid", valid);
+        cJSON *names = cJSON_AddArrayToObject(o, "profiles");
+        if (valid) {
+            cJSON *lj = layout_json(m, &placed);
+            cJSON_Delete(cJSON_DetachItemFromObject(o, "profiles"));
+            cJSON_AddItemToObject(o, "profiles", cJSON_DetachItemFromObject(lj, "profiles"));
+            cJSON_AddItemToObject(o, "placements", cJSON_DetachItemFromObject(lj, "placements"));
+            cJSON_Delete(lj);
+            cJSON_AddArrayToObject(o, "reasons");
+        } else {
+            unsigned sorted[LIST_MAX];
+            memcpy(sorted, want, n_want * sizeof(*sorted));
+            /* Largest first, as the layouts are shown. */
+            for (size_t i = 1; i < n_want; i++)
+                for (size_t j = i; j > 0; j--) {
+                    const struct mb_gi_profile *a = &m->profiles[sorted[j - 1]],
+                                               *b = &m->profiles[sorted[j]];
+                    bool swap = a->memory_slices < b->memory_slices ||
+                                (a->memory_slices == b->memory_slices &&
+                                 a->compute_slices < b->compute_slices);
+                    if (!swap)
+                        break;
+                    unsigned t = sorted[j];
+                    sorted[j] = sorted[j - 1];
+                    sorted[j - 1] = t;
+                }
+            for (size_t i = 0; i < n_want; i++)
+                cJSON_AddItemToArray(names, cJSON_CreateString(m->profiles[sorted[i]].name));
+            cJSON_AddNullToObject(o, "placements");
+            cJSON *rs = cJSON_AddArrayToObject(o, "reasons");
+            for (size_t i = 0; i < n_reasons; i++)
+                cJSON_AddItemToArray(rs, cJSON_CreateString(reasons[i]));
+            cJSON *nj = cJSON_AddArrayToObject(o, "nearest");
+            for (size_t i = 0; i < n_near; i++) {
+                cJSON *lj = layout_json(m, &near[i]);
+                char d[256];
+                diff_str(m, want, n_want, &near[i], d, sizeof(d));
+                cJSON_AddStringToObject(lj, "change", d);
+                cJSON_AddItemToArray(nj, lj);
+            }
+        }
+        bool ok = print_json(o, stdout);
+        cJSON_Delete(o);
+        if (!ok) {
+            mb_cli_error(NAME, "out of memory");
+            return MB_EXIT_FAIL;
+        }
+        putchar('\n');
+        return valid ? MB_EXIT_OK : MB_EXIT_FAIL;
+    }
+
+    if (valid) {
+        char pic[MB_MAX_MEMORY_SLICES * 5 + 1];
+        mb_layout_picture(m, &placed, pic, sizeof(pic));
+        printf("fits on %s: ", m->name);
+        print_profiles_csv(m, &placed, stdout);
+        printf("\n%s\ncreation order (largest first):\n", pic);
+        for (size_t i = 0; i < placed.n; i++) {
+            const struct mb_gi_profile *p = &m->profiles[placed.items[i].profile];
+            char sl[32], id[16];
+            mb_layout_slices_str(placed.items[i].placement, sl, sizeof(sl));
+            if (p->driver_id < 0)
+                snprintf(id, sizeof(id), "n/a");
+            else
+                snprintf(id, sizeof(id), "%d%s", p->driver_id, p->driver_id_unverified ? "?" : "");
+            printf("%4zu  %-12s profile id %-4s start %2u  size %u  (memory slices %s)\n", i + 1,
+                   p->name, id, placed.items[i].placement.start, placed.items[i].placement.size,
+                   sl);
+        }
+        print_status_notes(m, mask, stdout);
+        return MB_EXIT_OK;
+    }
+    printf("does not fit on %s: ", m->name);
+    for (size_t i = 0; i < n_want; i++)
+        printf("%s%s", i ? "," : "", m->profiles[want[i]].name);
+    printf("\n");
+    for (size_t i = 0; i < n_reasons; i++)
+        printf("  - %s\n", reasons[i]);
+    if (n_near) {
+        printf("nearest valid layouts:\n");
+        for (size_t i = 0; i < n_near; i++) {
+            char d[256];
+            diff_str(m, want, n_want, &near[i], d, sizeof(d));
+            printf("  ");
+            print_profiles_csv(m, &near[i], stdout);
+            printf("   (%s)\n", d);
+        }
+    }
+    print_status_notes(m, mask, stdout);
+    return MB_EXIT_FAIL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * --list-gpus
+ */
+
+static enum mb_value_status worst_placements(const struct mb_gpu_model *m)
+{
+    enum mb_value_status w = MB_VALUE_VERIFIED;
+    for (size_t i = 0; i < m->n_profiles; i++)
+        if (m->profiles[i].placements_status > w)
+            w = m->profiles[i].placements_status;
+    return w;
+}
+
+static cJSON *int_or_null(long long v)
+{
+    return v < 0 ? cJSON_CreateNull() : cJSON_CreateNumber((double)v);
+}
+
+static cJSON *model_json(const struct mb_gpu_model *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", m->name);
+    cJSON_AddNumberToObject(o, "compute_slices", m->compute_slices);
+    cJSON_AddNumberToObject(o, "memory_slices", m->memory_slices);
+    cJSON_AddNumberToObject(o, "max_gpu_instances", m->max_gpu_instances);
+    cJSON_AddItemToObject(o, "total_memory_mib", int_or_null(m->total_memory_mib));
+    cJSON_AddItemToObject(o, "sm_count", int_or_null(m->sm_full_gpu));
+    cJSON_AddBoolToObject(o, "user_supplied", m->user_supplied);
+    cJSON *ps = cJSON_AddArrayToObject(o, "profiles");
+    for (size_t i = 0; ps && i < m->n_profiles; i++) {
+        const struct mb_gi_profile *p = &m->profiles[i];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "name", p->name);
+        cJSON_AddItemToObject(j, "driver_id", int_or_null(p->driver_id));
+        cJSON_AddBoolToObject(j, "driver_id_unverified", p->driver_id_unverified);
+        cJSON_AddNumberToObject(j, "nvml_enum", p->nvml_enum);
+        cJSON_AddNumberToObject(j, "compute_slices", p->compute_slices);
+        cJSON_AddNumberToObject(j, "memory_slices", p->memory_slices);
+        cJSON_AddItemToObject(j, "memory_mib", int_or_null(p->memory_mib));
+        cJSON_AddItemToObject(j, "sm_count", int_or_null(p->sm_count));
+        cJSON_AddItemToObject(j, "copy_engines", int_or_null(p->copy_engines));
+        cJSON_AddItemToObject(j, "decoders", int_or_null(p->decoders));
+        cJSON_AddItemToObject(j, "encoders", int_or_null(p->encoders));
+        cJSON_AddItemToObject(j, "jpeg", int_or_null(p->jpeg));
+        cJSON_AddItemToObject(j, "ofa", int_or_null(p->ofa));
+        cJSON_AddNumberToObject(j, "max_count", p->max_count);
+        cJSON_AddBoolToObject(j, "media_extension", p->media_extension);
+        cJSON *pl = cJSON_AddArrayToObject(j, "placements");
+        for (size_t k = 0; pl && k < p->n_placements; k++) {
+            cJSON *pair = cJSON_CreateArray();
+            cJSON_AddItemToArray(pair, cJSON_CreateNumber(p->placements[k].start));
+            cJSON_AddItemToArray(pair, cJSON_CreateNumber(p->placements[k].size));
+            cJSON_AddItemToArray(pl, pair);
+        }
+        cJSON_AddStringToObject(j, "placements_status", mb_value_status_str(p->placements_status));
+        cJSON_AddStringToObject(j, "values_status", mb_value_status_str(p->values_status));
+        if (p->status_note[0])
+            cJSON_AddStringToObject(j, "status_note", p->status_note);
+        else
+            cJSON_AddNullToObject(j, "status_note");
+        cJSON_AddItemToArray(ps, j);
+    }
+    return o;
+}
+
+static void print_int(long long v, int width)
+{
+    if (v < 0)
+        printf("%*s", width, "n/a");
+    else
+        printf("%*lld", width, v);
+}
+
+static void print_model_profiles(const struct mb_gpu_model *m)
+{
+    printf("# %s: %u compute slices, %u memory slices, at most %u GPU instances%s\n", m->name,
+           m->compute_slices, m->memory_slices, m->max_gpu_instances,
+           m->user_supplied ? " (from --catalog)" : "");
+    printf("# %-12s %5s %4s %5s %10s %4s %3s  %-22s %s\n", "profile", "id", "enum", "c/m",
+           "memory_mib", "SMs", "max", "placements", "status");
+    for (size_t i = 0; i < m->n_profiles; i++) {
+        const struct mb_gi_profile *p = &m->profiles[i];
+        char id[16], cm[16], pl[128] = "";
+        if (p->driver_id < 0)
+            snprintf(id, sizeof(id), "n/a");
+        else
+            snprintf(id, sizeof(id), "%d%s", p->driver_id, p->driver_id_unverified ? "?" : "");
+        snprintf(cm, sizeof(cm), "%u/%u", p->compute_slices, p->memory_slices);
+        size_t n = 0;
+        for (size_t k = 0; k < p->n_placements && n + 1 < sizeof(pl); k++) {
+            int w = snprintf(pl + n, sizeof(pl) - n, "%s%u", k ? "," : "", p->placements[k].start);
+            if (w < 0)
+                break;
+            n += (size_t)w;
+        }
+        if (n + 1 < sizeof(pl))
+            snprintf(pl + n, sizeof(pl) - n, ":%u", p->memory_slices);
+        printf("  %-12s %5s %4d %5s ", p->name, id, p->nvml_enum, cm);
+        print_int(p->memory_mib, 10);
+        putchar(' ');
+        print_int(p->sm_count, 4);
+        printf(" %3u  %-22s placements %s", p->max_count, pl,
+               mb_value_status_str(p->placements_status));
+        if (p->values_status != MB_VALUE_VERIFIED || p->driver_id_unverified)
+            printf("; %s", p->status_note[0] ? p->status_note : "values unverified");
+        putchar('\n');
+    }
+}
+
+static int list_gpus(const struct mb_catalog *cat, const struct mb_gpu_model *only, bool json)
+{
+    if (json) {
+        cJSON *arr = cJSON_CreateArray();
+        for (size_t i = 0; arr && i < mb_catalog_count(cat); i++) {
+            const struct mb_gpu_model *m = mb_catalog_model(cat, i);
+            if (!only || only == m)
+                cJSON_AddItemToArray(arr, model_json(m));
+        }
+        char *s = arr ? cJSON_Print(arr) : NULL;
+        cJSON_Delete(arr);
+        if (!s) {
+            mb_cli_error(NAME, "out of memory");
+            return MB_EXIT_FAIL;
+        }
+        puts(s);
+        free(s);
+        return MB_EXIT_OK;
+    }
+    if (only) {
+        print_model_profiles(only);
+        return MB_EXIT_OK;
+    }
+    printf("# %-18s %5s %4s %10s  %-11s %s\n", "model", "c/m", "GIs", "memory_mib", "placements",
+           "profiles");
+    for (size_t i = 0; i < mb_catalog_count(cat); i++) {
+        const struct mb_gpu_model *m = mb_catalog_model(cat, i);
+        char cm[16];
+        snprintf(cm, sizeof(cm), "%u/%u", m->compute_slices, m->memory_slices);
+        printf("  %-18s %5s %4u ", m->name, cm, m->max_gpu_instances);
+        print_int(m->total_memory_mib, 10);
+        enum mb_value_status w = worst_placements(m);
+        printf("  %-11s", w == MB_VALUE_VERIFIED ? "verified" : mb_value_status_str(w));
+        for (size_t k = 0; k < m->n_profiles; k++)
+            printf(" %s", m->profiles[k].name);
+        if (m->user_supplied)
+            printf("  (from --catalog)");
+        putchar('\n');
+    }
+    return MB_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Command
+ */
+
+static const struct option long_opts[] = {
+    {"gpu", required_argument, NULL, 'g'}, {"profiles", required_argument, NULL, 'p'},
+    {"all", no_argument, NULL, 'a'},       {"distinct", no_argument, NULL, 'd'},
+    {"json", no_argument, NULL, 'j'},      {"check", required_argument, NULL, 'c'},
+    {"list-gpus", no_argument, NULL, 'l'}, {"catalog", required_argument, NULL, 'C'},
+    {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
+};
+
+static int layouts_run(int argc, char **argv)
+{
+    struct opts o = {0};
+    optind = 0;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+        switch (ch) {
+        case 'g':
+            o.gpu = optarg;
+            break;
+        case 'p':
+            o.profiles = optarg;
+            break;
+        case 'a':
+            o.all = true;
+            break;
+        case 'd':
+            o.distinct = true;
+            break;
+        case 'j':
+            o.json = true;
+            break;
+        case 'c':
+            o.check = optarg;
+            break;
+        case 'l':
+            o.list_gpus = true;
+            break;
+        case 'C':
+            if (o.n_catalogs == CATALOGS_MAX)
+                return mb_cli_usage_error(&mb_cmd_layouts, "at most %d --catalog files",
+                                          CATALOGS_MAX);
+            o.catalogs[o.n_catalogs++] = optarg;
+            break;
+        case 'h':
+            mb_cli_print_help(&mb_cmd_layouts, stdout);
+            return MB_EXIT_OK;
+        case ':':
+            return mb_cli_usage_error(&mb_cmd_layouts, "option '%s' needs a value",
+                                      argv[optind - 1]);
+        default:
+            return mb_cli_usage_error(&mb_cmd_layouts, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return mb_cli_usage_error(&mb_cmd_layouts, "unexpected argument '%s'", argv[optind]);
+    if (!o.list_gpus && !o.gpu)
+        return mb_cli_usage_error(&mb_cmd_layouts, "--gpu MODEL is required");
+    if (o.check && (o.all || o.distinct || o.profiles))
+        return mb_cli_usage_error(&mb_cmd_layouts,
+                                  "--check takes no --all, --distinct or --profiles");
+    if (o.list_gpus && (o.check || o.all || o.distinct || o.profiles))
+        return mb_cli_usage_error(&mb_cmd_layouts,
+                                  "--list-gpus takes only --gpu, --json and --catalog");
+
+    struct mb_catalog *cat = NULL;
+    struct mb_error err;
+    int rc = mb_catalog_create(&cat, &err);
+    if (rc) {
+        mb_cli_error(NAME, "%s", err.msg);
+        return MB_EXIT_FAIL;
+    }
+    int exit_code = MB_EXIT_OK;
+    for (size_t i = 0; i < o.n_catalogs; i++) {
+        rc = mb_catalog_load_file(cat, o.catalogs[i], &err);
+        if (rc) {
+            mb_cli_error(NAME, "--catalog %s", err.msg);
+            exit_code = rc == MB_ENOMEM ? MB_EXIT_FAIL : MB_EXIT_USAGE;
+            goto done;
+        }
+    }
+    const struct mb_gpu_model *m = NULL;
+    if (o.gpu) {
+        rc = mb_catalog_find(cat, o.gpu, &m, &err);
+        if (rc) {
+            mb_cli_error(NAME, "--gpu: %s", err.msg);
+            exit_code = MB_EXIT_USAGE;
+            goto done;
+        }
+    }
+    if (o.list_gpus) {
+        exit_code = list_gpus(cat, m, o.json);
+        goto done;
+    }
+    unsigned list[LIST_MAX];
+    size_t n = 0;
+    if (o.check) {
+        exit_code = parse_list(m, "--check", o.check, list, &n);
+        if (exit_code == MB_EXIT_OK)
+            exit_code = check_layout(m, list, n, o.json);
+        goto done;
+    }
+    uint32_t mask = mb_layout_default_profiles(m);
+    if (o.profiles) {
+        exit_code = parse_list(m, "--profiles", o.profiles, list, &n);
+        if (exit_code != MB_EXIT_OK)
+            goto done;
+        mask = 0;
+        for (size_t i = 0; i < n; i++)
+            mask |= 1u << list[i];
+    }
+    exit_code = list_layouts(m, mask, &o);
+done:
+    mb_catalog_destroy(cat);
+    if (fflush(stdout) != 0 && exit_code == MB_EXIT_OK) {
+        mb_cli_error(NAME, "cannot write the output");
+        exit_code = MB_EXIT_FAIL;
+    }
+    return exit_code;
+}
+
+const struct mb_cmd mb_cmd_layouts = {
+    .name = NAME,
+    .summary = "List the valid MIG layouts of a GPU model, or check one.",
+    .usage = "migbench layouts --gpu MODEL [--profiles LIST] [--all] [--distinct] [--json]\n"
+             "       migbench layouts --gpu MODEL --check LIST [--json]\n"
+             "       migbench layouts --list-gpus [--gpu MODEL] [--json]\n"
+             "       (each form also takes --catalog FILE.json)",
+    .help = "Works offline from the MIG catalog (no GPU needed).\n\n"
+            "options:\n"
+            "  --gpu MODEL        catalog model, or a name nvidia-smi prints (H100, A100-40GB,\n"
+            "                     \"NVIDIA H100 80GB HBM3\", ...); case does not matter\n"
+            "  --profiles LIST    comma-separated profiles to consider (default: every profile\n"
+            "                     except the +me media variants)\n"
+            "  --all              every valid non-empty layout, not only the maximal ones\n"
+            "  --distinct         one line per set of profiles, with its number of placements\n"
+            "  --json             JSON output\n"
+            "  --check LIST       does this multiset fit? prints a placement and the creation\n"
+            "                     order, or the reasons and the nearest valid layouts\n"
+            "  --list-gpus        the catalog's models (with --gpu: that model's profiles)\n"
+            "  --catalog FILE     load extra or corrected models (mig-catalog.json's shape);\n"
+            "                     may be given up to 8 times\n\n"
+            "A layout is maximal when no further instance of a considered profile fits.\n"
+            "Exit status: 0 ok (or --check fits), 1 --check does not fit, 2 bad input.\n",
+    .run = layouts_run,
+};

@@ -1,0 +1,302 @@
+/* The device dispatcher: spec parsing, the backend table and the checked wrappers. */
+#include "migbench/device.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "device/backends.h"
+
+/*
+ * Every backend, in the order "auto" tries them. A backend is added here by the commit that adds
+ * its file; there is no constructor self-registration (STYLE.md).
+ */
+static const struct mb_device_ops *const backends[] = {
+    &mb__nvml_ops,
+    &mb__host_ops,
+    &mb__emu_ops,
+};
+
+#define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))
+
+long long mb__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+const char *mb_power_kind_str(enum mb_power_kind k)
+{
+    switch (k) {
+    case MB_POWER_INSTANT:
+        return "instant";
+    case MB_POWER_AVERAGED:
+        return "averaged";
+    case MB_POWER_NONE:
+        return "none";
+    case MB_POWER_UNKNOWN:
+        break;
+    }
+    return "unknown";
+}
+
+int mb__spec_next(const char **p, const char *what, char *key, char *val, struct mb_error *err)
+{
+    const char *s = *p;
+    while (*s == ':' || *s == ',')
+        s++;
+    if (!*s) {
+        *p = s;
+        return MB_ENOTFOUND;
+    }
+    const char *eq = s;
+    while (*eq && *eq != '=' && *eq != ':' && *eq != ',')
+        eq++;
+    if (*eq != '=' || eq == s) {
+        size_t n = strcspn(s, ":,");
+        return mb_error_set(err, MB_EINVAL, "device spec '%s': option '%.*s' is not key=value",
+                            what, (int)(n > 64 ? 64 : n), s);
+    }
+    size_t klen = (size_t)(eq - s);
+    if (klen >= MB__SPEC_KEY_MAX)
+        return mb_error_set(err, MB_EINVAL, "device spec '%s': option name too long", what);
+    memcpy(key, s, klen);
+    key[klen] = '\0';
+    /* The value runs to the next separator that starts another key=value piece. */
+    const char *v = eq + 1;
+    const char *end = v;
+    for (;;) {
+        end += strcspn(end, ":,");
+        if (!*end)
+            break;
+        const char *next = end + 1;
+        size_t piece = strcspn(next, ":,");
+        if (piece == 0 || memchr(next, '=', piece))
+            break;
+        end = next + piece;
+        if (!*end)
+            break;
+    }
+    size_t vlen = (size_t)(end - v);
+    if (vlen >= MB__SPEC_VAL_MAX)
+        return mb_error_set(err, MB_EINVAL, "device spec '%s': value of '%s' too long", what, key);
+    memcpy(val, v, vlen);
+    val[vlen] = '\0';
+    *p = end;
+    return MB_OK;
+}
+
+int mb__spec_u64(const char *key, const char *val, unsigned long long *out, struct mb_error *err)
+{
+    if (!val[0] || val[0] < '0' || val[0] > '9')
+        return mb_error_set(err, MB_EINVAL, "option %s=%s: expected a whole number", key, val);
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(val, &end, 10);
+    if (errno || *end)
+        return mb_error_set(err, MB_EINVAL, "option %s=%s: expected a whole number", key, val);
+    *out = v;
+    return MB_OK;
+}
+
+int mb__spec_double(const char *key, const char *val, double *out, struct mb_error *err)
+{
+    errno = 0;
+    char *end = NULL;
+    double v = strtod(val, &end);
+    if (!val[0] || errno || *end || !isfinite(v))
+        return mb_error_set(err, MB_EINVAL, "option %s=%s: expected a number", key, val);
+    *out = v;
+    return MB_OK;
+}
+
+static const struct mb_device_ops *find_backend(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_BACKENDS; i++)
+        if (strlen(backends[i]->name) == len && strncmp(backends[i]->name, name, len) == 0)
+            return backends[i];
+    return NULL;
+}
+
+int mb__device_open_ops(const struct mb_device_ops *ops, const char *args, const char *spec,
+                        struct mb_device **out, struct mb_error *err)
+{
+    if (!ops || !out)
+        return mb_error_set(err, MB_EINVAL, "mb__device_open_ops: NULL argument");
+    *out = NULL;
+    if (ops->version != MB_DEVICE_OPS_VERSION || !ops->name || !ops->open || !ops->close ||
+        !ops->info || !ops->telemetry || !ops->sensor)
+        return mb_error_set(err, MB_EINVAL,
+                            "device backend '%s' has ops version %d (this build expects %d) or "
+                            "lacks a required operation",
+                            ops->name ? ops->name : "?", ops->version, MB_DEVICE_OPS_VERSION);
+    struct mb_device *dev = NULL;
+    int rc = ops->open(args, &dev, err);
+    if (rc != MB_OK) {
+        if (err && spec && !strstr(err->msg, spec))
+            mb_error_prefix(err, "device '%s': ", spec);
+        return rc;
+    }
+    dev->ops = ops;
+    *out = dev;
+    return MB_OK;
+}
+
+int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *err)
+{
+    if (!out)
+        return mb_error_set(err, MB_EINVAL, "mb_device_open: NULL out");
+    *out = NULL;
+    if (!spec || !spec[0])
+        return mb_error_set(err, MB_EINVAL,
+                            "empty device spec (expected auto, host, nvml:N, "
+                            "nvml:UUID or emu:MODEL[:option=value...])");
+    if (strcmp(spec, "auto") == 0) {
+        /* The first NVIDIA GPU if NVML loads and has one, else the host. */
+        const struct mb_device_ops *nvml = find_backend("nvml", 4);
+        if (nvml) {
+            struct mb_error ignored;
+            if (mb__device_open_ops(nvml, "0", spec, out, &ignored) == MB_OK)
+                return MB_OK;
+        }
+        return mb__device_open_ops(&mb__host_ops, NULL, spec, out, err);
+    }
+    size_t nlen = strcspn(spec, ":");
+    const struct mb_device_ops *ops = find_backend(spec, nlen);
+    if (!ops) {
+        char names[128] = "auto";
+        for (size_t i = 0; i < N_BACKENDS; i++) {
+            size_t used = strlen(names);
+            snprintf(names + used, sizeof(names) - used, ", %s", backends[i]->name);
+        }
+        if (nlen == 4 && strncmp(spec, "nvml", 4) == 0)
+            return mb_error_set(err, MB_EUNSUPPORTED,
+                                "device spec '%s': this build has no NVML backend (known: %s)",
+                                spec, names);
+        return mb_error_set(err, MB_EINVAL, "device spec '%s': unknown backend '%.*s' (known: %s)",
+                            spec, (int)(nlen > 32 ? 32 : nlen), spec, names);
+    }
+    const char *args = spec[nlen] == ':' ? spec + nlen + 1 : NULL;
+    return mb__device_open_ops(ops, args, spec, out, err);
+}
+
+void mb_device_close(struct mb_device *dev)
+{
+    if (!dev)
+        return;
+    dev->ops->close(dev);
+}
+
+const char *mb_device_backend(const struct mb_device *dev)
+{
+    return dev && dev->ops ? dev->ops->name : "none";
+}
+
+static int unsupported(const struct mb_device *dev, const char *op, struct mb_error *err)
+{
+    return mb_error_set(err, MB_EUNSUPPORTED, "the %s backend does not support %s",
+                        mb_device_backend(dev), op);
+}
+
+#define CHECK_DEV(dev, err)                                                                        \
+    do {                                                                                           \
+        if (!(dev) || !(dev)->ops)                                                                 \
+            return mb_error_set((err), MB_EINVAL, "%s: no device", __func__);                      \
+    } while (0)
+
+#define CALL(dev, op, err, ...)                                                                    \
+    do {                                                                                           \
+        CHECK_DEV(dev, err);                                                                       \
+        if (!(dev)->ops->op)                                                                       \
+            return unsupported((dev), #op, (err));                                                 \
+        return (dev)->ops->op((dev), __VA_ARGS__);                                                 \
+    } while (0)
+
+int mb_device_info(struct mb_device *dev, struct mb_device_info *out, struct mb_error *err)
+{
+    CALL(dev, info, err, out, err);
+}
+
+int mb_device_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct mb_error *err)
+{
+    CALL(dev, telemetry, err, out, err);
+}
+
+int mb_device_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err)
+{
+    CALL(dev, sensor, err, out, err);
+}
+
+int mb_device_mig_mode(struct mb_device *dev, struct mb_mig_mode *out, struct mb_error *err)
+{
+    CALL(dev, mig_mode, err, out, err);
+}
+
+int mb_device_mig_set_mode(struct mb_device *dev, int enable, struct mb_error *err)
+{
+    CALL(dev, mig_set_mode, err, enable, err);
+}
+
+int mb_device_mig_profiles(struct mb_device *dev, struct mb_device_profile *out, size_t cap,
+                           size_t *n, struct mb_error *err)
+{
+    CALL(dev, mig_profiles, err, out, cap, n, err);
+}
+
+int mb_device_mig_placements(struct mb_device *dev, unsigned driver_id, struct mb_placement *out,
+                             size_t cap, size_t *n, struct mb_error *err)
+{
+    CALL(dev, mig_placements, err, driver_id, out, cap, n, err);
+}
+
+int mb_device_mig_create_gi(struct mb_device *dev, unsigned driver_id,
+                            const struct mb_placement *placement, unsigned *gi_id,
+                            struct mb_error *err)
+{
+    CALL(dev, mig_create_gi, err, driver_id, placement, gi_id, err);
+}
+
+int mb_device_mig_create_ci(struct mb_device *dev, unsigned gi_id, int ci_profile_id,
+                            unsigned *ci_id, struct mb_error *err)
+{
+    CALL(dev, mig_create_ci, err, gi_id, ci_profile_id, ci_id, err);
+}
+
+int mb_device_mig_instances(struct mb_device *dev, struct mb_mig_instance *out, size_t cap,
+                            size_t *n, struct mb_error *err)
+{
+    CALL(dev, mig_instances, err, out, cap, n, err);
+}
+
+int mb_device_mig_destroy_ci(struct mb_device *dev, unsigned gi_id, unsigned ci_id,
+                             struct mb_error *err)
+{
+    CALL(dev, mig_destroy_ci, err, gi_id, ci_id, err);
+}
+
+int mb_device_mig_destroy_gi(struct mb_device *dev, unsigned gi_id, struct mb_error *err)
+{
+    CALL(dev, mig_destroy_gi, err, gi_id, err);
+}
+
+int mb_device_processes(struct mb_device *dev, struct mb_process *out, size_t cap, size_t *n,
+                        struct mb_error *err)
+{
+    CALL(dev, processes, err, out, cap, n, err);
+}
+
+int mb_device_mig_activity(struct mb_device *dev, unsigned gi_id, struct mb_mig_activity *out,
+                           struct mb_error *err)
+{
+    CALL(dev, mig_activity, err, gi_id, out, err);
+}
+
+int mb_device_cpu_partitions(struct mb_device *dev, unsigned n, struct mb_cpuset *out,
+                             struct mb_error *err)
+{
+    CALL(dev, cpu_partitions, err, n, out, err);
+}

@@ -1,0 +1,462 @@
+/* mig-parted configuration files (version v1), parsed with libyaml's document loader. */
+#include "migbench/migcfg.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+
+/* A config file larger than this is refused (mig-parted's own default file is ~20 KB). */
+#define MIGCFG_FILE_MAX (1u << 20)
+#define SOURCE_MAX 256
+
+struct mb_migcfg {
+    char source[SOURCE_MAX];
+    size_t n;
+    struct mb_migcfg_config configs[MB_MIGCFG_MAX_CONFIGS];
+};
+
+struct pctx {
+    yaml_document_t *doc;
+    const char *source;
+    struct mb_error *err;
+};
+
+static unsigned line_of(const yaml_node_t *n)
+{
+    return n ? (unsigned)n->start_mark.line + 1 : 0;
+}
+
+static int fail(const struct pctx *c, const yaml_node_t *at, const char *field, const char *fmt,
+                ...) __attribute__((format(printf, 4, 5)));
+
+static int fail(const struct pctx *c, const yaml_node_t *at, const char *field, const char *fmt,
+                ...)
+{
+    char what[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    if (field)
+        return mb_error_set(c->err, MB_EPARSE, "%s:%u: field '%s': %s", c->source, line_of(at),
+                            field, what);
+    return mb_error_set(c->err, MB_EPARSE, "%s:%u: %s", c->source, line_of(at), what);
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static bool plain(const yaml_node_t *n)
+{
+    return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
+           n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
+}
+
+static yaml_node_t *node(const struct pctx *c, int id)
+{
+    return yaml_document_get_node(c->doc, id);
+}
+
+static int get_uint(const struct pctx *c, const yaml_node_t *n, const char *field, unsigned max,
+                    unsigned *out)
+{
+    const char *s = scalar(n);
+    if (!s || !plain(n) || !*s)
+        return fail(c, n, field, "expected a whole number");
+    for (const char *p = s; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return fail(c, n, field, "expected a whole number, got '%.40s'", s);
+    errno = 0;
+    unsigned long v = strtoul(s, NULL, 10);
+    if (errno || v > max)
+        return fail(c, n, field, "%.40s is out of range 0..%u", s, max);
+    *out = (unsigned)v;
+    return MB_OK;
+}
+
+static int get_bool(const struct pctx *c, const yaml_node_t *n, const char *field, bool *out)
+{
+    const char *s = scalar(n);
+    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+    if (s && plain(n))
+        for (size_t i = 0; i < 3; i++) {
+            if (strcasecmp(s, yes[i]) == 0) {
+                *out = true;
+                return MB_OK;
+            }
+            if (strcasecmp(s, no[i]) == 0) {
+                *out = false;
+                return MB_OK;
+            }
+        }
+    return fail(c, n, field, "expected true or false");
+}
+
+static int parse_devices(const struct pctx *c, const yaml_node_t *n, struct mb_migcfg_entry *e)
+{
+    const char *s = scalar(n);
+    if (s) {
+        if (strcmp(s, "all") == 0) {
+            e->all_devices = true;
+            return MB_OK;
+        }
+        /* A single index is accepted as mig-parted does. */
+        unsigned v;
+        if (get_uint(c, n, "devices", MB_MIGCFG_MAX_DEVICES - 1, &v) != MB_OK)
+            return fail(c, n, "devices", "expected 'all' or a list of GPU indices like [0, 1]");
+        e->devices[e->n_devices++] = v;
+        return MB_OK;
+    }
+    if (!n || n->type != YAML_SEQUENCE_NODE)
+        return fail(c, n, "devices", "expected 'all' or a list of GPU indices like [0, 1]");
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++) {
+        const yaml_node_t *d = node(c, *it);
+        if (e->n_devices >= MB_MIGCFG_MAX_DEVICES)
+            return fail(c, d, "devices", "more than %d devices", MB_MIGCFG_MAX_DEVICES);
+        unsigned v;
+        int rc = get_uint(c, d, "devices", MB_MIGCFG_MAX_DEVICES - 1, &v);
+        if (rc)
+            return rc;
+        for (size_t k = 0; k < e->n_devices; k++)
+            if (e->devices[k] == v)
+                return fail(c, d, "devices", "device %u is listed twice", v);
+        e->devices[e->n_devices++] = v;
+    }
+    if (e->n_devices == 0)
+        return fail(c, n, "devices", "empty list; use 'all' or list GPU indices");
+    return MB_OK;
+}
+
+static bool profile_name_ok(const char *s)
+{
+    if (!*s || strlen(s) >= MB_PROFILE_NAME_MAX)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '+' && *p != '-' && *p != '_')
+            return false;
+    return true;
+}
+
+static int parse_mig_devices(const struct pctx *c, const yaml_node_t *n, struct mb_migcfg_entry *e)
+{
+    const char *field = "mig-devices";
+    if (scalar(n) && !*scalar(n))
+        return MB_OK; /* "mig-devices:" with nothing after it */
+    if (!n || n->type != YAML_MAPPING_NODE)
+        return fail(c, n, field,
+                    "expected a mapping of profile names to counts, e.g. "
+                    "{\"1g.10gb\": 2}");
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
+        const char *name = scalar(k);
+        if (!name)
+            return fail(c, k, field, "a profile name must be a string");
+        size_t digits = strspn(name, "0123456789");
+        if (digits && name[digits] == 'c' && name[digits + 1] == '.')
+            return fail(c, k, field,
+                        "'%.40s' splits a GPU instance into compute instances; migbench creates "
+                        "one full-size compute instance per GPU instance, so name the GPU-instance "
+                        "profile alone",
+                        name);
+        if (!profile_name_ok(name))
+            return fail(c, k, field, "'%.40s' is not a profile name (like 1g.10gb)", name);
+        for (size_t i = 0; i < e->n_profiles; i++)
+            if (strcasecmp(e->profiles[i].name, name) == 0)
+                return fail(c, k, field, "profile '%s' is listed twice", name);
+        if (e->n_profiles >= MB_MAX_PROFILES)
+            return fail(c, k, field, "more than %d profiles", MB_MAX_PROFILES);
+        struct mb_migcfg_profile *mp = &e->profiles[e->n_profiles];
+        int rc = get_uint(c, v, field, MB_MIGCFG_MAX_COUNT, &mp->count);
+        if (rc)
+            return rc;
+        snprintf(mp->name, sizeof(mp->name), "%s", name);
+        mp->line = line_of(k);
+        e->n_profiles++;
+    }
+    return MB_OK;
+}
+
+static int parse_entry(const struct pctx *c, const yaml_node_t *n, struct mb_migcfg_entry *e)
+{
+    if (!n || n->type != YAML_MAPPING_NODE)
+        return fail(c, n, NULL, "a config entry must be a mapping with devices and mig-enabled");
+    e->line = line_of(n);
+    const yaml_node_t *devices = NULL, *enabled = NULL, *mdev = NULL;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
+        const char *key = scalar(k);
+        const yaml_node_t **slot = NULL;
+        if (!key)
+            return fail(c, k, NULL, "keys must be strings");
+        if (strcmp(key, "devices") == 0)
+            slot = &devices;
+        else if (strcmp(key, "mig-enabled") == 0)
+            slot = &enabled;
+        else if (strcmp(key, "mig-devices") == 0)
+            slot = &mdev;
+        else if (strcmp(key, "device-filter") == 0)
+            e->device_filter = true;
+        else
+            return fail(c, k, key,
+                        "unknown field (expected devices, mig-enabled, mig-devices, "
+                        "device-filter)");
+        if (slot) {
+            if (*slot)
+                return fail(c, k, key, "given twice");
+            *slot = v;
+        }
+    }
+    int rc;
+    if (!devices)
+        return fail(c, n, "devices", "missing (use 'all' or a list of GPU indices)");
+    if (!enabled)
+        return fail(c, n, "mig-enabled", "missing (true or false)");
+    if ((rc = parse_devices(c, devices, e)) ||
+        (rc = get_bool(c, enabled, "mig-enabled", &e->mig_enabled)))
+        return rc;
+    if (mdev && (rc = parse_mig_devices(c, mdev, e)))
+        return rc;
+    if (!e->mig_enabled) {
+        for (size_t i = 0; i < e->n_profiles; i++)
+            if (e->profiles[i].count)
+                return fail(c, mdev, "mig-devices",
+                            "instances are listed but mig-enabled is false");
+    }
+    return MB_OK;
+}
+
+static int parse_root(const struct pctx *c, const yaml_node_t *root, struct mb_migcfg *cfg)
+{
+    if (!root || root->type != YAML_MAPPING_NODE)
+        return fail(c, root, NULL, "expected a mapping with 'version: v1' and 'mig-configs'");
+    const yaml_node_t *version = NULL, *configs = NULL;
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+         p++) {
+        const yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
+        const char *key = scalar(k);
+        if (key && strcmp(key, "version") == 0 && !version)
+            version = v;
+        else if (key && strcmp(key, "mig-configs") == 0 && !configs)
+            configs = v;
+        else
+            return fail(c, k, key ? key : "?",
+                        key && (!strcmp(key, "version") || !strcmp(key, "mig-configs"))
+                            ? "given twice"
+                            : "unknown top-level field (expected version, mig-configs)");
+    }
+    if (!version)
+        return fail(c, root, "version", "missing (expected v1)");
+    if (!scalar(version) || strcmp(scalar(version), "v1") != 0)
+        return fail(c, version, "version", "'%.20s' is not supported (expected v1)",
+                    scalar(version) ? scalar(version) : "?");
+    if (!configs)
+        return fail(c, root, "mig-configs", "missing");
+    if (configs->type != YAML_MAPPING_NODE)
+        return fail(c, configs, "mig-configs", "expected a mapping of config names to lists");
+    for (yaml_node_pair_t *p = configs->data.mapping.pairs.start;
+         p < configs->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
+        const char *name = scalar(k);
+        if (!name || !*name || strlen(name) >= MB_MIGCFG_NAME_MAX)
+            return fail(c, k, "mig-configs", "config names must be strings of 1..%d characters",
+                        MB_MIGCFG_NAME_MAX - 1);
+        for (size_t i = 0; i < cfg->n; i++)
+            if (strcmp(cfg->configs[i].name, name) == 0)
+                return fail(c, k, "mig-configs", "config '%s' is defined twice", name);
+        if (cfg->n >= MB_MIGCFG_MAX_CONFIGS)
+            return fail(c, k, "mig-configs", "more than %d configs", MB_MIGCFG_MAX_CONFIGS);
+        struct mb_migcfg_config *mc = &cfg->configs[cfg->n];
+        memset(mc, 0, sizeof(*mc));
+        snprintf(mc->name, sizeof(mc->name), "%s", name);
+        mc->line = line_of(k);
+        if (!v || v->type != YAML_SEQUENCE_NODE)
+            return fail(c, v, name, "expected a list of entries (- devices: ...)");
+        for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+             it++) {
+            if (mc->n_entries >= MB_MIGCFG_MAX_ENTRIES)
+                return fail(c, node(c, *it), name, "more than %d entries", MB_MIGCFG_MAX_ENTRIES);
+            int rc = parse_entry(c, node(c, *it), &mc->entries[mc->n_entries]);
+            if (rc)
+                return rc;
+            mc->n_entries++;
+        }
+        if (mc->n_entries == 0)
+            return fail(c, v, name, "no entries");
+        cfg->n++;
+    }
+    if (cfg->n == 0)
+        return fail(c, configs, "mig-configs", "no configs");
+    return MB_OK;
+}
+
+int mb_migcfg_parse(const char *text, size_t len, const char *source, struct mb_migcfg **out,
+                    struct mb_error *err)
+{
+    *out = NULL;
+    if (len > MIGCFG_FILE_MAX)
+        return mb_error_set(err, MB_EPARSE, "%s: larger than %u bytes; not a MIG config", source,
+                            MIGCFG_FILE_MAX);
+    if (memchr(text, '\0', len))
+        return mb_error_set(err, MB_EPARSE, "%s: contains a NUL byte; not a YAML file", source);
+    struct mb_migcfg *cfg = calloc(1, sizeof(*cfg));
+    if (!cfg)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    snprintf(cfg->source, sizeof(cfg->source), "%s", source);
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    bool have_doc = false;
+    int rc = MB_OK;
+    if (!yaml_parser_initialize(&parser)) {
+        free(cfg);
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        rc = mb_error_set(err, MB_EPARSE, "%s:%zu:%zu: not valid YAML: %s", source,
+                          parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                          parser.problem ? parser.problem : "syntax error");
+        goto fail;
+    }
+    have_doc = true;
+    struct pctx c = {.doc = &doc, .source = source, .err = err};
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root) {
+        rc = mb_error_set(err, MB_EPARSE,
+                          "%s: empty file; expected 'version: v1' and "
+                          "'mig-configs'",
+                          source);
+        goto fail;
+    }
+    if ((rc = parse_root(&c, root, cfg)))
+        goto fail;
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    *out = cfg;
+    return MB_OK;
+fail:
+    if (have_doc)
+        yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    free(cfg);
+    return rc;
+}
+
+int mb_migcfg_load(const char *path, struct mb_migcfg **out, struct mb_error *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return mb_error_set(err, MB_EIO, "%s: cannot open: %s", path, strerror(errno));
+    char *text = malloc(MIGCFG_FILE_MAX + 1);
+    int rc;
+    if (!text) {
+        rc = mb_error_set(err, MB_ENOMEM, "out of memory");
+        goto done;
+    }
+    size_t len = fread(text, 1, MIGCFG_FILE_MAX + 1, f);
+    if (ferror(f)) {
+        rc = mb_error_set(err, MB_EIO, "%s: read error", path);
+        goto done;
+    }
+    rc = mb_migcfg_parse(text, len, path, out, err);
+done:
+    free(text);
+    fclose(f);
+    return rc;
+}
+
+void mb_migcfg_destroy(struct mb_migcfg *cfg)
+{
+    free(cfg);
+}
+
+const char *mb_migcfg_source(const struct mb_migcfg *cfg)
+{
+    return cfg->source;
+}
+
+size_t mb_migcfg_count(const struct mb_migcfg *cfg)
+{
+    return cfg ? cfg->n : 0;
+}
+
+const struct mb_migcfg_config *mb_migcfg_config(const struct mb_migcfg *cfg, size_t i)
+{
+    return cfg && i < cfg->n ? &cfg->configs[i] : NULL;
+}
+
+const struct mb_migcfg_config *mb_migcfg_find(const struct mb_migcfg *cfg, const char *name)
+{
+    for (size_t i = 0; cfg && name && i < cfg->n; i++)
+        if (strcmp(cfg->configs[i].name, name) == 0)
+            return &cfg->configs[i];
+    return NULL;
+}
+
+const struct mb_migcfg_entry *mb_migcfg_entry_for(const struct mb_migcfg_config *config,
+                                                  unsigned dev)
+{
+    for (size_t i = 0; config && i < config->n_entries; i++) {
+        const struct mb_migcfg_entry *e = &config->entries[i];
+        if (e->all_devices)
+            return e;
+        for (size_t k = 0; k < e->n_devices; k++)
+            if (e->devices[k] == dev)
+                return e;
+    }
+    return NULL;
+}
+
+int mb_migcfg_profiles(const struct mb_migcfg *cfg, const struct mb_migcfg_entry *entry,
+                       const struct mb_gpu_model *model, unsigned *out, size_t cap, size_t *n,
+                       struct mb_error *err)
+{
+    *n = 0;
+    for (size_t i = 0; i < entry->n_profiles; i++) {
+        const struct mb_migcfg_profile *mp = &entry->profiles[i];
+        const struct mb_gi_profile *p = mb_model_profile(model, mp->name);
+        if (!p) {
+            char names[384] = "";
+            size_t len = 0;
+            for (size_t k = 0; k < model->n_profiles && len + 1 < sizeof(names); k++) {
+                int w = snprintf(names + len, sizeof(names) - len, "%s%s", k ? ", " : "",
+                                 model->profiles[k].name);
+                if (w < 0)
+                    break;
+                len += (size_t)w;
+            }
+            return mb_error_set(err, MB_EINVAL,
+                                "%s:%u: field 'mig-devices': unknown profile '%s' for %s; its "
+                                "profiles are: %s",
+                                cfg->source, mp->line, mp->name, model->name, names);
+        }
+        for (unsigned k = 0; k < mp->count; k++) {
+            if (*n >= cap)
+                return mb_error_set(err, MB_ERANGE,
+                                    "%s:%u: field 'mig-devices': more than %zu instances",
+                                    cfg->source, mp->line, cap);
+            out[(*n)++] = (unsigned)(p - model->profiles);
+        }
+    }
+    /* Largest first: the creation order. */
+    for (size_t i = 1; i < *n; i++)
+        for (size_t j = i; j > 0; j--) {
+            const struct mb_gi_profile *a = &model->profiles[out[j - 1]],
+                                       *b = &model->profiles[out[j]];
+            if (a->memory_slices > b->memory_slices ||
+                (a->memory_slices == b->memory_slices && a->compute_slices >= b->compute_slices))
+                break;
+            unsigned t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    return MB_OK;
+}
