@@ -9,6 +9,7 @@ static const struct mb_cmd *const commands[] = {
     &mb_cmd_help,
     &mb_cmd_layouts,
     &mb_cmd_devices,
+    &mb_cmd_plan,
 };
 
 const struct mb_cmd *mb_cli_find(const char *name)

@@ -1,5 +1,6 @@
 /* Planner inputs: profile rows (CSV) and job sets (YAML). */
 #include "migbench/plan.h"
+#include "plan_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -34,6 +35,12 @@ void mb_plan_profiles_destroy(struct mb_plan_profiles *p)
         return;
     free(p->rows);
     free(p);
+}
+
+void mb__plan_profiles_pop(struct mb_plan_profiles *p)
+{
+    if (p->n)
+        p->n--;
 }
 
 size_t mb_plan_profiles_count(const struct mb_plan_profiles *p)
