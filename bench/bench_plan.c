@@ -153,8 +153,8 @@ int main(int argc, char **argv)
         qsort(gap, (size_t)big, sizeof(double), cmp_d);
         printf("heuristic, 1000 jobs, 128 GPUs, objective %-8s: median %.3f s, max %.3f s; gap "
                "to bound median %.2f%%, max %.2f%% over %d instances\n",
-               mb_plan_objective_str(objs[oi]), t[big / 2], t[big - 1], gap[big / 2],
-               gap[big - 1], big);
+               mb_plan_objective_str(objs[oi]), t[big / 2], t[big - 1], gap[big / 2], gap[big - 1],
+               big);
     }
     free(t);
     free(gap);

@@ -253,8 +253,7 @@ static void print_text(const struct ctx *c, const struct mb_plan *p)
                "partition", "units/s", "x full", "proxy", "source");
     else
         printf("  %-16s %-14s %3s %4s %-10s %10s %10s %12s %10s %6s  %s\n", "job", "workload",
-               "gpu", "inst", "partition", "start", "time", "energy", "J/unit", "proxy",
-               "source");
+               "gpu", "inst", "partition", "start", "time", "energy", "J/unit", "proxy", "source");
     for (size_t j = 0; j < p->n_slots; j++) {
         const struct mb_plan_slot *s = &p->slots[j];
         const struct mb_plan_profile *r = slot_row(c, s);
@@ -262,15 +261,13 @@ static void print_text(const struct ctx *c, const struct mb_plan *p)
         if (cont) {
             printf("  %-16s %-14s %3u %4u %-10s %12.4g %8s %6s  %s\n", job->name, job->workload,
                    s->gpu, s->instance, r->partition, s->throughput,
-                   fmt_num(s->normalised, 3, a, sizeof(a)), r->proxy ? "PROXY" : "-",
-                   r->source);
+                   fmt_num(s->normalised, 3, a, sizeof(a)), r->proxy ? "PROXY" : "-", r->source);
         } else {
             double e = slot_energy(c, p, s);
             printf("  %-16s %-14s %3u %4u %-10s %10s %10s %12s %10.4g %6s  %s\n", job->name,
                    job->workload, s->gpu, s->instance, r->partition,
                    fmt_time(s->start_s, a, sizeof(a)), fmt_time(s->time_s, b, sizeof(b)),
-                   fmt_energy(e, d, sizeof(d)), e / job->work, r->proxy ? "PROXY" : "-",
-                   r->source);
+                   fmt_energy(e, d, sizeof(d)), e / job->work, r->proxy ? "PROXY" : "-", r->source);
         }
     }
     size_t proxies = 0;
@@ -362,8 +359,7 @@ static cJSON *plan_json(const struct ctx *c, const struct mb_plan *p)
             for (unsigned k = 0;; k++) {
                 size_t hit = SIZE_MAX;
                 for (size_t j = 0; j < p->n_slots && hit == SIZE_MAX; j++)
-                    if (p->slots[j].gpu == g && p->slots[j].instance == i &&
-                        p->slots[j].order == k)
+                    if (p->slots[j].gpu == g && p->slots[j].instance == i && p->slots[j].order == k)
                         hit = j;
                 if (hit == SIZE_MAX)
                     break;
@@ -496,9 +492,10 @@ static int emit_mig_parted(const struct ctx *c, const struct mb_plan *p, const c
     FILE *f = open_tmp(path, tmp, sizeof(tmp));
     if (!f)
         return MB_EXIT_FAIL;
-    fprintf(f, "# Written by migbench plan for %u x %s; apply with `migbench mig apply` or\n"
-               "# nvidia-mig-parted apply -f FILE -c migbench-plan\n",
-               p->count, c->model->name);
+    fprintf(f,
+            "# Written by migbench plan for %u x %s; apply with `migbench mig apply` or\n"
+            "# nvidia-mig-parted apply -f FILE -c migbench-plan\n",
+            p->count, c->model->name);
     fprintf(f, "version: v1\nmig-configs:\n  migbench-plan:\n");
     bool *done = calloc(p->count, sizeof(bool));
     if (!done) {
@@ -547,8 +544,7 @@ static int emit_mig_parted(const struct ctx *c, const struct mb_plan *p, const c
 }
 
 /* The command of workload w: the jobs file's `workloads:` entry; NULL if there is none. */
-static const struct mb_plan_workload *find_workload(const struct mb_plan_jobset *js,
-                                                    const char *w)
+static const struct mb_plan_workload *find_workload(const struct mb_plan_jobset *js, const char *w)
 {
     for (size_t i = 0; i < js->n_workloads; i++)
         if (strcmp(js->workloads[i].name, w) == 0)
@@ -642,11 +638,12 @@ static int emit_experiment(const struct ctx *c, const struct mb_plan *p, const s
     FILE *f = open_tmp(path, tmp, sizeof(tmp));
     if (!f)
         return MB_EXIT_FAIL;
-    fprintf(f, "# Written by migbench plan: runs the plan for %u x %s so that\n"
-               "# `migbench plan --verify RESULTS --plan PLAN.json` can check its predictions.\n"
-               "# One run per GPU and queue position: run gG-rK holds the K-th job of every\n"
-               "# instance queue of GPU G, each job on its planned partition size.\n",
-               p->count, c->model->name);
+    fprintf(f,
+            "# Written by migbench plan: runs the plan for %u x %s so that\n"
+            "# `migbench plan --verify RESULTS --plan PLAN.json` can check its predictions.\n"
+            "# One run per GPU and queue position: run gG-rK holds the K-th job of every\n"
+            "# instance queue of GPU G, each job on its planned partition size.\n",
+            p->count, c->model->name);
     fprintf(f, "version: 1\nname: migbench-plan\ndevice: auto\nworkloads:\n");
     /* One workload entry per job, named after the job, so results map back to the plan. */
     for (size_t j = 0; j < js->n_jobs; j++) {
@@ -698,8 +695,7 @@ static int emit_experiment(const struct ctx *c, const struct mb_plan *p, const s
             size_t members[MB_LAYOUT_MAX];
             for (size_t i = 0; i < MB_LAYOUT_MAX; i++)
                 for (size_t j = 0; j < p->n_slots; j++)
-                    if (p->slots[j].gpu == g && p->slots[j].instance == i &&
-                        p->slots[j].order == k)
+                    if (p->slots[j].gpu == g && p->slots[j].instance == i && p->slots[j].order == k)
                         members[n++] = j;
             if (n == 0)
                 break;
@@ -1029,11 +1025,11 @@ static int run_verify(const struct opts *o, const struct mb_catalog *cat)
         cJSON_Delete(out);
     } else {
         char a[48], b[48], d[48];
-        printf("verify: plan %s against %s (%zu successful cells; idle power %.1f W%s)\n",
-               o->plan, o->verify, cells, idle_m,
+        printf("verify: plan %s against %s (%zu successful cells; idle power %.1f W%s)\n", o->plan,
+               o->verify, cells, idle_m,
                in ? " measured" : " from the plan: the cells have no idle baseline");
-        printf("  %-16s %12s %12s %8s %12s %12s\n", "job", "pred units/s", "meas units/s",
-               "error", "pred time", "meas time");
+        printf("  %-16s %12s %12s %8s %12s %12s\n", "job", "pred units/s", "meas units/s", "error",
+               "pred time", "meas time");
         k = 0;
         cJSON_ArrayForEach(pj, pjobs)
         {
@@ -1177,8 +1173,7 @@ static int plan_run(int argc, char **argv)
             break;
         case 'x':
             if (!parse_pos(optarg, &v) || v != floor(v) || v > 16)
-                return mb_cli_usage_error(&mb_cmd_plan, "--exact-max: '%s' is not 1 to 16",
-                                          optarg);
+                return mb_cli_usage_error(&mb_cmd_plan, "--exact-max: '%s' is not 1 to 16", optarg);
             o.exact_max = (long)v;
             break;
         case 'F':
@@ -1200,8 +1195,7 @@ static int plan_run(int argc, char **argv)
             mb_cli_print_help(&mb_cmd_plan, stdout);
             return MB_EXIT_OK;
         case ':':
-            return mb_cli_usage_error(&mb_cmd_plan, "option '%s' needs a value",
-                                      argv[optind - 1]);
+            return mb_cli_usage_error(&mb_cmd_plan, "option '%s' needs a value", argv[optind - 1]);
         default:
             return mb_cli_usage_error(&mb_cmd_plan, "unknown option '%s'", argv[optind - 1]);
         }
@@ -1327,8 +1321,8 @@ static int plan_run(int argc, char **argv)
     po.no_full = o.no_full;
     struct ctx c = {model, profiles, js, sources};
     if (o.pareto) {
-        rc = mb_plan_pareto(model, profiles, js->jobs, js->n_jobs, &po, front, PARETO_MAX,
-                            &n_front, &err);
+        rc = mb_plan_pareto(model, profiles, js->jobs, js->n_jobs, &po, front, PARETO_MAX, &n_front,
+                            &err);
     } else {
         rc = mb_plan_solve(model, profiles, js->jobs, js->n_jobs, &po, &plan, &err);
     }
@@ -1354,16 +1348,17 @@ static int plan_run(int argc, char **argv)
             printf("energy vs makespan front: %zu plan%s on %u x %s (%s)\n", n_front,
                    n_front == 1 ? "" : "s", po.count, model->name,
                    n_front && front[0]->exact ? "exact" : "heuristic");
-            printf("  %-3s %14s %14s %10s  %s\n", "#", "makespan", "energy", "vs base", "layout "
-                                                                                   "(GPU 0)");
+            printf("  %-3s %14s %14s %10s  %s\n", "#", "makespan", "energy", "vs base",
+                   "layout "
+                   "(GPU 0)");
             for (size_t i = 0; i < n_front; i++) {
                 char names[512];
                 layout_names(&c, &front[i]->gpus[0], names, sizeof(names));
                 double es = pct_less(front[i]->base_energy_j, front[i]->energy_j);
                 char e[24];
                 printf("  %-3zu %14s %14s %10s  %s\n", i, fmt_time(front[i]->makespan_s, a, 48),
-                       fmt_energy(front[i]->energy_j, b, 48),
-                       fmt_num(-es, -1, e, sizeof(e)), names);
+                       fmt_energy(front[i]->energy_j, b, 48), fmt_num(-es, -1, e, sizeof(e)),
+                       names);
             }
         }
         goto done;

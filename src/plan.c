@@ -25,13 +25,13 @@ struct prob {
     const struct mb_plan_profiles *profiles;
     const struct mb_plan_job *jobs;
     size_t nj;
-    unsigned ns;  /* sizes: model profiles plus the whole GPU */
-    unsigned full; /* size index of the whole GPU */
-    double *t;    /* nj x ns: time on that size, INFINITY where not allowed */
-    double *d;    /* nj x ns: dynamic energy (J) or, continuous, dynamic power (W) */
-    double *norm; /* nj x ns: normalised throughput (continuous jobs) */
-    size_t *row;  /* nj x ns: profile row, SIZE_MAX where none */
-    size_t *rank; /* queue order: rank[k] is the k-th job to run */
+    unsigned ns;             /* sizes: model profiles plus the whole GPU */
+    unsigned full;           /* size index of the whole GPU */
+    double *t;               /* nj x ns: time on that size, INFINITY where not allowed */
+    double *d;               /* nj x ns: dynamic energy (J) or, continuous, dynamic power (W) */
+    double *norm;            /* nj x ns: normalised throughput (continuous jobs) */
+    size_t *row;             /* nj x ns: profile row, SIZE_MAX where none */
+    size_t *rank;            /* queue order: rank[k] is the k-th job to run */
     double *base_t, *base_d; /* alone on the whole GPU (baseline), NaN where not possible */
     double idle;
     size_t idle_rows;
@@ -309,8 +309,8 @@ static int prob_init(struct prob *P, const struct mb_gpu_model *model,
     size_t cap = 0;
     struct cfg_collect cc = {P, 0, MB_OK};
     if (mask) {
-        int st = mb_layout_enumerate(model, mask, MB_LAYOUT_MAXIMAL, collect_layout, &cc, NULL,
-                                     err);
+        int st =
+            mb_layout_enumerate(model, mask, MB_LAYOUT_MAXIMAL, collect_layout, &cc, NULL, err);
         if (st != MB_OK)
             return st == MB_ENOMEM ? mb_error_set(err, MB_ENOMEM, "out of memory") : st;
         cap = cc.cap;
@@ -329,8 +329,7 @@ static int prob_init(struct prob *P, const struct mb_gpu_model *model,
             return mb_error_set(err, MB_ENOMEM, "out of memory");
     }
     if (P->ncfg == 0)
-        return mb_error_set(err, MB_EINFEASIBLE, "no layout of %s can run these jobs",
-                            model->name);
+        return mb_error_set(err, MB_EINFEASIBLE, "no layout of %s can run these jobs", model->name);
     return MB_OK;
 }
 
@@ -481,8 +480,8 @@ static bool bb_keep(struct bb *b, size_t k)
         area += b->B[i] * c->cs[i];
     }
     double mlb = fmax(cur, fmax(b->sufMaxT[k], (area + b->sufArea[k]) / c->csum));
-    double elb = fmax(P->idle * mlb + b->D + b->sufD[k],
-                      P->idle * area / c->csum + b->D + b->sufComb[k]);
+    double elb =
+        fmax(P->idle * mlb + b->D + b->sufD[k], P->idle * area / c->csum + b->D + b->sufComb[k]);
     if (mlb > P->mcap * (1 + TIE) || elb > P->ecap * (1 + TIE))
         return false;
     if (!b->have)
@@ -1304,7 +1303,8 @@ static int build_plan(const struct prob *P, unsigned G, const size_t *cfg, const
         size_t inst = asg[j];
         unsigned s = P->cfg[cfg[inst / MAXI]].size[inst % MAXI];
         struct mb_plan_slot *sl = &pl->slots[j];
-        const struct mb_plan_profile *row = mb_plan_profiles_get(P->profiles, P->row[j * P->ns + s]);
+        const struct mb_plan_profile *row =
+            mb_plan_profiles_get(P->profiles, P->row[j * P->ns + s]);
         sl->job = j;
         sl->gpu = (unsigned)(inst / MAXI);
         sl->instance = P->cfg[cfg[inst / MAXI]].mig ? remap[inst] : 0;
@@ -1402,8 +1402,8 @@ static int infeasible(const struct prob *P, unsigned G, bool exact, struct mb_er
     if (deadlines)
         return mb_error_set(err, MB_EINFEASIBLE, "%s meets every deadline", how);
     return mb_error_set(err, MB_EINFEASIBLE,
-                        "%s runs every job: no single layout of %s has a partition for each",
-                        how, P->model->name);
+                        "%s runs every job: no single layout of %s has a partition for each", how,
+                        P->model->name);
 }
 
 static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_profiles *profiles,

@@ -96,8 +96,8 @@ int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *ca
         if (strcmp(o->workload, r.workload) == 0 && strcmp(o->gpu, r.gpu) == 0 &&
             strcmp(o->partition, r.partition) == 0)
             return mb_error_set(err, MB_EINVAL,
-                                "workload '%s' on %s %s is profiled twice (also at %s)",
-                                r.workload, r.gpu, r.partition, o->source);
+                                "workload '%s' on %s %s is profiled twice (also at %s)", r.workload,
+                                r.gpu, r.partition, o->source);
         if (strcmp(o->workload, r.workload) == 0 && strcmp(o->unit, r.unit) != 0)
             return mb_error_set(err, MB_EINVAL,
                                 "field 'unit': workload '%s' counts '%s' here but '%s' at %s",
@@ -243,9 +243,20 @@ static bool parse_bool(const char *s, bool *out)
     return false;
 }
 
-enum col { C_WORKLOAD, C_GPU, C_PARTITION, C_THR, C_UNIT, C_POWER, C_IDLE, C_MEM, C_SOURCE, C_PROXY };
-static const char *const col_names[] = {"workload", "gpu",          "partition",    "throughput",
-                                        "unit",     "power_w",      "idle_power_w", "peak_mem_mib",
+enum col {
+    C_WORKLOAD,
+    C_GPU,
+    C_PARTITION,
+    C_THR,
+    C_UNIT,
+    C_POWER,
+    C_IDLE,
+    C_MEM,
+    C_SOURCE,
+    C_PROXY
+};
+static const char *const col_names[] = {"workload", "gpu",     "partition",    "throughput",
+                                        "unit",     "power_w", "idle_power_w", "peak_mem_mib",
                                         "source",   "proxy"};
 #define N_COLS (sizeof(col_names) / sizeof(col_names[0]))
 /* Columns that may be left out of the header entirely. */
@@ -301,8 +312,8 @@ int mb_plan_profiles_load_csv(struct mb_plan_profiles *p, const struct mb_catalo
                 while (c < N_COLS && strcasecmp(name, col_names[c]) != 0)
                     c++;
                 if (c == N_COLS) {
-                    st = mb_error_set(err, MB_EPARSE, "%s:%u: unknown column '%s'", path,
-                                      line_no, name);
+                    st = mb_error_set(err, MB_EPARSE, "%s:%u: unknown column '%s'", path, line_no,
+                                      name);
                     goto fail;
                 }
                 if (pos[c] >= 0) {
@@ -501,8 +512,7 @@ static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb
     js->workloads = calloc(cnt ? cnt : 1, sizeof(*js->workloads));
     if (!js->workloads)
         return mb_error_set(c->err, MB_ENOMEM, "out of memory");
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
-         pr++) {
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         const yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
         const yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
         struct mb_plan_workload *w = &js->workloads[js->n_workloads++];
@@ -555,8 +565,7 @@ static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
     job->line = (unsigned)n->start_mark.line + 1;
     *replicas = 1;
     bool have_work = false;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
-         pr++) {
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         const yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
         const yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
         const char *key = scalar(k);

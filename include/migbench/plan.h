@@ -41,14 +41,14 @@
  */
 struct mb_plan_profile {
     char workload[MB_PLAN_NAME_MAX];
-    char gpu[MB_MODEL_NAME_MAX];               /* catalog model name after lookup */
-    char partition[MB_PROFILE_NAME_MAX];       /* "3g.40gb" or "full" */
-    double throughput;                         /* units per second, > 0 */
-    char unit[MB_PLAN_UNIT_MAX];               /* "images", "tokens", ... */
-    double power_w;                            /* mean whole-GPU power while it ran */
-    double idle_power_w;                       /* the GPU's idle power, NaN if not measured */
-    double peak_mem_mib;                       /* NaN if not measured */
-    char source[MB_PLAN_SOURCE_MAX];           /* "profiles.csv:4 (runA/0)" */
+    char gpu[MB_MODEL_NAME_MAX];         /* catalog model name after lookup */
+    char partition[MB_PROFILE_NAME_MAX]; /* "3g.40gb" or "full" */
+    double throughput;                   /* units per second, > 0 */
+    char unit[MB_PLAN_UNIT_MAX];         /* "images", "tokens", ... */
+    double power_w;                      /* mean whole-GPU power while it ran */
+    double idle_power_w;                 /* the GPU's idle power, NaN if not measured */
+    double peak_mem_mib;                 /* NaN if not measured */
+    char source[MB_PLAN_SOURCE_MAX];     /* "profiles.csv:4 (runA/0)" */
     bool proxy;
 };
 
@@ -106,12 +106,12 @@ const char *mb_plan_objective_str(enum mb_plan_objective o);
 struct mb_plan_job {
     char name[MB_PLAN_NAME_MAX];
     char workload[MB_PLAN_NAME_MAX];
-    double work;        /* units of the workload's unit; ignored when continuous */
-    bool continuous;    /* runs forever: only the throughput objective applies */
-    int priority;       /* higher runs earlier in its instance's queue; default 0 */
-    double deadline_s;  /* must finish within this many seconds of the start, or NaN */
-    double memory_mib;  /* peak memory the job needs, overriding the profile rows, or NaN */
-    unsigned line;      /* line in the jobs file, 0 if not from a file */
+    double work;       /* units of the workload's unit; ignored when continuous */
+    bool continuous;   /* runs forever: only the throughput objective applies */
+    int priority;      /* higher runs earlier in its instance's queue; default 0 */
+    double deadline_s; /* must finish within this many seconds of the start, or NaN */
+    double memory_mib; /* peak memory the job needs, overriding the profile rows, or NaN */
+    unsigned line;     /* line in the jobs file, 0 if not from a file */
 };
 
 /* A workload's command from a jobs file's `workloads:` section (for --emit-experiment). */
@@ -160,16 +160,16 @@ struct mb_plan_options {
 
 /* One job in a plan. */
 struct mb_plan_slot {
-    size_t job;          /* index into the job array given to mb_plan_solve */
-    unsigned gpu;        /* 0 .. count-1 */
-    unsigned instance;   /* index into that GPU's layout items, or 0 when the GPU has MIG off */
-    unsigned order;      /* position in the instance's queue, from 0 */
-    size_t profile;      /* the profile row used (index into the profiles) */
-    double start_s;      /* finite jobs: start time in the queue */
-    double time_s;       /* finite jobs: work / throughput */
-    double dynamic_j;    /* (power - idle) x time */
-    double throughput;   /* units/s on that partition (profile row) */
-    double normalised;   /* throughput / throughput on the whole GPU, NaN if no full row */
+    size_t job;        /* index into the job array given to mb_plan_solve */
+    unsigned gpu;      /* 0 .. count-1 */
+    unsigned instance; /* index into that GPU's layout items, or 0 when the GPU has MIG off */
+    unsigned order;    /* position in the instance's queue, from 0 */
+    size_t profile;    /* the profile row used (index into the profiles) */
+    double start_s;    /* finite jobs: start time in the queue */
+    double time_s;     /* finite jobs: work / throughput */
+    double dynamic_j;  /* (power - idle) x time */
+    double throughput; /* units/s on that partition (profile row) */
+    double normalised; /* throughput / throughput on the whole GPU, NaN if no full row */
 };
 
 /* One GPU of a plan: MIG off (one queue on the whole GPU) or a layout, largest first. */
@@ -181,21 +181,21 @@ struct mb_plan_gpu {
 /* A solved plan. Owned by the caller (mb_plan_destroy). Unknown figures are NaN. */
 struct mb_plan {
     enum mb_plan_objective objective;
-    bool exact;             /* proven optimal (exact search), else heuristic */
-    unsigned count;         /* GPUs */
+    bool exact;     /* proven optimal (exact search), else heuristic */
+    unsigned count; /* GPUs */
     struct mb_plan_gpu *gpus;
-    size_t n_slots;         /* one per job, in job order */
+    size_t n_slots; /* one per job, in job order */
     struct mb_plan_slot *slots;
-    double idle_power_w;    /* per GPU: mean of the idle_power_w the rows carry */
-    size_t idle_rows;       /* how many rows that mean is over */
+    double idle_power_w; /* per GPU: mean of the idle_power_w the rows carry */
+    size_t idle_rows;    /* how many rows that mean is over */
     /* finite jobs */
     double makespan_s;
-    double energy_j;        /* count x idle x makespan + dynamic */
+    double energy_j; /* count x idle x makespan + dynamic */
     double idle_energy_j;
     double dynamic_energy_j;
     double bound_makespan_s; /* lower bounds (heuristic gap), NaN for exact plans */
     double bound_energy_j;
-    double gap_pct;          /* (objective - bound) / bound x 100 for heuristic plans, else 0 */
+    double gap_pct; /* (objective - bound) / bound x 100 for heuristic plans, else 0 */
     /* baseline: each job alone on the whole GPU, one after another on each GPU (NaN if any job
        lacks a "full" row) */
     double base_makespan_s;

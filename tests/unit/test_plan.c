@@ -132,8 +132,9 @@ static void test_exact_matches_brute_force(void **state)
         o.count = 1;
         o.makespan_cap_s = NAN;
         o.energy_cap_j = NAN;
-        o.objective = kind == 1 ? MB_PLAN_MAKESPAN : kind == 3 ? MB_PLAN_THROUGHPUT
-                                                               : MB_PLAN_ENERGY;
+        o.objective = kind == 1   ? MB_PLAN_MAKESPAN
+                      : kind == 3 ? MB_PLAN_THROUGHPUT
+                                  : MB_PLAN_ENERGY;
         struct mb_plan *a = NULL, *b = NULL;
         struct mb_error ea, eb;
         if (kind == 2) {
@@ -397,7 +398,8 @@ static void expect_csv_error(const char *text, const char *want)
     free(path);
 }
 
-#define HDR "workload,gpu,partition,throughput,unit,power_w,idle_power_w,peak_mem_mib,source,proxy\n"
+#define HDR                                                                                        \
+    "workload,gpu,partition,throughput,unit,power_w,idle_power_w,peak_mem_mib,source,proxy\n"
 
 static void test_csv(void **state)
 {
