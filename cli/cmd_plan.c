@@ -1036,8 +1036,8 @@ static int run_verify(const struct opts *o, const struct mb_catalog *cat)
             double tp = jnum(pj, "throughput");
             double thr = m[k].n ? m[k].thr_sum / (double)m[k].n : NAN;
             char e[24];
-            printf("  %-16s %12.4g %12s %8s %12s %12s\n", jstr(pj, "name") ? jstr(pj, "name") : "?",
-                   tp, fmt_num(thr, 4, a, sizeof(a)),
+            printf("  %-16s %12.6g %12s %8s %12s %12s\n", jstr(pj, "name") ? jstr(pj, "name") : "?",
+                   tp, fmt_num(thr, 6, a, sizeof(a)),
                    fmt_num((tp - thr) / thr * 100, -1, e, sizeof(e)),
                    fmt_time(jnum(pj, "time_s"), b, sizeof(b)), fmt_time(tm[k], d, sizeof(d)));
             k++;
