@@ -924,6 +924,92 @@ static size_t config_moves(struct heur *h, size_t *mine, size_t *saved_asg)
     return changed;
 }
 
+static void bounds(const struct prob *P, unsigned G, double *mlb, double *elb, double *sub);
+
+/* Configuration moves and job moves until neither helps (bounded rounds). */
+static void improve(struct heur *h, size_t *buf, size_t *keep_asg)
+{
+    for (int round = 0; round < 8; round++) {
+        size_t changed = config_moves(h, buf, keep_asg);
+        size_t moved = 0;
+        for (int pass = 0; pass < 30; pass++) {
+            size_t m = local_moves(h);
+            moved += m;
+            if (m == 0)
+                break;
+        }
+        if (changed == 0 && moved == 0)
+            break;
+    }
+}
+
+/*
+ * Chooses a configuration per GPU for a target makespan T: each job takes the size the energy
+ * bound favours among those finishing within T (the least area for the makespan objective); the
+ * instances each size then needs (its total time over T) are covered GPU by GPU with the
+ * configuration that covers the most compute slices of what is still needed.
+ */
+static void demand_start(struct heur *h, double target, size_t fallback)
+{
+    const struct prob *P = h->P;
+    double load[MB_MAX_PROFILES + 1];
+    double need[MB_MAX_PROFILES + 1];
+    memset(load, 0, sizeof(load));
+    double lam = P->idle / P->model->compute_slices;
+    for (size_t j = 0; j < P->nj; j++) {
+        unsigned bs = UINT32_MAX, fast = UINT32_MAX;
+        double bv = INFINITY;
+        for (unsigned s = 0; s < P->ns; s++) {
+            if (!allowed(P, j, s))
+                continue;
+            if (fast == UINT32_MAX || T(P, j, s) < T(P, j, fast))
+                fast = s;
+            if (T(P, j, s) > target)
+                continue;
+            double v = P->obj == MB_PLAN_MAKESPAN ? T(P, j, s) * size_cs(P, s)
+                                                  : Dy(P, j, s) + lam * T(P, j, s) * size_cs(P, s);
+            if (v < bv) {
+                bv = v;
+                bs = s;
+            }
+        }
+        if (bs == UINT32_MAX)
+            bs = fast;
+        if (bs != UINT32_MAX)
+            load[bs] += T(P, j, bs);
+    }
+    for (unsigned s = 0; s < P->ns; s++)
+        need[s] = ceil(load[s] / target - 1e-9);
+    for (unsigned g = 0; g < h->G; g++) {
+        size_t bc = SIZE_MAX;
+        double bcov = 0;
+        for (size_t c = 0; c < P->ncfg; c++) {
+            const struct config *cf = &P->cfg[c];
+            double taken[MB_MAX_PROFILES + 1];
+            memset(taken, 0, sizeof(taken));
+            double cov = 0;
+            for (size_t i = 0; i < cf->n; i++)
+                if (need[cf->size[i]] > taken[cf->size[i]]) {
+                    taken[cf->size[i]] += 1;
+                    cov += cf->cs[i];
+                }
+            if (cov > bcov) {
+                bcov = cov;
+                bc = c;
+            }
+        }
+        if (bc == SIZE_MAX) {
+            h->cfg[g] = fallback != SIZE_MAX ? fallback : 0;
+            continue;
+        }
+        h->cfg[g] = bc;
+        const struct config *cf = &P->cfg[bc];
+        for (size_t i = 0; i < cf->n; i++)
+            if (need[cf->size[i]] > 0)
+                need[cf->size[i]] -= 1;
+    }
+}
+
 static int solve_heuristic(struct prob *P, unsigned G, size_t *cfg_out, size_t *asg_out,
                            bool *found, struct mb_error *err)
 {
@@ -963,7 +1049,8 @@ static int solve_heuristic(struct prob *P, unsigned G, size_t *cfg_out, size_t *
             }
             h.order[y] = v;
         }
-    /* The same configuration on every GPU, each in turn; keep the cheapest. */
+    /* Starts: the same configuration on every GPU (the cheapest one), and layouts mixed to
+       match the sizes the lower bound would give the jobs at a few target makespans. */
     double best = INFINITY;
     size_t best_c = SIZE_MAX;
     for (size_t c = 0; c < P->ncfg; c++) {
@@ -977,26 +1064,30 @@ static int solve_heuristic(struct prob *P, unsigned G, size_t *cfg_out, size_t *
             best_c = c;
         }
     }
-    if (best_c == SIZE_MAX)
-        goto done; /* no single configuration holds every job; found stays false */
-    for (unsigned g = 0; g < G; g++)
-        h.cfg[g] = best_c;
-    greedy_all(&h);
-    for (int round = 0; round < 8; round++) {
-        size_t changed = config_moves(&h, buf, keep_asg);
-        size_t moved = 0;
-        for (int pass = 0; pass < 30; pass++) {
-            size_t m = local_moves(&h);
-            moved += m;
-            if (m == 0)
-                break;
+    double mlb, elb, sub;
+    bounds(P, G, &mlb, &elb, &sub);
+    static const double targets[] = {0, 1.0, 1.15, 1.3};
+    double best_final = INFINITY;
+    for (size_t k = 0; k < sizeof(targets) / sizeof(targets[0]); k++) {
+        if (k == 0) {
+            if (best_c == SIZE_MAX)
+                continue;
+            for (unsigned g = 0; g < G; g++)
+                h.cfg[g] = best_c;
+        } else {
+            demand_start(&h, targets[k] * mlb, best_c);
         }
-        if (changed == 0 && moved == 0)
-            break;
+        if (!greedy_all(&h))
+            continue;
+        improve(&h, buf, keep_asg);
+        double cost = hcost(&h, h.M, h.D);
+        if (cost < best_final) {
+            best_final = cost;
+            *found = true;
+            memcpy(cfg_out, h.cfg, G * sizeof(size_t));
+            memcpy(asg_out, h.asg, P->nj * sizeof(size_t));
+        }
     }
-    *found = true;
-    memcpy(cfg_out, h.cfg, G * sizeof(size_t));
-    memcpy(asg_out, h.asg, P->nj * sizeof(size_t));
 done:
     free(h.cfg);
     free(h.asg);
