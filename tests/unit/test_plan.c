@@ -370,6 +370,84 @@ static void test_pareto(void **state)
     mb_plan_profiles_destroy(p);
 }
 
+/* Deadlines: a plan must finish each job in time; none can means infeasible, named as such. */
+static void test_deadlines(void **state)
+{
+    (void)state;
+    struct mb_plan_profiles *p;
+    assert_int_equal(mb_plan_profiles_create(&p, NULL), MB_OK);
+    add_row(p, "a", "full", 100, 300, 60, 1000);
+    add_row(p, "a", "1g.10gb", 20, 100, 60, 1000);
+    struct mb_plan_job jobs[2];
+    memset(jobs, 0, sizeof(jobs));
+    for (int i = 0; i < 2; i++) {
+        snprintf(jobs[i].name, sizeof(jobs[i].name), "j%d", i);
+        snprintf(jobs[i].workload, sizeof(jobs[i].workload), "a");
+        jobs[i].work = 1000; /* 10 s whole, 50 s on 1g.10gb */
+        jobs[i].memory_mib = NAN;
+        jobs[i].deadline_s = NAN;
+    }
+    struct mb_plan_options o;
+    memset(&o, 0, sizeof(o));
+    o.count = 1;
+    struct mb_plan *pl = NULL;
+    struct mb_error err;
+    /* Least energy without deadlines: two 1g.10gb side by side (50 s, 60x50 + 2x40x50 = 7000 J)
+       beats the whole GPU one after another (20 s, 60x20 + 2x240x10 = 6000 J)? No: 6000 < 7000,
+       so MIG off wins; check it. */
+    assert_int_equal(mb_plan_solve(h100, p, jobs, 2, &o, &pl, &err), MB_OK);
+    assert_false(pl->gpus[0].mig);
+    assert_true(fabs(pl->energy_j - 6000) < 1e-6);
+    mb_plan_destroy(pl);
+    /* j1 due at 10 s: the whole GPU must run j1 first (priority order is otherwise file order,
+       so the deadline moves it to the front of the queue). */
+    jobs[1].deadline_s = 10;
+    assert_int_equal(mb_plan_solve(h100, p, jobs, 2, &o, &pl, &err), MB_OK);
+    assert_int_equal(pl->slots[1].order, 0);
+    assert_true(pl->slots[1].start_s + pl->slots[1].time_s <= 10 + 1e-9);
+    mb_plan_destroy(pl);
+    /* Both due at 15 s: whole GPU fails the second; 1g.10gb takes 50 s: infeasible. */
+    jobs[0].deadline_s = 15;
+    jobs[1].deadline_s = 15;
+    assert_int_equal(mb_plan_solve(h100, p, jobs, 2, &o, &pl, &err), MB_EINFEASIBLE);
+    assert_non_null(strstr(err.msg, "no plan meets every deadline"));
+    mb_plan_profiles_destroy(p);
+}
+
+/* Continuous jobs on a fleet: one job per instance, every job placed, below the upper bound. */
+static void test_continuous_fleet(void **state)
+{
+    (void)state;
+    rng = 99;
+    struct mb_plan_profiles *p = random_profiles(3);
+    struct mb_plan_job jobs[12];
+    random_jobs(jobs, 12, 3, true);
+    struct mb_plan_options o;
+    memset(&o, 0, sizeof(o));
+    o.count = 3;
+    o.objective = MB_PLAN_THROUGHPUT;
+    struct mb_plan *pl = NULL;
+    struct mb_error err;
+    if (mb_plan_solve(h100, p, jobs, 12, &o, &pl, &err) != MB_OK)
+        fail_msg("%s", err.msg);
+    double sum = 0;
+    for (size_t j = 0; j < 12; j++) {
+        for (size_t k = 0; k < j; k++)
+            assert_false(pl->slots[k].gpu == pl->slots[j].gpu &&
+                         pl->slots[k].instance == pl->slots[j].instance);
+        sum += pl->slots[j].normalised;
+    }
+    assert_true(fabs(sum - pl->system_throughput) < 1e-9);
+    assert_true(pl->system_throughput <= pl->bound_throughput + 1e-9);
+    mb_plan_destroy(pl);
+    /* More continuous jobs than instances can exist: infeasible, said plainly. */
+    o.count = 1;
+    o.heuristic = true;
+    assert_int_equal(mb_plan_solve(h100, p, jobs, 12, &o, &pl, &err), MB_EINFEASIBLE);
+    assert_non_null(strstr(err.msg, "its own instance"));
+    mb_plan_profiles_destroy(p);
+}
+
 static char *write_tmp(const char *suffix, const char *text)
 {
     static int seq;
@@ -509,6 +587,8 @@ int main(void)
         cmocka_unit_test(test_heuristic_bound),
         cmocka_unit_test(test_fleet_heuristic),
         cmocka_unit_test(test_pareto),
+        cmocka_unit_test(test_deadlines),
+        cmocka_unit_test(test_continuous_fleet),
         cmocka_unit_test(test_csv),
         cmocka_unit_test(test_jobs_yaml),
     };
