@@ -101,32 +101,35 @@ int main(int argc, char **argv)
     if (!t || !gap || !jobs)
         return 1;
     const enum mb_plan_objective objs[] = {MB_PLAN_ENERGY, MB_PLAN_MAKESPAN};
-    for (size_t oi = 0; oi < 2; oi++) {
-        size_t nodes = 0;
-        for (int r = 0; r < reps; r++) {
-            struct mb_plan_profiles *p = profiles(cat);
-            jobs_fill(jobs, 8);
-            struct mb_plan_options o;
-            memset(&o, 0, sizeof(o));
-            o.count = 1;
-            o.objective = objs[oi];
-            struct mb_plan *pl = NULL;
-            double t0 = now_s();
-            int st = mb_plan_solve(model, p, jobs, 8, &o, &pl, &err);
-            t[r] = now_s() - t0;
-            if (st != MB_OK || !pl->exact) {
-                fprintf(stderr, "bench_plan: %s\n", st ? err.msg : "not exact");
-                return 1;
+    for (size_t ni = 0; ni < 2; ni++) {
+        size_t nj = ni == 0 ? 8 : 10;
+        for (size_t oi = 0; oi < 2; oi++) {
+            size_t nodes = 0;
+            for (int r = 0; r < reps; r++) {
+                struct mb_plan_profiles *p = profiles(cat);
+                jobs_fill(jobs, nj);
+                struct mb_plan_options o;
+                memset(&o, 0, sizeof(o));
+                o.count = 1;
+                o.objective = objs[oi];
+                struct mb_plan *pl = NULL;
+                double t0 = now_s();
+                int st = mb_plan_solve(model, p, jobs, nj, &o, &pl, &err);
+                t[r] = now_s() - t0;
+                if (st != MB_OK || !pl->exact) {
+                    fprintf(stderr, "bench_plan: %s\n", st ? err.msg : "not exact");
+                    return 1;
+                }
+                nodes += pl->nodes;
+                mb_plan_destroy(pl);
+                mb_plan_profiles_destroy(p);
             }
-            nodes += pl->nodes;
-            mb_plan_destroy(pl);
-            mb_plan_profiles_destroy(p);
+            qsort(t, (size_t)reps, sizeof(double), cmp_d);
+            printf("exact, %zu jobs, 1 GPU, objective %-8s: median %.1f ms, max %.1f ms over %d "
+                   "instances (%.0f nodes on average)\n",
+                   nj, mb_plan_objective_str(objs[oi]), t[reps / 2] * 1e3, t[reps - 1] * 1e3, reps,
+                   (double)nodes / reps);
         }
-        qsort(t, (size_t)reps, sizeof(double), cmp_d);
-        printf("exact, 8 jobs, 1 GPU, objective %-8s: median %.1f ms, max %.1f ms over %d "
-               "instances (%.0f nodes on average)\n",
-               mb_plan_objective_str(objs[oi]), t[reps / 2] * 1e3, t[reps - 1] * 1e3, reps,
-               (double)nodes / reps);
     }
     int big = reps < 5 ? reps : 5;
     for (size_t oi = 0; oi < 2; oi++) {
