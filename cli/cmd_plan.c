@@ -270,9 +270,11 @@ static void print_text(const struct ctx *c, const struct mb_plan *p)
                    fmt_energy(e, d, sizeof(d)), e / job->work, r->proxy ? "PROXY" : "-", r->source);
         }
     }
-    size_t proxies = 0;
-    for (size_t j = 0; j < p->n_slots; j++)
+    size_t proxies = 0, emulated = 0;
+    for (size_t j = 0; j < p->n_slots; j++) {
         proxies += slot_row(c, &p->slots[j])->proxy;
+        emulated += slot_row(c, &p->slots[j])->emulated;
+    }
     printf("\n");
     if (cont) {
         printf("predicted: system throughput %.3f (sum of throughput / whole-GPU throughput), "
@@ -317,6 +319,10 @@ static void print_text(const struct ctx *c, const struct mb_plan *p)
         printf("note: %zu job%s use%s MPS proxy rows (an MPS run standing in for a MIG size); "
                "marked PROXY above\n",
                proxies, proxies == 1 ? "" : "s", proxies == 1 ? "s" : "");
+    if (emulated)
+        printf("note: %zu job%s use%s profile rows from an EMULATED device: modelled numbers, not "
+               "measurements\n",
+               emulated, emulated == 1 ? "" : "s", emulated == 1 ? "s" : "");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -405,6 +411,7 @@ static cJSON *plan_json(const struct ctx *c, const struct mb_plan *p)
         cJSON_AddItemToObject(jo, "peak_mem_mib", num_or_null(r->peak_mem_mib));
         cJSON_AddStringToObject(jo, "source", r->source);
         cJSON_AddBoolToObject(jo, "proxy", r->proxy);
+        cJSON_AddBoolToObject(jo, "emulated", r->emulated);
         cJSON_AddItemToArray(jobs, jo);
     }
     cJSON *pr = cJSON_AddObjectToObject(o, "predicted");

@@ -22,7 +22,7 @@ struct sample {
     char partition[MB_PROFILE_NAME_MAX];
     char unit[MB_PLAN_UNIT_MAX];
     char run[MB_PLAN_NAME_MAX];
-    bool proxy;
+    bool proxy, emulated;
     double thr, power, idle;
     size_t n, n_idle;
 };
@@ -145,6 +145,7 @@ static int take_cell(struct acc *a, const struct mb_catalog *cat, const char *ru
         struct sample *s = &a->v[i];
         if (strcmp(s->workload, workload) == 0 && strcmp(s->gpu, m->name) == 0 &&
             strcmp(s->partition, part) == 0 && s->proxy == proxy) {
+            s->emulated |= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "emulated"));
             s->thr += thr;
             s->power += power;
             s->n++;
@@ -172,6 +173,7 @@ static int take_cell(struct acc *a, const struct mb_catalog *cat, const char *ru
     copy(s->unit, sizeof(s->unit), unit ? unit : "units");
     copy(s->run, sizeof(s->run), run_name);
     s->proxy = proxy;
+    s->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "emulated"));
     s->thr = thr;
     s->power = power;
     s->n = 1;
@@ -256,8 +258,10 @@ int mb_plan_profiles_load_results(struct mb_plan_profiles *p, const struct mb_ca
         row.idle_power_w = s->n_idle ? s->idle / (double)s->n_idle : NAN;
         row.peak_mem_mib = NAN; /* cell.json records no per-job memory peak */
         row.proxy = s->proxy;
-        snprintf(row.source, sizeof(row.source), "%s/%s (%zu cell%s%s)", dir, s->run, s->n,
-                 s->n == 1 ? "" : "s", s->proxy ? ", MPS proxy" : "");
+        row.emulated = s->emulated;
+        snprintf(row.source, sizeof(row.source), "%s/%s (%zu cell%s%s%s)", dir, s->run, s->n,
+                 s->n == 1 ? "" : "s", s->proxy ? ", MPS proxy" : "",
+                 s->emulated ? ", EMULATED" : "");
         st = mb_plan_profiles_add(p, cat, &row, err);
         if (st != MB_OK)
             mb_error_prefix(err, "%s: ", dir);

@@ -50,6 +50,7 @@ struct mb_plan_profile {
     double peak_mem_mib;                 /* NaN if not measured */
     char source[MB_PLAN_SOURCE_MAX];     /* "profiles.csv:4 (runA/0)" */
     bool proxy;
+    bool emulated; /* from an emulated device (results directories): modelled, not measured */
 };
 
 /* A collection of profile rows. */

@@ -147,7 +147,8 @@ cat >"$TMP/r.yaml" <<'EOF'
 jobs: [{name: r, workload: resnet50, work: 1e6}, {name: s, workload: resnet50, work: 2e6}]
 EOF
 run 0 "$MIGBENCH" plan --jobs "$TMP/r.yaml" --results "$TMP/res2" --gpu H100
-expect_out 'solo \(2 cells\)'
+expect_out 'solo \(2 cells, EMULATED\)'
+expect_out 'EMULATED device: modelled numbers'
 expect_out 'idle power 70\.0 W'
 
 # Bad input: exit 2 with the file, line and field named; nothing written.
