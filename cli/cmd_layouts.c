@@ -386,10 +386,6 @@ static int check_layout(const struct mb_gpu_model *m, const unsigned *want, size
         return mb_cli_exit_for(rc);
     }
     bool valid = n_reasons == 0;
-    /* The request, largest first, as it will be shown. */
-    struct mb_layout req = {0};
-    for (size_t i = 0; i < n_want && i < MB_LAYOUT_MAX; i++)
-        req.items[req.n++].profile = want[i];
     uint32_t mask = 0;
     for (size_t i = 0; i < n_want; i++)
         mask |= 1u << want[i];

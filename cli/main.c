@@ -9,6 +9,8 @@ static const struct mb_cmd *const commands[] = {
     &mb_cmd_help,
     &mb_cmd_layouts,
     &mb_cmd_devices,
+    &mb_cmd_mig,
+    &mb_cmd_report,
     &mb_cmd_plan,
 };
 

@@ -3,11 +3,10 @@
 # Only calls apt-get when something is missing. Needs root (or sudo) in that case.
 set -euo pipefail
 
+# chromium: the test suite opens the HTML report in headless Chromium (tests/cli/report_chromium.sh),
+# so it is a test dependency like cmocka, installed unconditionally.
 pkgs=(build-essential cmake pkg-config libyaml-dev libcjson-dev libcmocka-dev
-      python3 python3-torch python3-torchvision clang-format)
-if [ "${MB_WITH_CHROMIUM:-0}" = 1 ]; then
-    pkgs+=(chromium)
-fi
+      python3 python3-torch python3-torchvision clang-format chromium)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,1082 @@
+/* migbench mig apply/show/clear: MIG layouts from mig-parted configs, removing only our own. */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "migbench/catalog.h"
+#include "migbench/device.h"
+#include "migbench/layout.h"
+#include "migbench/migcfg.h"
+
+#define NAME "mig"
+#define MAX_GPUS 64
+#define MAX_INST 64 /* compute instances listed per GPU */
+#define MAX_GIS 16
+#define MAX_CIS_PER_GI 8
+#define OWNED_FILE_MAX (1u << 20)
+#define PATH_MAX_LEN 4096
+
+struct opts {
+    const char *sub;
+    const char *file;
+    const char *config;
+    const char *device;
+    bool enable_mig, force, dry_run, yaml, ours;
+};
+
+/* A GPU instance as the device reports it, with its compute instances. */
+struct gi {
+    unsigned id;
+    unsigned profile_id;
+    char profile_name[MB_PROFILE_NAME_MAX];
+    struct mb_placement placement;
+    size_t n_ci;
+    unsigned ci[MAX_CIS_PER_GI];
+    char uuid[MB_UUID_MAX]; /* of the first compute instance */
+    size_t n_procs;
+    unsigned first_pid;
+};
+
+/* What migbench created on one GPU (the ownership record). */
+struct owned_gi {
+    unsigned gi_id;
+    unsigned profile_id;
+    char profile[MB_PROFILE_NAME_MAX];
+    struct mb_placement placement;
+};
+
+struct owned {
+    char path[PATH_MAX_LEN]; /* "" when this device has no place for a record */
+    char device_uuid[MB_UUID_MAX];
+    size_t n;
+    struct owned_gi gi[MAX_GIS];
+};
+
+struct target {
+    struct mb_device *dev;
+    struct mb_device_info info;
+    const struct mb_gpu_model *model;
+    char spec[PATH_MAX_LEN];
+    char label[160]; /* "emu 0 (H100-SXM5-80GB, emulated)" for messages */
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * The ownership record
+ */
+
+/* The emulator's state=PATH option, if the spec has one. */
+static bool emu_state_path(const char *spec, char *out, size_t cap)
+{
+    if (strncmp(spec, "emu:", 4) != 0)
+        return false;
+    const char *p = spec + 4;
+    while ((p = strstr(p, "state=")) != NULL) {
+        if (p[-1] == ':' || p[-1] == ',') {
+            p += 6;
+            size_t len = strcspn(p, ",:");
+            if (len == 0 || len >= cap)
+                return false;
+            memcpy(out, p, len);
+            out[len] = '\0';
+            return true;
+        }
+        p += 6;
+    }
+    return false;
+}
+
+static void owned_path(const struct target *t, struct owned *o)
+{
+    char state[PATH_MAX_LEN];
+    o->path[0] = '\0';
+    if (strcmp(t->info.backend, "emu") == 0) {
+        if (emu_state_path(t->spec, state, sizeof(state))) {
+            int w = snprintf(o->path, sizeof(o->path), "%s.owned.json", state);
+            if (w < 0 || (size_t)w >= sizeof(o->path))
+                o->path[0] = '\0';
+        }
+        return;
+    }
+    if (!t->info.uuid[0])
+        return;
+    const char *dir = getenv("MIGBENCH_STATE_DIR");
+    if (!dir || !dir[0])
+        dir = "/var/lib/migbench";
+    char safe[MB_UUID_MAX];
+    size_t n = 0;
+    for (const char *s = t->info.uuid; *s && n + 1 < sizeof(safe); s++)
+        safe[n++] = isalnum((unsigned char)*s) || *s == '-' ? *s : '_';
+    safe[n] = '\0';
+    int w = snprintf(o->path, sizeof(o->path), "%s/owned-%s.json", dir, safe);
+    if (w < 0 || (size_t)w >= sizeof(o->path))
+        o->path[0] = '\0';
+}
+
+static int owned_load(const struct target *t, struct owned *o)
+{
+    memset(o, 0, sizeof(*o));
+    owned_path(t, o);
+    snprintf(o->device_uuid, sizeof(o->device_uuid), "%s", t->info.uuid);
+    if (!o->path[0])
+        return MB_EXIT_OK;
+    FILE *f = fopen(o->path, "rb");
+    if (!f) {
+        if (errno == ENOENT)
+            return MB_EXIT_OK;
+        mb_cli_error(NAME, "%s: cannot read the record of instances migbench made: %s", o->path,
+                     strerror(errno));
+        return MB_EXIT_FAIL;
+    }
+    char *buf = malloc(OWNED_FILE_MAX + 1);
+    size_t len = buf ? fread(buf, 1, OWNED_FILE_MAX, f) : 0;
+    fclose(f);
+    if (!buf) {
+        mb_cli_error(NAME, "out of memory");
+        return MB_EXIT_FAIL;
+    }
+    buf[len] = '\0';
+    cJSON *root = cJSON_Parse(buf);
+    free(buf);
+    const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(root, "device_uuid");
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "gpu_instances");
+    if (!cJSON_IsString(uuid) || !cJSON_IsArray(arr)) {
+        cJSON_Delete(root);
+        mb_cli_error(NAME, "%s: not a migbench ownership record; move it away to continue",
+                     o->path);
+        return MB_EXIT_FAIL;
+    }
+    if (strcmp(uuid->valuestring, t->info.uuid) != 0) {
+        cJSON_Delete(root);
+        mb_cli_error(NAME, "%s: the record is for GPU %s, not %s; move it away to continue",
+                     o->path, uuid->valuestring, t->info.uuid);
+        return MB_EXIT_FAIL;
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "gi_id");
+        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "profile_id");
+        const cJSON *pn = cJSON_GetObjectItemCaseSensitive(e, "profile");
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(e, "start");
+        const cJSON *sz = cJSON_GetObjectItemCaseSensitive(e, "size");
+        if (!cJSON_IsNumber(id) || !cJSON_IsNumber(pid) || !cJSON_IsString(pn) ||
+            !cJSON_IsNumber(st) || !cJSON_IsNumber(sz) || o->n >= MAX_GIS || id->valueint < 0 ||
+            pid->valueint < 0 || st->valueint < 0 || sz->valueint < 1)
+            continue;
+        struct owned_gi *g = &o->gi[o->n++];
+        g->gi_id = (unsigned)id->valueint;
+        g->profile_id = (unsigned)pid->valueint;
+        snprintf(g->profile, sizeof(g->profile), "%s", pn->valuestring);
+        g->placement.start = (unsigned)st->valueint;
+        g->placement.size = (unsigned)sz->valueint;
+    }
+    cJSON_Delete(root);
+    return MB_EXIT_OK;
+}
+
+/* Writes the record atomically (temporary file, then rename); an empty record is removed. */
+static int owned_save(const struct owned *o)
+{
+    if (!o->path[0])
+        return MB_EXIT_OK;
+    if (o->n == 0) {
+        if (unlink(o->path) != 0 && errno != ENOENT) {
+            mb_cli_error(NAME, "%s: cannot remove: %s", o->path, strerror(errno));
+            return MB_EXIT_FAIL;
+        }
+        return MB_EXIT_OK;
+    }
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddStringToObject(root, "device_uuid", o->device_uuid);
+    cJSON *arr = cJSON_AddArrayToObject(root, "gpu_instances");
+    for (size_t i = 0; arr && i < o->n; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "gi_id", o->gi[i].gi_id);
+        cJSON_AddNumberToObject(e, "profile_id", o->gi[i].profile_id);
+        cJSON_AddStringToObject(e, "profile", o->gi[i].profile);
+        cJSON_AddNumberToObject(e, "start", o->gi[i].placement.start);
+        cJSON_AddNumberToObject(e, "size", o->gi[i].placement.size);
+        cJSON_AddItemToArray(arr, e);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    char tmp[PATH_MAX_LEN + 32];
+    int w = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", o->path, (long)getpid());
+    if (w < 0 || (size_t)w >= sizeof(tmp)) {
+        free(text);
+        mb_cli_error(NAME, "%s: path too long", o->path);
+        return MB_EXIT_FAIL;
+    }
+    FILE *f = text ? fopen(tmp, "w") : NULL;
+    bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    if (f) {
+        ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && ok;
+        ok = fclose(f) == 0 && ok;
+    }
+    free(text);
+    if (!ok || rename(tmp, o->path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        mb_cli_error(NAME, "%s: cannot write the record of instances migbench made: %s", o->path,
+                     strerror(e));
+        return MB_EXIT_FAIL;
+    }
+    return MB_EXIT_OK;
+}
+
+/*
+ * Before anything changes: the record must be writable, or created instances could not be
+ * recognised as ours later. Creates and removes a probe file next to it.
+ */
+static int owned_preflight(const struct owned *o)
+{
+    if (!o->path[0])
+        return MB_EXIT_OK;
+    if (strncmp(o->path, "/var/lib/migbench/", 18) == 0)
+        mkdir("/var/lib/migbench", 0755); /* its absence is reported by fopen below */
+    char probe[PATH_MAX_LEN + 32];
+    int w = snprintf(probe, sizeof(probe), "%s.probe.%ld", o->path, (long)getpid());
+    FILE *f = w > 0 && (size_t)w < sizeof(probe) ? fopen(probe, "w") : NULL;
+    if (!f) {
+        mb_cli_error(NAME,
+                     "cannot write the record of instances migbench makes (%s): %s; nothing "
+                     "changed (set MIGBENCH_STATE_DIR to a writable directory)",
+                     o->path, strerror(errno));
+        return MB_EXIT_FAIL;
+    }
+    fclose(f);
+    unlink(probe);
+    return MB_EXIT_OK;
+}
+
+static void owned_forget(struct owned *o, unsigned gi_id)
+{
+    for (size_t i = 0; i < o->n; i++)
+        if (o->gi[i].gi_id == gi_id) {
+            o->gi[i] = o->gi[--o->n];
+            return;
+        }
+}
+
+/* Is this live instance the one we recorded (same id, profile and placement)? */
+static bool owned_match(const struct owned *o, const struct gi *g)
+{
+    for (size_t i = 0; i < o->n; i++)
+        if (o->gi[i].gi_id == g->id && o->gi[i].profile_id == g->profile_id &&
+            o->gi[i].placement.start == g->placement.start &&
+            o->gi[i].placement.size == g->placement.size)
+            return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices
+ */
+
+static int open_target(const char *spec, const struct mb_catalog *cat, struct target *t,
+                       bool quiet_missing)
+{
+    struct mb_error err;
+    memset(t, 0, sizeof(*t));
+    snprintf(t->spec, sizeof(t->spec), "%s", spec);
+    int rc = mb_device_open(spec, &t->dev, &err);
+    if (rc) {
+        if (!quiet_missing)
+            mb_cli_error(NAME, "--device %s: %s", spec, err.msg);
+        return mb_cli_exit_for(rc);
+    }
+    if ((rc = mb_device_info(t->dev, &t->info, &err))) {
+        mb_cli_error(NAME, "%s: %s", spec, err.msg);
+        return MB_EXIT_FAIL;
+    }
+    const char *name = t->info.model[0] ? t->info.model : t->info.name;
+    if (mb_catalog_find(cat, name, &t->model, &err)) {
+        mb_cli_error(NAME, "%s: %s is not in the MIG catalog: %s", spec, name, err.msg);
+        return MB_EXIT_FAIL;
+    }
+    snprintf(t->label, sizeof(t->label), "%s %u (%s%s)", t->info.backend, t->info.index,
+             t->model->name, t->info.emulated ? ", emulated" : "");
+    return MB_EXIT_OK;
+}
+
+static void close_targets(struct target *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        mb_device_close(t[i].dev);
+}
+
+/* --device SPEC, or every NVIDIA GPU. */
+static int open_targets(const struct opts *o, const struct mb_catalog *cat, struct target *t,
+                        size_t *n)
+{
+    *n = 0;
+    if (o->device) {
+        int ex = open_target(o->device, cat, &t[0], false);
+        if (ex == MB_EXIT_OK || t[0].dev)
+            (*n)++;
+        return ex;
+    }
+    for (unsigned i = 0; i < MAX_GPUS; i++) {
+        char spec[32];
+        snprintf(spec, sizeof(spec), "nvml:%u", i);
+        int ex = open_target(spec, cat, &t[*n], true);
+        if (ex != MB_EXIT_OK) {
+            if (t[*n].dev)
+                mb_device_close(t[*n].dev);
+            break;
+        }
+        (*n)++;
+    }
+    if (*n == 0) {
+        mb_cli_error(NAME, "no NVIDIA GPU could be opened; name one with --device (nvml:N, or "
+                           "emu:MODEL:state=FILE for an emulated GPU)");
+        return MB_EXIT_FAIL;
+    }
+    return MB_EXIT_OK;
+}
+
+static const char *label(const struct target *t)
+{
+    return t->label;
+}
+
+/* The GPU instances, with their compute instances and processes. */
+static int list_gis(struct target *t, struct gi *gis, size_t *n)
+{
+    struct mb_mig_instance inst[MAX_INST];
+    size_t ni = 0;
+    struct mb_error err;
+    *n = 0;
+    int rc = mb_device_mig_instances(t->dev, inst, MAX_INST, &ni, &err);
+    if (rc) {
+        mb_cli_error(NAME, "%s: cannot list MIG instances: %s", label(t), err.msg);
+        return MB_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < ni; i++) {
+        struct gi *g = NULL;
+        for (size_t k = 0; k < *n && !g; k++)
+            if (gis[k].id == inst[i].gi_id)
+                g = &gis[k];
+        if (!g) {
+            if (*n >= MAX_GIS)
+                continue;
+            g = &gis[(*n)++];
+            memset(g, 0, sizeof(*g));
+            g->id = inst[i].gi_id;
+            g->profile_id = inst[i].profile_id;
+            snprintf(g->profile_name, sizeof(g->profile_name), "%s", inst[i].profile_name);
+            g->placement = inst[i].placement;
+        }
+        if (inst[i].has_ci && g->n_ci < MAX_CIS_PER_GI) {
+            if (g->n_ci == 0)
+                snprintf(g->uuid, sizeof(g->uuid), "%s", inst[i].uuid);
+            g->ci[g->n_ci++] = inst[i].ci_id;
+        }
+    }
+    struct mb_process procs[MB_MAX_PROCESSES];
+    size_t np = 0;
+    rc = mb_device_processes(t->dev, procs, MB_MAX_PROCESSES, &np, &err);
+    if (rc && rc != MB_EUNSUPPORTED) {
+        mb_cli_error(NAME, "%s: cannot list processes: %s", label(t), err.msg);
+        return MB_EXIT_FAIL;
+    }
+    for (size_t i = 0; !rc && i < np && i < MB_MAX_PROCESSES; i++)
+        for (size_t k = 0; k < *n; k++)
+            if (procs[i].gi_id >= 0 && (unsigned)procs[i].gi_id == gis[k].id) {
+                if (gis[k].n_procs++ == 0)
+                    gis[k].first_pid = procs[i].pid;
+            }
+    /* Largest first, then by start: the order everything is shown in. */
+    for (size_t i = 1; i < *n; i++)
+        for (size_t j = i; j > 0; j--) {
+            const struct gi *a = &gis[j - 1], *b = &gis[j];
+            bool swap =
+                a->placement.size < b->placement.size ||
+                (a->placement.size == b->placement.size && a->placement.start > b->placement.start);
+            if (!swap)
+                break;
+            struct gi tmp = gis[j];
+            gis[j] = gis[j - 1];
+            gis[j - 1] = tmp;
+        }
+    return MB_EXIT_OK;
+}
+
+static int profile_index(const struct target *t, const struct gi *g, unsigned *out)
+{
+    const struct mb_gi_profile *p = mb_model_profile_by_driver_id(t->model, (int)g->profile_id);
+    if (!p)
+        p = mb_model_profile(t->model, g->profile_name);
+    if (!p) {
+        mb_cli_error(NAME,
+                     "%s: GPU instance %u has profile id %u, unknown to the catalog's %s; "
+                     "migbench will not plan around it",
+                     label(t), g->id, g->profile_id, t->model->name);
+        return MB_EXIT_FAIL;
+    }
+    *out = (unsigned)(p - t->model->profiles);
+    return MB_EXIT_OK;
+}
+
+/* Refuses (unless --force) when processes run on any of the instances to remove. */
+static int check_busy(const struct target *t, const struct gi *const *rm, size_t n, bool force)
+{
+    size_t busy = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!rm[i]->n_procs)
+            continue;
+        char sl[32];
+        mb_layout_slices_str(rm[i]->placement, sl, sizeof(sl));
+        mb_cli_error(NAME,
+                     "%s: GPU instance %u (%s, memory slices %s) has %zu running process%s "
+                     "(pid %u)",
+                     label(t), rm[i]->id, rm[i]->profile_name, sl, rm[i]->n_procs,
+                     rm[i]->n_procs == 1 ? "" : "es", rm[i]->first_pid);
+        busy++;
+    }
+    if (busy && !force) {
+        mb_cli_error(NAME, "nothing changed: stop those processes first, or pass --force (the "
+                           "driver still refuses to destroy an instance a process uses)");
+        return MB_EXIT_FAIL;
+    }
+    return MB_EXIT_OK;
+}
+
+/* Destroys a GPU instance's compute instances, then the instance; forgets it in the record. */
+static int destroy_gi(struct target *t, const struct gi *g, struct owned *o)
+{
+    struct mb_error err;
+    for (size_t c = 0; c < g->n_ci; c++) {
+        int rc = mb_device_mig_destroy_ci(t->dev, g->id, g->ci[c], &err);
+        if (rc && rc != MB_ENOTFOUND) {
+            mb_cli_error(NAME, "%s: cannot destroy compute instance %u/%u: %s", label(t), g->id,
+                         g->ci[c], err.msg);
+            return MB_EXIT_FAIL;
+        }
+    }
+    int rc = mb_device_mig_destroy_gi(t->dev, g->id, &err);
+    if (rc && rc != MB_ENOTFOUND) {
+        mb_cli_error(NAME, "%s: cannot destroy GPU instance %u (%s): %s", label(t), g->id,
+                     g->profile_name, err.msg);
+        return MB_EXIT_FAIL;
+    }
+    owned_forget(o, g->id);
+    return owned_save(o);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * show
+ */
+
+static void print_layout_text(const struct target *t, const struct mb_mig_mode *mode,
+                              const struct gi *gis, size_t n, const struct owned *o)
+{
+    printf("# %s: %s %s, MIG %s (pending %s)\n", label(t), t->info.name,
+           t->info.uuid[0] ? t->info.uuid : "", mode->current ? "enabled" : "disabled",
+           mode->pending ? "enabled" : "disabled");
+    if (!mode->current)
+        return;
+    struct mb_layout l = {0};
+    for (size_t i = 0; i < n && l.n < MB_LAYOUT_MAX; i++) {
+        unsigned idx;
+        const struct mb_gi_profile *p =
+            mb_model_profile_by_driver_id(t->model, (int)gis[i].profile_id);
+        if (!p)
+            continue;
+        idx = (unsigned)(p - t->model->profiles);
+        l.items[l.n].profile = idx;
+        l.items[l.n++].placement = gis[i].placement;
+    }
+    char pic[MB_MAX_MEMORY_SLICES * 5 + 1];
+    mb_layout_picture(t->model, &l, pic, sizeof(pic));
+    printf("# %s\n", pic);
+    printf("# %3s  %-12s %-9s %-6s %4s  %-8s  %s\n", "gi", "profile", "placement", "slices", "cis",
+           "owner", "uuid");
+    for (size_t i = 0; i < n; i++) {
+        char sl[32], pl[32];
+        mb_layout_slices_str(gis[i].placement, sl, sizeof(sl));
+        snprintf(pl, sizeof(pl), "%u:%u", gis[i].placement.start, gis[i].placement.size);
+        printf("  %3u  %-12s %-9s %-6s %4zu  %-8s  %s\n", gis[i].id, gis[i].profile_name, pl, sl,
+               gis[i].n_ci, owned_match(o, &gis[i]) ? "migbench" : "-",
+               gis[i].uuid[0] ? gis[i].uuid : "n/a");
+    }
+    if (n == 0)
+        printf("# no GPU instances\n");
+}
+
+/* One mig-parted entry for this GPU; the profile list in largest-first order. */
+static void print_layout_yaml(const struct target *t, const struct mb_mig_mode *mode,
+                              const struct gi *gis, size_t n)
+{
+    printf("    - devices: [%u]\n      mig-enabled: %s\n", t->info.index,
+           mode->current ? "true" : "false");
+    if (!mode->current)
+        return;
+    /* gis are sorted largest first, so names come out grouped in that order. */
+    char done[MAX_GIS][MB_PROFILE_NAME_MAX];
+    size_t nd = 0;
+    bool header = false;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < nd; k++)
+            seen = seen || strcmp(done[k], gis[i].profile_name) == 0;
+        if (seen)
+            continue;
+        size_t count = 0;
+        for (size_t k = 0; k < n; k++)
+            count += strcmp(gis[k].profile_name, gis[i].profile_name) == 0;
+        if (!header) {
+            printf("      mig-devices:\n");
+            header = true;
+        }
+        printf("        \"%s\": %zu\n", gis[i].profile_name, count);
+        snprintf(done[nd++], MB_PROFILE_NAME_MAX, "%s", gis[i].profile_name);
+    }
+    if (!header)
+        printf("      mig-devices: {}\n");
+}
+
+static int do_show(struct target *ts, size_t nt, const struct opts *o)
+{
+    if (o->yaml)
+        printf("version: v1\nmig-configs:\n  current:\n");
+    for (size_t i = 0; i < nt; i++) {
+        struct target *t = &ts[i];
+        struct mb_mig_mode mode;
+        struct mb_error err;
+        int rc = mb_device_mig_mode(t->dev, &mode, &err);
+        if (rc) {
+            mb_cli_error(NAME, "%s: %s", label(t),
+                         rc == MB_EUNSUPPORTED ? "MIG is not supported" : err.msg);
+            return MB_EXIT_FAIL;
+        }
+        struct gi gis[MAX_GIS];
+        size_t n = 0;
+        if (mode.current && list_gis(t, gis, &n) != MB_EXIT_OK)
+            return MB_EXIT_FAIL;
+        struct owned own;
+        if (owned_load(t, &own) != MB_EXIT_OK)
+            return MB_EXIT_FAIL;
+        if (o->yaml)
+            print_layout_yaml(t, &mode, gis, n);
+        else
+            print_layout_text(t, &mode, gis, n, &own);
+    }
+    return MB_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * clear
+ */
+
+static int do_clear(struct target *ts, size_t nt, const struct opts *o)
+{
+    int ex = MB_EXIT_OK;
+    for (size_t i = 0; i < nt; i++) {
+        struct target *t = &ts[i];
+        struct mb_mig_mode mode;
+        struct mb_error err;
+        if (mb_device_mig_mode(t->dev, &mode, &err) || !mode.current) {
+            mb_cli_info(NAME, "%s: MIG is not enabled; nothing to clear", label(t));
+            continue;
+        }
+        struct gi gis[MAX_GIS];
+        size_t n = 0;
+        struct owned own;
+        if (list_gis(t, gis, &n) != MB_EXIT_OK || owned_load(t, &own) != MB_EXIT_OK)
+            return MB_EXIT_FAIL;
+        if (o->ours && !own.path[0]) {
+            mb_cli_error(NAME,
+                         "%s: no record of what migbench made is kept for this device (an "
+                         "emulated GPU needs state=FILE)",
+                         label(t));
+            return MB_EXIT_FAIL;
+        }
+        const struct gi *rm[MAX_GIS];
+        size_t nrm = 0;
+        for (size_t k = 0; k < n; k++)
+            if (!o->ours || owned_match(&own, &gis[k]))
+                rm[nrm++] = &gis[k];
+        if (check_busy(t, rm, nrm, o->force) != MB_EXIT_OK)
+            return MB_EXIT_FAIL;
+        size_t done = 0, failed = 0;
+        for (size_t k = 0; k < nrm; k++) {
+            char sl[32];
+            mb_layout_slices_str(rm[k]->placement, sl, sizeof(sl));
+            if (o->dry_run) {
+                printf("would remove GPU instance %u (%s, memory slices %s)\n", rm[k]->id,
+                       rm[k]->profile_name, sl);
+                continue;
+            }
+            /* With --force, a busy instance the driver refuses is reported and skipped. */
+            if (destroy_gi(t, rm[k], &own) != MB_EXIT_OK) {
+                failed++;
+                continue;
+            }
+            printf("removed GPU instance %u (%s, memory slices %s)\n", rm[k]->id,
+                   rm[k]->profile_name, sl);
+            done++;
+        }
+        /* Records of instances that no longer exist are dropped too. */
+        if (!o->dry_run && o->ours) {
+            for (size_t k = 0; k < own.n;) {
+                bool live = false;
+                for (size_t j = 0; j < n; j++)
+                    live = live || gis[j].id == own.gi[k].gi_id;
+                if (live)
+                    k++;
+                else
+                    own.gi[k] = own.gi[--own.n];
+            }
+            if (owned_save(&own) != MB_EXIT_OK)
+                return MB_EXIT_FAIL;
+        }
+        mb_cli_info(NAME, "%s: %s %zu GPU instance%s%s", label(t),
+                    o->dry_run ? "would remove" : "removed", o->dry_run ? nrm : done,
+                    (o->dry_run ? nrm : done) == 1 ? "" : "s",
+                    o->ours ? " that migbench made" : "");
+        if (failed) {
+            mb_cli_error(NAME, "%s: %zu GPU instance%s could not be removed", label(t), failed,
+                         failed == 1 ? "" : "s");
+            ex = MB_EXIT_FAIL;
+        }
+    }
+    return ex;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * apply
+ */
+
+static int check_mode(struct target *t, const struct mb_migcfg_entry *e, const struct opts *o,
+                      bool *skip)
+{
+    struct mb_mig_mode mode;
+    struct mb_error err;
+    *skip = false;
+    int rc = mb_device_mig_mode(t->dev, &mode, &err);
+    if (rc) {
+        mb_cli_error(NAME, "%s: %s", label(t),
+                     rc == MB_EUNSUPPORTED ? "MIG is not supported on this device" : err.msg);
+        return MB_EXIT_FAIL;
+    }
+    if (!e->mig_enabled) {
+        if (mode.current) {
+            mb_cli_error(NAME,
+                         "%s: the config turns MIG off; migbench never changes MIG mode to "
+                         "off (that needs a GPU reset): run 'migbench mig clear', then "
+                         "'nvidia-smi -i %u -mig 0' and a GPU reset",
+                         label(t), t->info.index);
+            return MB_EXIT_FAIL;
+        }
+        mb_cli_info(NAME, "%s: MIG is off, as the config asks", label(t));
+        *skip = true;
+        return MB_EXIT_OK;
+    }
+    if (mode.current)
+        return MB_EXIT_OK;
+    if (mode.pending) {
+        mb_cli_error(NAME,
+                     "%s: MIG mode is pending enable; it takes effect after a GPU reset "
+                     "(nvidia-smi --gpu-reset -i %u) or a reboot, which migbench never does",
+                     label(t), t->info.index);
+        return MB_EXIT_FAIL;
+    }
+    if (!o->enable_mig) {
+        mb_cli_error(NAME,
+                     "%s: MIG mode is disabled; rerun with --enable-mig to set it (a GPU "
+                     "reset is then still needed)",
+                     label(t));
+        return MB_EXIT_FAIL;
+    }
+    if (o->dry_run) {
+        printf("would enable MIG mode on %s (pending until a GPU reset)\n", label(t));
+        *skip = true;
+        return MB_EXIT_OK;
+    }
+    if ((rc = mb_device_mig_set_mode(t->dev, 1, &err))) {
+        mb_cli_error(NAME, "%s: cannot enable MIG mode: %s", label(t), err.msg);
+        return MB_EXIT_FAIL;
+    }
+    if (mb_device_mig_mode(t->dev, &mode, &err) == MB_OK && mode.current)
+        return MB_EXIT_OK;
+    printf("MIG mode on %s is now pending enable\n", label(t));
+    mb_cli_error(NAME,
+                 "%s: MIG mode is set but takes effect only after a GPU reset "
+                 "(nvidia-smi --gpu-reset -i %u) or a reboot; migbench never resets a GPU. "
+                 "Run this again afterwards.",
+                 label(t), t->info.index);
+    return MB_EXIT_FAIL;
+}
+
+static void print_reasons(const struct target *t, const char *config, const unsigned *want,
+                          size_t n)
+{
+    char reasons[6][MB_LAYOUT_REASON_MAX];
+    size_t nr = 0;
+    if (mb_layout_explain(t->model, NULL, want, n, reasons, 6, &nr, NULL) != MB_OK)
+        nr = 0;
+    mb_cli_error(NAME, "config '%s' does not fit on %s; nothing changed", config, label(t));
+    for (size_t i = 0; i < nr; i++)
+        fprintf(stderr, "  - %s\n", reasons[i]);
+    fprintf(stderr, "  (migbench layouts --gpu %s lists the layouts that fit)\n", t->model->name);
+}
+
+static int apply_one(struct target *t, const struct mb_migcfg *cfg,
+                     const struct mb_migcfg_config *config, const struct opts *o)
+{
+    struct mb_error err;
+    const struct mb_migcfg_entry *e = mb_migcfg_entry_for(config, t->info.index);
+    if (!e) {
+        mb_cli_info(NAME, "%s: config '%s' has no entry for device %u; left alone", label(t),
+                    config->name, t->info.index);
+        return MB_EXIT_OK;
+    }
+    if (e->device_filter) {
+        mb_cli_error(NAME,
+                     "%s:%u: device-filter (PCI device ids) is not supported by migbench; "
+                     "select GPUs with devices: [indices]",
+                     mb_migcfg_source(cfg), e->line);
+        return MB_EXIT_USAGE;
+    }
+    /* Bad input first, before anything is looked at on the device. */
+    unsigned want[MB_LAYOUT_MAX];
+    size_t nw = 0;
+    int rc = mb_migcfg_profiles(cfg, e, t->model, want, MB_LAYOUT_MAX, &nw, &err);
+    if (rc) {
+        mb_cli_error(NAME, "%s", err.msg);
+        return MB_EXIT_USAGE;
+    }
+    struct mb_layout fresh;
+    if (mb_layout_place(t->model, NULL, want, nw, &fresh, &err) != MB_OK) {
+        print_reasons(t, config->name, want, nw);
+        return MB_EXIT_USAGE;
+    }
+    bool skip;
+    int ex = check_mode(t, e, o, &skip);
+    if (ex != MB_EXIT_OK || skip)
+        return ex;
+
+    struct gi gis[MAX_GIS];
+    size_t n = 0;
+    struct owned own;
+    if (list_gis(t, gis, &n) != MB_EXIT_OK || owned_load(t, &own) != MB_EXIT_OK)
+        return MB_EXIT_FAIL;
+
+    /* Keep what already matches, remove the rest, and place the missing ones beside the kept. */
+    unsigned need[MB_MAX_PROFILES] = {0};
+    for (size_t i = 0; i < nw; i++)
+        need[want[i]]++;
+    struct mb_layout keep = {0};
+    const struct gi *rm[MAX_GIS];
+    size_t nrm = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned idx;
+        if (profile_index(t, &gis[i], &idx) != MB_EXIT_OK)
+            return MB_EXIT_FAIL;
+        if (need[idx] > 0 && keep.n < MB_LAYOUT_MAX) {
+            need[idx]--;
+            keep.items[keep.n].profile = idx;
+            keep.items[keep.n++].placement = gis[i].placement;
+        } else {
+            rm[nrm++] = &gis[i];
+        }
+    }
+    unsigned add[MB_LAYOUT_MAX];
+    size_t nadd = 0;
+    for (unsigned p = 0; p < t->model->n_profiles; p++)
+        for (unsigned k = 0; k < need[p] && nadd < MB_LAYOUT_MAX; k++)
+            add[nadd++] = p;
+    struct mb_layout placed;
+    size_t kept = keep.n;
+    if (mb_layout_place(t->model, &keep, add, nadd, &placed, &err) != MB_OK) {
+        /* The kept instances are in the way: start from an empty GPU. */
+        placed = fresh;
+        kept = 0;
+        nrm = 0;
+        for (size_t i = 0; i < n; i++)
+            rm[nrm++] = &gis[i];
+        mb_cli_info(NAME,
+                    "%s: the instances already there leave no room for the config's "
+                    "placement; all of them are replaced",
+                    label(t));
+    }
+    if (check_busy(t, rm, nrm, o->force) != MB_EXIT_OK)
+        return MB_EXIT_FAIL;
+    if (!o->dry_run && owned_preflight(&own) != MB_EXIT_OK)
+        return MB_EXIT_FAIL;
+    if (!own.path[0] && !o->dry_run && placed.n)
+        mb_cli_warn(NAME,
+                    "%s: no record of what migbench creates is kept for this device (an "
+                    "emulated GPU needs state=FILE), so 'clear --ours' cannot find it",
+                    label(t));
+    if (o->dry_run) {
+        for (size_t i = 0; i < nrm; i++)
+            printf("would remove GPU instance %u (%s at %u:%u)\n", rm[i]->id, rm[i]->profile_name,
+                   rm[i]->placement.start, rm[i]->placement.size);
+        for (size_t i = 0; i < placed.n; i++) {
+            const struct mb_gi_profile *p = &t->model->profiles[placed.items[i].profile];
+            printf("would create %s at %u:%u (profile id %d)\n", p->name,
+                   placed.items[i].placement.start, placed.items[i].placement.size, p->driver_id);
+        }
+        printf("would keep %zu GPU instance%s\n", kept, kept == 1 ? "" : "s");
+        return MB_EXIT_OK;
+    }
+
+    for (size_t i = 0; i < nrm; i++) {
+        if (destroy_gi(t, rm[i], &own) != MB_EXIT_OK)
+            return MB_EXIT_FAIL;
+        printf("removed GPU instance %u (%s at %u:%u)\n", rm[i]->id, rm[i]->profile_name,
+               rm[i]->placement.start, rm[i]->placement.size);
+    }
+    for (size_t i = 0; i < placed.n; i++) {
+        const struct mb_gi_profile *p = &t->model->profiles[placed.items[i].profile];
+        if (p->driver_id < 0) {
+            mb_cli_error(NAME, "%s: the catalog has no driver profile id for %s", label(t),
+                         p->name);
+            return MB_EXIT_FAIL;
+        }
+        unsigned gi_id, ci_id;
+        rc = mb_device_mig_create_gi(t->dev, (unsigned)p->driver_id, &placed.items[i].placement,
+                                     &gi_id, &err);
+        if (rc) {
+            mb_cli_error(NAME, "%s: cannot create %s at %u:%u: %s%s", label(t), p->name,
+                         placed.items[i].placement.start, placed.items[i].placement.size, err.msg,
+                         i ? "; what was created is recorded: 'migbench mig clear --ours' removes "
+                             "it"
+                           : "");
+            return MB_EXIT_FAIL;
+        }
+        if (own.n < MAX_GIS) {
+            struct owned_gi *g = &own.gi[own.n++];
+            g->gi_id = gi_id;
+            g->profile_id = (unsigned)p->driver_id;
+            snprintf(g->profile, sizeof(g->profile), "%s", p->name);
+            g->placement = placed.items[i].placement;
+        }
+        if (owned_save(&own) != MB_EXIT_OK)
+            return MB_EXIT_FAIL;
+        rc = mb_device_mig_create_ci(t->dev, gi_id, -1, &ci_id, &err);
+        if (rc) {
+            mb_cli_error(NAME,
+                         "%s: created GPU instance %u (%s) but not its compute instance: %s; "
+                         "'migbench mig clear --ours' removes what was created",
+                         label(t), gi_id, p->name, err.msg);
+            return MB_EXIT_FAIL;
+        }
+        printf("created GPU instance %u (%s at %u:%u) with compute instance %u\n", gi_id, p->name,
+               placed.items[i].placement.start, placed.items[i].placement.size, ci_id);
+    }
+
+    /* Verify: the device must now hold exactly the config's multiset. */
+    if (list_gis(t, gis, &n) != MB_EXIT_OK)
+        return MB_EXIT_FAIL;
+    unsigned have[MB_MAX_PROFILES] = {0}, asked[MB_MAX_PROFILES] = {0};
+    for (size_t i = 0; i < n; i++) {
+        unsigned idx;
+        if (profile_index(t, &gis[i], &idx) != MB_EXIT_OK)
+            return MB_EXIT_FAIL;
+        have[idx]++;
+        if (gis[i].n_ci == 0)
+            mb_cli_warn(NAME, "%s: GPU instance %u has no compute instance", label(t), gis[i].id);
+    }
+    for (size_t i = 0; i < nw; i++)
+        asked[want[i]]++;
+    if (memcmp(have, asked, sizeof(have)) != 0) {
+        mb_cli_error(NAME,
+                     "%s: verification failed: the GPU does not hold the config's "
+                     "instances afterwards ('migbench mig show' shows what it holds)",
+                     label(t));
+        return MB_EXIT_FAIL;
+    }
+    mb_cli_info(NAME, "%s: config '%s' applied and verified (%zu kept, %zu removed, %zu created)",
+                label(t), config->name, kept, nrm, placed.n);
+    return MB_EXIT_OK;
+}
+
+static int do_apply(struct target *ts, size_t nt, const struct opts *o)
+{
+    struct mb_migcfg *cfg = NULL;
+    struct mb_error err;
+    if (mb_migcfg_load(o->file, &cfg, &err)) {
+        mb_cli_error(NAME, "%s", err.msg);
+        return err.status == MB_ENOMEM ? MB_EXIT_FAIL : MB_EXIT_USAGE;
+    }
+    const struct mb_migcfg_config *config = NULL;
+    int ex = MB_EXIT_OK;
+    if (o->config) {
+        config = mb_migcfg_find(cfg, o->config);
+        if (!config) {
+            mb_cli_error(NAME, "%s: no config named '%s'", o->file, o->config);
+            ex = MB_EXIT_USAGE;
+        }
+    } else if (mb_migcfg_count(cfg) == 1) {
+        config = mb_migcfg_config(cfg, 0);
+    } else {
+        char names[512] = "";
+        size_t len = 0;
+        for (size_t i = 0; i < mb_migcfg_count(cfg) && len + 1 < sizeof(names); i++) {
+            int w = snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "",
+                             mb_migcfg_config(cfg, i)->name);
+            if (w < 0)
+                break;
+            len += (size_t)w;
+        }
+        mb_cli_error(NAME, "%s has %zu configs; choose one with -c (%s)", o->file,
+                     mb_migcfg_count(cfg), names);
+        ex = MB_EXIT_USAGE;
+    }
+    for (size_t i = 0; ex == MB_EXIT_OK && i < nt; i++)
+        ex = apply_one(&ts[i], cfg, config, o);
+    mb_migcfg_destroy(cfg);
+    return ex;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Command
+ */
+
+static const struct option long_opts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"device", required_argument, NULL, 'D'},
+    {"enable-mig", no_argument, NULL, 'E'},
+    {"force", no_argument, NULL, 'f'},
+    {"dry-run", no_argument, NULL, 'n'},
+    {"yaml", no_argument, NULL, 'y'},
+    {"ours", no_argument, NULL, 'o'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int mig_run(int argc, char **argv)
+{
+    struct opts o = {0};
+    if (argc < 2)
+        return mb_cli_usage_error(&mb_cmd_mig, "expected apply, show or clear");
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        mb_cli_print_help(&mb_cmd_mig, stdout);
+        return MB_EXIT_OK;
+    }
+    o.sub = argv[1];
+    if (strcmp(o.sub, "apply") != 0 && strcmp(o.sub, "show") != 0 && strcmp(o.sub, "clear") != 0)
+        return mb_cli_usage_error(&mb_cmd_mig, "unknown subcommand '%s' (apply, show, clear)",
+                                  o.sub);
+    optind = 0;
+    opterr = 0;
+    int ch;
+    char **av = argv + 1;
+    while ((ch = getopt_long(argc - 1, av, ":c:hf", long_opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            o.config = optarg;
+            break;
+        case 'D':
+            o.device = optarg;
+            break;
+        case 'E':
+            o.enable_mig = true;
+            break;
+        case 'f':
+            o.force = true;
+            break;
+        case 'n':
+            o.dry_run = true;
+            break;
+        case 'y':
+            o.yaml = true;
+            break;
+        case 'o':
+            o.ours = true;
+            break;
+        case 'h':
+            mb_cli_print_help(&mb_cmd_mig, stdout);
+            return MB_EXIT_OK;
+        case ':':
+            return mb_cli_usage_error(&mb_cmd_mig, "option '%s' needs a value", av[optind - 1]);
+        default:
+            return mb_cli_usage_error(&mb_cmd_mig, "unknown option '%s'", av[optind - 1]);
+        }
+    }
+    int rest = argc - 1 - optind;
+    char **args = av + optind;
+    bool is_apply = strcmp(o.sub, "apply") == 0, is_show = strcmp(o.sub, "show") == 0;
+    if (is_apply) {
+        if (rest != 1)
+            return mb_cli_usage_error(&mb_cmd_mig, "apply takes one FILE.yaml");
+        o.file = args[0];
+        if (o.yaml || o.ours)
+            return mb_cli_usage_error(&mb_cmd_mig, "apply takes no --yaml or --ours");
+    } else {
+        if (rest != 0)
+            return mb_cli_usage_error(&mb_cmd_mig, "unexpected argument '%s'", args[0]);
+        if (o.config || o.enable_mig)
+            return mb_cli_usage_error(&mb_cmd_mig, "%s takes no -c or --enable-mig", o.sub);
+        if (is_show && (o.ours || o.force || o.dry_run))
+            return mb_cli_usage_error(&mb_cmd_mig, "show takes only --yaml and --device");
+        if (!is_show && o.yaml)
+            return mb_cli_usage_error(&mb_cmd_mig, "clear takes no --yaml");
+    }
+
+    struct mb_catalog *cat = NULL;
+    struct mb_error err;
+    if (mb_catalog_create(&cat, &err)) {
+        mb_cli_error(NAME, "%s", err.msg);
+        return MB_EXIT_FAIL;
+    }
+    struct target *ts = calloc(MAX_GPUS, sizeof(*ts));
+    size_t nt = 0;
+    int ex = ts ? open_targets(&o, cat, ts, &nt) : MB_EXIT_FAIL;
+    if (ex == MB_EXIT_OK) {
+        if (is_apply)
+            ex = do_apply(ts, nt, &o);
+        else if (is_show)
+            ex = do_show(ts, nt, &o);
+        else
+            ex = do_clear(ts, nt, &o);
+    }
+    if (ts)
+        close_targets(ts, nt);
+    free(ts);
+    mb_catalog_destroy(cat);
+    if (fflush(stdout) != 0 && ex == MB_EXIT_OK)
+        ex = MB_EXIT_FAIL;
+    return ex;
+}
+
+const struct mb_cmd mb_cmd_mig = {
+    .name = NAME,
+    .summary = "Apply, show or clear MIG instances (mig-parted config format).",
+    .usage = "migbench mig apply FILE.yaml [-c CONFIG] [--device SPEC] [--enable-mig] [--force] "
+             "[--dry-run]\n"
+             "       migbench mig show [--yaml] [--device SPEC]\n"
+             "       migbench mig clear [--ours] [--force] [--dry-run] [--device SPEC]",
+    .help =
+        "options:\n"
+        "  -c, --config NAME  the config of FILE to apply (needed when FILE has several)\n"
+        "  --device SPEC      nvml:N, nvml:UUID or emu:MODEL[:state=FILE,...]; default: every\n"
+        "                     NVIDIA GPU, matched against the config's devices by index\n"
+        "  --enable-mig       set MIG mode pending when it is off (a GPU reset is then\n"
+        "                     needed; migbench never resets a GPU)\n"
+        "  --force            do not refuse up front when processes run on instances to\n"
+        "                     remove (the driver still refuses to destroy a busy instance)\n"
+        "  --dry-run          say what would change, change nothing\n"
+        "  --yaml             show: print the layout as a mig-parted config (apply accepts it)\n"
+        "  --ours             clear: remove only the instances migbench created\n\n"
+        "apply keeps instances that already match, removes the others, and creates the rest\n"
+        "at placements from the layout engine, largest first, each with its default compute\n"
+        "instance; then it verifies the result. A config that does not fit changes nothing.\n"
+        "What apply creates is recorded (emulated GPU with state=PATH: PATH.owned.json; real\n"
+        "GPUs: $MIGBENCH_STATE_DIR or /var/lib/migbench) for 'clear --ours'.\n"
+        "Exit status: 0 done, 1 refused or failed on the device, 2 bad input.\n",
+    .run = mig_run,
+};

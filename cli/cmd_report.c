@@ -1,0 +1,695 @@
+/* migbench report: tables, CSV, JSON, Markdown and a self-contained HTML page from results. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "migbench/analysis.h"
+#include "report.h"
+
+#define COLS_MAX 10
+#define CELL_MAX 400
+#define ROWS_MAX 512
+
+/* ---------------------------------------------------------------------------------------- */
+/* Formatting shared by every renderer                                                        */
+
+void mb__fmt_est(char *buf, size_t cap, const struct mb_estimate *e, int decimals, double scale)
+{
+    if (!e->valid) {
+        snprintf(buf, cap, "n/a");
+        return;
+    }
+    if (e->ci_valid)
+        snprintf(buf, cap, "%.*f ± %.*f", decimals, e->mean * scale, decimals, e->ci95 * scale);
+    else
+        snprintf(buf, cap, "%.*f", decimals, e->mean * scale);
+}
+
+void mb__run_label(char *buf, size_t cap, const struct mb_an_run *r)
+{
+    if (r->layout[0] && strcmp(r->name, r->mode) == 0)
+        snprintf(buf, cap, "%s %s", r->mode, r->layout);
+    else if (r->layout[0])
+        snprintf(buf, cap, "%s (%s %s)", r->name, r->mode, r->layout);
+    else if (strcmp(r->name, r->mode) == 0)
+        snprintf(buf, cap, "%s", r->name);
+    else
+        snprintf(buf, cap, "%s (%s)", r->name, r->mode);
+}
+
+/* "31% less energy (95% CI 27–35%)" from a signed gain g ± ci (g > 0 means `up` wins). */
+static void fmt_gain(char *buf, size_t cap, const struct mb_estimate *g, const char *more,
+                     const char *less, const char *what)
+{
+    if (!g->valid) {
+        snprintf(buf, cap, "%s n/a", what);
+        return;
+    }
+    double m = g->mean * 100;
+    const char *dir = m >= 0 ? more : less;
+    double s = m >= 0 ? 1 : -1;
+    double v = fabs(m);
+    if (!g->ci_valid) {
+        snprintf(buf, cap, "%.0f%% %s %s (no CI: one repetition)", v, dir, what);
+        return;
+    }
+    double lo = s * (g->mean - g->ci95) * 100, hi = s * (g->mean + g->ci95) * 100;
+    if (lo > hi) {
+        double t = lo;
+        lo = hi;
+        hi = t;
+    }
+    if (lo < 0)
+        snprintf(buf, cap, "%.0f%% %s %s (95%% CI %.0f%% to %.0f%%)", v, dir, what, lo, hi);
+    else
+        snprintf(buf, cap, "%.0f%% %s %s (95%% CI %.0f–%.0f%%)", v, dir, what, lo, hi);
+}
+
+void mb__fmt_headline(char *buf, size_t cap, const struct mb_an_run *r)
+{
+    buf[0] = '\0';
+    if (!r->has_baseline || !r->stp.valid)
+        return;
+    char e[160], t[160];
+    fmt_gain(e, sizeof(e), &r->energy_saving, "less", "more", "energy");
+    fmt_gain(t, sizeof(t), &r->throughput_gain, "more", "less", "throughput");
+    snprintf(buf, cap, "%s and %s than running the jobs one after another", e, t);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* A small aligned table, printed for the terminal or as Markdown                             */
+
+struct table {
+    size_t ncols, nrows;
+    const char *head[COLS_MAX];
+    int right[COLS_MAX];
+    char (*cells)[COLS_MAX][CELL_MAX];
+    unsigned char span[ROWS_MAX]; /* a row whose first cell is printed alone, unaligned */
+};
+
+static int table_init(struct table *t, size_t ncols, const char *const *head, const int *right)
+{
+    memset(t, 0, sizeof(*t));
+    t->ncols = ncols;
+    for (size_t i = 0; i < ncols; i++) {
+        t->head[i] = head[i];
+        t->right[i] = right[i];
+    }
+    t->cells = calloc(ROWS_MAX, sizeof(*t->cells));
+    return t->cells ? 0 : -1;
+}
+
+static char *table_cell(struct table *t, size_t col)
+{
+    return t->cells[t->nrows][col];
+}
+
+static void table_end_row(struct table *t)
+{
+    if (t->nrows + 1 < ROWS_MAX)
+        t->nrows++;
+}
+
+/* Display width of UTF-8 text: continuation bytes take no column. */
+static size_t width(const char *s)
+{
+    size_t w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+static void pad(FILE *out, size_t n)
+{
+    while (n--)
+        fputc(' ', out);
+}
+
+static void table_print(FILE *out, struct table *t, int md)
+{
+    size_t w[COLS_MAX];
+    for (size_t c = 0; c < t->ncols; c++) {
+        w[c] = width(t->head[c]);
+        for (size_t r = 0; r < t->nrows; r++)
+            if (!t->span[r] && width(t->cells[r][c]) > w[c])
+                w[c] = width(t->cells[r][c]);
+    }
+    for (size_t r = 0; r <= t->nrows + (md ? 1 : 0); r++) {
+        if (r > 0 && !md && t->span[r - 1]) {
+            fprintf(out, "%s\n", t->cells[r - 1][0]);
+            continue;
+        }
+        if (md)
+            fputs("| ", out);
+        for (size_t c = 0; c < t->ncols; c++) {
+            const char *s;
+            if (r == 0)
+                s = t->head[c];
+            else if (md && r == 1)
+                s = NULL;
+            else
+                s = t->cells[r - (md ? 2 : 1)][c];
+            if (!s) {
+                for (size_t k = 0; k < w[c]; k++)
+                    fputc(k + 1 == w[c] && t->right[c] ? ':' : '-', out);
+            } else if (t->right[c] && r > 0) {
+                pad(out, w[c] - width(s));
+                fputs(s, out);
+            } else {
+                fputs(s, out);
+                if (c + 1 < t->ncols || md)
+                    pad(out, w[c] - width(s));
+            }
+            if (c + 1 < t->ncols)
+                fputs(md ? " | " : "  ", out);
+        }
+        fputs(md ? " |\n" : "\n", out);
+    }
+    free(t->cells);
+    t->cells = NULL;
+}
+
+/* Prints text wrapped at 80 columns (not for Markdown, which reflows), later lines indented. */
+static void wrapped(FILE *out, int md, const char *prefix, const char *text)
+{
+    fputs(prefix, out);
+    if (md) {
+        fprintf(out, "%s\n", text);
+        return;
+    }
+    size_t col = width(prefix);
+    const char *p = text;
+    while (*p) {
+        const char *sp = strchr(p, ' ');
+        size_t len = sp ? (size_t)(sp - p) : strlen(p);
+        char word[512];
+        snprintf(word, sizeof(word), "%.*s", (int)(len < sizeof(word) ? len : sizeof(word) - 1), p);
+        size_t w = width(word);
+        if (col > 4 && col + 1 + w > 80) {
+            fputs("\n    ", out);
+            col = 4;
+        } else if (p != text) {
+            fputc(' ', out);
+            col++;
+        }
+        fputs(word, out);
+        col += w;
+        p += len;
+        while (*p == ' ')
+            p++;
+    }
+    fputc('\n', out);
+}
+
+static void heading(FILE *out, int md, int level, const char *text)
+{
+    if (md) {
+        fprintf(out, "\n%s %s\n\n", level == 1 ? "##" : "###", text);
+        return;
+    }
+    fprintf(out, "\n%s\n", text);
+    for (size_t i = width(text); i > 0; i--)
+        fputc(level == 1 ? '=' : '-', out);
+    fputc('\n', out);
+}
+
+static void fmt_j(char *buf, size_t cap, int64_t mj)
+{
+    snprintf(buf, cap, "%s%lld.%03lld", mj < 0 ? "-" : "", (long long)(llabs(mj) / 1000),
+             (long long)(llabs(mj) % 1000));
+}
+
+static void fmt_watts(char *buf, size_t cap, struct mb_opt o)
+{
+    if (o.valid)
+        snprintf(buf, cap, "%.0f W", o.v);
+    else
+        snprintf(buf, cap, "n/a");
+}
+
+static void device_line(FILE *out, const struct mb_an_experiment *e, int md)
+{
+    char pl[32], line[2048];
+    fmt_watts(pl, sizeof(pl), e->power_limit_w);
+    if (e->emulated)
+        fprintf(out, "%sEMULATED DEVICE: these figures do not come from real hardware.%s\n",
+                md ? "> **" : "!! ", md ? "**\n" : "");
+    snprintf(line, sizeof(line), "device: %s (%s, backend %s), uuid %s, driver %s, power limit %s",
+             e->device_name[0] ? e->device_name : "n/a", e->model[0] ? e->model : "n/a",
+             e->backend[0] ? e->backend : "n/a", e->uuid[0] ? e->uuid : "n/a",
+             e->driver_version[0] ? e->driver_version : "n/a", pl);
+    wrapped(out, md, md ? "- " : "", line);
+    snprintf(line, sizeof(line), "sensor: %s", e->sensor[0] ? e->sensor : "n/a");
+    wrapped(out, md, md ? "- " : "", line);
+    snprintf(line, sizeof(line), "results: %s (experiment %s, sha %s, migbench %s)", e->dir,
+             e->name, e->sha[0] ? e->sha : "n/a",
+             e->migbench_version[0] ? e->migbench_version : "n/a");
+    wrapped(out, md, md ? "- " : "", line);
+}
+
+/* Energy per unit in mJ with three significant digits: 196 ± 5, 6.14 ± 0.31. */
+static void fmt_mj_per_unit(char *buf, size_t cap, const struct mb_estimate *e)
+{
+    if (!e->valid) {
+        snprintf(buf, cap, "n/a");
+        return;
+    }
+    double m = e->mean * 1000;
+    int dec = m >= 100 ? 0 : m >= 10 ? 1 : 2;
+    if (e->ci_valid)
+        snprintf(buf, cap, "%.*f ± %.*f", dec, m, dec, e->ci95 * 1000);
+    else
+        snprintf(buf, cap, "%.*f", dec, m);
+}
+
+/* The run's name on a row of its own keeps the tables within 80 columns. */
+static void run_row(struct table *t, const struct mb_an_run *r, int md)
+{
+    if (md)
+        return;
+    char label[MB_AN_TEXT_MAX];
+    mb__run_label(label, sizeof(label), r);
+    snprintf(table_cell(t, 0), CELL_MAX, "%s", label);
+    t->span[t->nrows] = 1;
+    table_end_row(t);
+}
+
+static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int md)
+{
+    char title[MB_AN_NAME_MAX * 2 + 16], line[2048];
+    snprintf(title, sizeof(title), "%s on %s%s", e->name, e->model[0] ? e->model : "unknown device",
+             e->emulated ? " (EMULATED)" : "");
+    heading(out, md, 1, title);
+    device_line(out, e, md);
+
+    heading(out, md, 2, "Findings");
+    int any = 0;
+    for (size_t i = 0; i < e->nruns; i++) {
+        char h[512], label[MB_AN_TEXT_MAX];
+        mb__fmt_headline(h, sizeof(h), &e->runs[i]);
+        if (!h[0])
+            continue;
+        mb__run_label(label, sizeof(label), &e->runs[i]);
+        snprintf(line, sizeof(line), "%s: %s.", label, h);
+        wrapped(out, md, md ? "- " : "", line);
+        any = 1;
+    }
+    if (!any)
+        fprintf(out, "%sNo run could be compared with an exclusive baseline.\n", md ? "- " : "");
+
+    heading(out, md, 2, "Jobs (mean ± 95% CI over repetitions)");
+    static const char *const jh[] = {"run",  "job",     "throughput/s", "unit",
+                                     "norm", "ms/step", "mJ/unit"};
+    static const int jr[] = {0, 0, 1, 0, 1, 1, 1};
+    const size_t off = md ? 0 : 1; /* the terminal table drops the run column */
+    struct table t;
+    if (table_init(&t, 7 - off, jh + off, jr + off) != 0)
+        return;
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        run_row(&t, r, md);
+        for (size_t k = 0; k < r->njobs; k++) {
+            const struct mb_an_job *j = &r->jobs[k];
+            if (md)
+                snprintf(table_cell(&t, 0), CELL_MAX, "%s", k == 0 ? r->name : "");
+            snprintf(table_cell(&t, 1 - off), CELL_MAX, "%s%s", md ? "" : "  ", j->name);
+            int dec = j->throughput.valid && j->throughput.mean >= 10000 ? 0 : 1;
+            mb__fmt_est(table_cell(&t, 2 - off), CELL_MAX, &j->throughput, dec, 1);
+            snprintf(table_cell(&t, 3 - off), CELL_MAX, "%.*s", (int)(strcspn(j->unit, "/")),
+                     j->unit);
+            mb__fmt_est(table_cell(&t, 4 - off), CELL_MAX, &j->normalised, 2, 1);
+            mb__fmt_est(table_cell(&t, 5 - off), CELL_MAX, &j->s_per_step, 1, 1000);
+            fmt_mj_per_unit(table_cell(&t, 6 - off), CELL_MAX, &j->j_per_unit);
+            table_end_row(&t);
+        }
+    }
+    table_print(out, &t, md);
+    wrapped(out, md, md ? "\n" : "",
+            "norm: throughput / the same workload's exclusive throughput (delta-method CI). "
+            "mJ/unit: energy by the run's default attribution / units of work.");
+
+    heading(out, md, 2, "Runs");
+    static const char *const rh[] = {"run",      "mode",     "cells ok/failed",
+                                     "window s", "energy J", "mean W"};
+    static const int rr[] = {0, 0, 1, 1, 1, 1};
+    if (table_init(&t, 6, rh, rr) != 0)
+        return;
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        snprintf(table_cell(&t, 0), CELL_MAX, "%s", r->name);
+        snprintf(table_cell(&t, 1), CELL_MAX, "%s", r->mode);
+        snprintf(table_cell(&t, 2), CELL_MAX, "%zu/%zu", r->nok, r->nfailed);
+        mb__fmt_est(table_cell(&t, 3), CELL_MAX, &r->window_s, 1, 1);
+        mb__fmt_est(table_cell(&t, 4), CELL_MAX, &r->energy_j, 0, 1);
+        mb__fmt_est(table_cell(&t, 5), CELL_MAX, &r->power_w, 0, 1);
+        table_end_row(&t);
+    }
+    table_print(out, &t, md);
+
+    heading(out, md, 2, "Against running the jobs one after another (exclusive)");
+    static const char *const ch[] = {"run", "STP", "ANTT", "energy saving %", "throughput gain %"};
+    static const int cr[] = {0, 1, 1, 1, 1};
+    if (table_init(&t, 5, ch, cr) != 0)
+        return;
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        snprintf(table_cell(&t, 0), CELL_MAX, "%s", r->name);
+        if (strcmp(r->mode, "exclusive") == 0) {
+            for (int c = 1; c < 5; c++)
+                snprintf(table_cell(&t, (size_t)c), CELL_MAX, "baseline");
+        } else {
+            mb__fmt_est(table_cell(&t, 1), CELL_MAX, &r->stp, 2, 1);
+            mb__fmt_est(table_cell(&t, 2), CELL_MAX, &r->antt, 2, 1);
+            mb__fmt_est(table_cell(&t, 3), CELL_MAX, &r->energy_saving, 1, 100);
+            mb__fmt_est(table_cell(&t, 4), CELL_MAX, &r->throughput_gain, 1, 100);
+        }
+        table_end_row(&t);
+    }
+    table_print(out, &t, md);
+    wrapped(out, md, md ? "\n" : "",
+            "STP: sum of normalised throughputs. ANTT: mean of 1/norm. Saving and gain: against "
+            "doing the same work one job after another on the whole device.");
+
+    heading(out, md, 2, "Energy attribution (J, summed over cells with energy)");
+    static const char *const ah[] = {
+        "run", "job", "equal", "compute-share", "activity", "static-dynamic", "interval"};
+    static const int ar[] = {0, 0, 1, 1, 1, 1, 1};
+    if (table_init(&t, 7 - off, ah + off, ar + off) != 0)
+        return;
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        run_row(&t, r, md);
+        for (size_t k = 0; k <= r->njobs; k++) {
+            if (md)
+                snprintf(table_cell(&t, 0), CELL_MAX, "%s", k == 0 ? r->name : "");
+            snprintf(table_cell(&t, 1 - off), CELL_MAX, "%s%s", md ? "" : "  ",
+                     k < r->njobs ? r->jobs[k].name : "= total");
+            for (int m = 0; m < MB_ATTR_COUNT; m++) {
+                char *c = table_cell(&t, (size_t)m + 2 - off);
+                if (!r->attr[m].available)
+                    snprintf(c, CELL_MAX, "n/a");
+                else
+                    fmt_j(c, CELL_MAX, k < r->njobs ? r->attr[m].job_mj[k] : r->attr[m].total_mj);
+            }
+            table_end_row(&t);
+        }
+    }
+    table_print(out, &t, md);
+    fprintf(out, "%s", md ? "\n" : "");
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        size_t used = (size_t)snprintf(line, sizeof(line), "%s: default %s;", r->name,
+                                       mb_analysis_method_name(r->default_method));
+        for (int m = 0; m < MB_ATTR_COUNT && used < sizeof(line); m++)
+            if (r->attr[m].note[0] && strncmp(r->attr[m].note, "not applicable", 14) != 0)
+                used += (size_t)snprintf(line + used, sizeof(line) - used, " %s: %s;",
+                                         mb_analysis_method_name(m), r->attr[m].note);
+        if (used < sizeof(line)) {
+            if (r->static_mj >= 0) {
+                char s1[32], d1[32];
+                fmt_j(s1, sizeof(s1), r->static_mj);
+                fmt_j(d1, sizeof(d1), r->dynamic_mj);
+                snprintf(line + used, sizeof(line) - used, " static %s J + dynamic %s J.", s1, d1);
+            } else {
+                snprintf(line + used, sizeof(line) - used, " static/dynamic n/a.");
+            }
+        }
+        wrapped(out, md, md ? "- " : "", line);
+    }
+
+    heading(out, md, 2, "Measurement quality");
+    snprintf(line, sizeof(line),
+             "cells: %zu, failed: %zu, unfinished: %zu, without energy: %zu, energy gap "
+             "flagged: %zu",
+             e->cells_total, e->cells_failed, e->cells_unfinished, e->cells_no_energy,
+             e->cells_gap_flagged);
+    wrapped(out, md, md ? "- " : "", line);
+    for (size_t i = 0; i < e->nnotes; i++)
+        wrapped(out, md, md ? "- " : "", e->notes[i]);
+}
+
+void mb__report_table(FILE *out, const struct mb_analysis *a, int md)
+{
+    if (md)
+        fprintf(out, "# migbench report\n");
+    else
+        fprintf(out, "migbench report\n");
+    for (size_t i = 0; i < a->nexp; i++)
+        experiment_tables(out, &a->exps[i], md);
+    if (a->nexp < 2)
+        return;
+    heading(out, md, 1, "Comparison across results directories");
+    static const char *const h[] = {"device", "run", "STP", "energy saving %", "throughput gain %"};
+    static const int rt[] = {0, 0, 1, 1, 1};
+    /* Run names rather than full labels keep this table within 80 columns. */
+    struct table t;
+    if (table_init(&t, 5, h, rt) != 0)
+        return;
+    for (size_t i = 0; i < a->nexp; i++) {
+        const struct mb_an_experiment *e = &a->exps[i];
+        for (size_t k = 0; k < e->nruns; k++) {
+            const struct mb_an_run *r = &e->runs[k];
+            if (strcmp(r->mode, "exclusive") == 0)
+                continue;
+            snprintf(table_cell(&t, 0), CELL_MAX, "%s%s", e->model, e->emulated ? " (emu)" : "");
+            snprintf(table_cell(&t, 1), CELL_MAX, "%s", r->name);
+            mb__fmt_est(table_cell(&t, 2), CELL_MAX, &r->stp, 2, 1);
+            mb__fmt_est(table_cell(&t, 3), CELL_MAX, &r->energy_saving, 1, 100);
+            mb__fmt_est(table_cell(&t, 4), CELL_MAX, &r->throughput_gain, 1, 100);
+            table_end_row(&t);
+        }
+    }
+    table_print(out, &t, md);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* CSV: one row per job and run, run-level figures repeated on each of the run's rows          */
+
+static void csv_str(FILE *out, const char *s)
+{
+    if (strpbrk(s, ",\"\n\r")) {
+        fputc('"', out);
+        for (; *s; s++) {
+            if (*s == '"')
+                fputc('"', out);
+            fputc(*s, out);
+        }
+        fputc('"', out);
+    } else {
+        fputs(s, out);
+    }
+}
+
+static void csv_num(FILE *out, int valid, double v)
+{
+    fputc(',', out);
+    if (valid)
+        fprintf(out, "%.6g", v);
+}
+
+static void csv_est(FILE *out, const struct mb_estimate *e)
+{
+    csv_num(out, e->valid, e->mean);
+    csv_num(out, e->ci_valid, e->ci95);
+}
+
+void mb__report_csv(FILE *out, const struct mb_analysis *a)
+{
+    fputs("results_dir,experiment,device_model,emulated,run,mode,layout,cells_ok,cells_failed,"
+          "job,workload,unit,throughput,throughput_ci95,normalised,normalised_ci95,s_per_step,"
+          "s_per_step_ci95,j_per_unit,j_per_unit_ci95,j_per_unit_method,energy_equal_j,"
+          "energy_compute_share_j,energy_activity_j,energy_static_dynamic_j,energy_interval_j,"
+          "run_energy_j,run_energy_j_ci95,run_stp,run_stp_ci95,run_antt,run_antt_ci95,"
+          "run_energy_saving,run_energy_saving_ci95,run_throughput_gain,"
+          "run_throughput_gain_ci95\n",
+          out);
+    for (size_t i = 0; i < a->nexp; i++) {
+        const struct mb_an_experiment *e = &a->exps[i];
+        for (size_t k = 0; k < e->nruns; k++) {
+            const struct mb_an_run *r = &e->runs[k];
+            for (size_t j = 0; j < r->njobs; j++) {
+                const struct mb_an_job *jb = &r->jobs[j];
+                csv_str(out, e->dir);
+                fputc(',', out);
+                csv_str(out, e->name);
+                fputc(',', out);
+                csv_str(out, e->model);
+                fprintf(out, ",%s,", e->emulated ? "true" : "false");
+                csv_str(out, r->name);
+                fputc(',', out);
+                csv_str(out, r->mode);
+                fputc(',', out);
+                csv_str(out, r->layout);
+                fprintf(out, ",%zu,%zu,", r->nok, r->nfailed);
+                csv_str(out, jb->name);
+                fputc(',', out);
+                csv_str(out, jb->workload);
+                fputc(',', out);
+                csv_str(out, jb->unit);
+                csv_est(out, &jb->throughput);
+                csv_est(out, &jb->normalised);
+                csv_est(out, &jb->s_per_step);
+                csv_est(out, &jb->j_per_unit);
+                fprintf(out, ",%s", mb_analysis_method_name(r->default_method));
+                for (int m = 0; m < MB_ATTR_COUNT; m++) {
+                    fputc(',', out);
+                    if (r->attr[m].available) {
+                        char b[32];
+                        fmt_j(b, sizeof(b), r->attr[m].job_mj[j]);
+                        fputs(b, out);
+                    }
+                }
+                csv_est(out, &r->energy_j);
+                csv_est(out, &r->stp);
+                csv_est(out, &r->antt);
+                csv_est(out, &r->energy_saving);
+                csv_est(out, &r->throughput_gain);
+                fputc('\n', out);
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The command                                                                                */
+
+enum { FMT_TABLE, FMT_CSV, FMT_JSON, FMT_HTML, FMT_MD };
+
+static int report_run(int argc, char **argv);
+
+const struct mb_cmd mb_cmd_report = {
+    .name = "report",
+    .summary = "Analyse results: tables, CSV, JSON, Markdown or a self-contained HTML page.",
+    .usage = "migbench report RESULTS_DIR... [--format table|csv|json|html|md] [-o FILE]",
+    .help = "Reads one or more results directories written by 'migbench run' (an experiment\n"
+            "directory, or a folder of them) and reports per-job throughput with 95% CIs,\n"
+            "throughput normalised to the exclusive run, energy per unit of work, system\n"
+            "throughput, energy and throughput against running the jobs one after another,\n"
+            "per-job energy attribution (equal, compute-share, activity, static-dynamic,\n"
+            "interval) and measurement quality. Several directories are compared side by side.\n"
+            "\n"
+            "  -f, --format FMT  table (default), csv, json, html or md\n"
+            "  -o, --output FILE write to FILE instead of standard output\n"
+            "  -h, --help        show this help\n",
+    .run = report_run,
+};
+
+static int report_run(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int fmt = FMT_TABLE;
+    const char *outpath = NULL;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":f:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (strcmp(optarg, "table") == 0)
+                fmt = FMT_TABLE;
+            else if (strcmp(optarg, "csv") == 0)
+                fmt = FMT_CSV;
+            else if (strcmp(optarg, "json") == 0)
+                fmt = FMT_JSON;
+            else if (strcmp(optarg, "html") == 0)
+                fmt = FMT_HTML;
+            else if (strcmp(optarg, "md") == 0 || strcmp(optarg, "markdown") == 0)
+                fmt = FMT_MD;
+            else
+                return mb_cli_usage_error(&mb_cmd_report, "unknown format '%s'", optarg);
+            break;
+        case 'o':
+            outpath = optarg;
+            break;
+        case 'h':
+            mb_cli_print_help(&mb_cmd_report, stdout);
+            return MB_EXIT_OK;
+        case ':':
+            return mb_cli_usage_error(&mb_cmd_report, "option '%s' needs an argument",
+                                      argv[optind - 1]);
+        default:
+            return mb_cli_usage_error(&mb_cmd_report, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return mb_cli_usage_error(&mb_cmd_report, "expected at least one RESULTS_DIR");
+
+    struct mb_error err;
+    mb_error_clear(&err);
+    struct mb_analysis *a = NULL;
+    int st =
+        mb_analysis_load(&a, (const char *const *)(argv + optind), (size_t)(argc - optind), &err);
+    if (st != MB_OK) {
+        mb_cli_error("report", "%s", err.msg);
+        return mb_cli_exit_for(st);
+    }
+
+    /* Write to a temporary file next to -o FILE, then rename: no half-written reports. */
+    char tmp[4096];
+    FILE *out = stdout;
+    if (outpath) {
+        int n = snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", outpath);
+        int fd = n > 0 && (size_t)n < sizeof(tmp) ? mkstemp(tmp) : -1;
+        /* mkstemp makes the file 0600; a report is an ordinary file, so honour the umask. */
+        mode_t mask = umask(0);
+        umask(mask);
+        if (fd >= 0)
+            (void)fchmod(fd, 0666 & ~mask);
+        out = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!out) {
+            mb_cli_error("report", "cannot write '%s': %s", outpath, strerror(errno));
+            if (fd >= 0) {
+                close(fd);
+                unlink(tmp);
+            }
+            mb_analysis_destroy(a);
+            return MB_EXIT_FAIL;
+        }
+    }
+    st = MB_OK;
+    switch (fmt) {
+    case FMT_TABLE:
+        mb__report_table(out, a, 0);
+        break;
+    case FMT_MD:
+        mb__report_table(out, a, 1);
+        break;
+    case FMT_CSV:
+        mb__report_csv(out, a);
+        break;
+    case FMT_JSON:
+        st = mb__report_json(out, a);
+        break;
+    case FMT_HTML:
+        mb__report_html(out, a);
+        break;
+    }
+    mb_analysis_destroy(a);
+    int bad = st != MB_OK || ferror(out);
+    if (outpath) {
+        bad |= fclose(out) != 0;
+        if (!bad && rename(tmp, outpath) != 0)
+            bad = 1;
+        if (bad)
+            unlink(tmp);
+    } else {
+        bad |= fflush(out) != 0;
+    }
+    if (bad) {
+        mb_cli_error("report", "cannot write %s: %s", outpath ? outpath : "standard output",
+                     st == MB_ENOMEM ? "out of memory" : strerror(errno));
+        return MB_EXIT_FAIL;
+    }
+    return MB_EXIT_OK;
+}

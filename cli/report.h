@@ -1,0 +1,29 @@
+/* Renderers behind `migbench report`: one analysis, several output formats. CLI-private. */
+#ifndef MIGBENCH_CLI_REPORT_H
+#define MIGBENCH_CLI_REPORT_H
+
+#include <stdio.h>
+
+#include "migbench/analysis.h"
+
+/* Terminal table (markdown == 0) or Markdown (markdown != 0). */
+void mb__report_table(FILE *out, const struct mb_analysis *a, int markdown);
+void mb__report_csv(FILE *out, const struct mb_analysis *a);
+/* Returns MB_OK or MB_ENOMEM. */
+int mb__report_json(FILE *out, const struct mb_analysis *a);
+void mb__report_html(FILE *out, const struct mb_analysis *a);
+
+/* "1234.5 ± 6.7", "1234.5" (no CI) or "n/a"; values are multiplied by scale first. */
+void mb__fmt_est(char *buf, size_t cap, const struct mb_estimate *e, int decimals, double scale);
+
+/*
+ * The study's headline for a non-exclusive run with a baseline, e.g. "31% less energy (95% CI
+ * 27–35%) and 8% more throughput (95% CI 5–11%) than running the jobs one after another".
+ * Writes "" when the run has no comparison.
+ */
+void mb__fmt_headline(char *buf, size_t cap, const struct mb_an_run *r);
+
+/* A run's display label: "mig 4g.40gb+2g.20gb+1g.10gb", "mps 57/29/14%", "timeslice". */
+void mb__run_label(char *buf, size_t cap, const struct mb_an_run *r);
+
+#endif
