@@ -1,20 +1,15 @@
 /*
- * Planner profiles from `migbench run` results directories: a small cell.json reader (schema 1,
- * docs/results.md) that keeps only the cells whose whole-GPU power belongs to one job.
+ * Planner profiles from `migbench run` results directories, read through the analysis module
+ * (include/migbench/analysis.h): only cells whose measured power belongs to one job are used.
  */
 #include "migbench/plan.h"
+#include "migbench/analysis.h"
 #include "plan_internal.h"
 
-#include <cjson/cJSON.h>
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CELL_MAX_BYTES (64u << 20)
-#define PATH_LEN 4096
 
 struct sample {
     char workload[MB_PLAN_NAME_MAX];
@@ -32,47 +27,6 @@ struct acc {
     size_t n, cap;
     size_t cells, used;
 };
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 8192, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *nb = cap < CELL_MAX_BYTES ? realloc(buf, cap * 2) : NULL;
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
-        if (got == 0) {
-            buf[n] = '\0';
-            break;
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double num(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
 
 static void copy(char *dst, size_t cap, const char *src)
 {
@@ -101,86 +55,109 @@ static const struct mb_gi_profile *proxy_profile(const struct mb_gpu_model *m, d
     return best;
 }
 
-static int take_cell(struct acc *a, const struct mb_catalog *cat, const char *run_name,
-                     const cJSON *root)
+/* Adds one measurement of a workload on a partition (throughput, whole-GPU power, idle). */
+static int add_sample(struct acc *a, const struct mb_gpu_model *m, const char *run,
+                      const char *workload, const char *unit, const char *part, bool proxy,
+                      bool emulated, double thr, double power, struct mb_opt idle)
 {
-    const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
-    const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
-    const cJSON *energy = cJSON_GetObjectItemCaseSensitive(root, "energy");
-    const char *status = str(root, "status"), *mode = str(root, "mode");
-    if (!status || strcmp(status, "ok") != 0 || !mode || !cJSON_IsArray(jobs) ||
-        cJSON_GetArraySize(jobs) != 1)
-        return MB_OK;
-    const struct mb_gpu_model *m = NULL;
-    const char *names[] = {str(dev, "model"), str(dev, "name")};
-    for (size_t i = 0; i < 2 && !m; i++)
-        if (names[i] && names[i][0] && mb_catalog_find(cat, names[i], &m, NULL) != MB_OK)
-            m = NULL;
-    if (!m)
-        return MB_OK; /* the host, or a GPU without MIG: nothing for the planner */
-    const cJSON *job = cJSON_GetArrayItem(jobs, 0);
-    const char *workload = str(job, "workload");
-    double thr = num(cJSON_GetObjectItemCaseSensitive(job, "throughput"), "mean");
-    double power = num(energy, "mean_power_w");
-    if (!workload || !isfinite(thr) || thr <= 0 || !isfinite(power))
-        return MB_OK;
-    const char *part = NULL;
-    bool proxy = false;
-    if (strcmp(mode, "exclusive") == 0) {
-        part = MB_PLAN_FULL;
-    } else if (strcmp(mode, "mig") == 0) {
-        part = str(cJSON_GetObjectItemCaseSensitive(job, "instance"), "profile");
-    } else if (strcmp(mode, "mps") == 0) {
-        const struct mb_gi_profile *p = proxy_profile(m, num(job, "thread_percentage"));
-        part = p ? p->name : NULL;
-        proxy = true;
-    }
-    if (!part || !mb_model_profile(m, part)) {
-        if (!part || strcmp(part, MB_PLAN_FULL) != 0)
-            return MB_OK;
-    }
     a->used++;
-    const char *unit = str(job, "unit");
-    for (size_t i = 0; i < a->n; i++) {
-        struct sample *s = &a->v[i];
-        if (strcmp(s->workload, workload) == 0 && strcmp(s->gpu, m->name) == 0 &&
-            strcmp(s->partition, part) == 0 && s->proxy == proxy) {
-            s->emulated |= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "emulated"));
-            s->thr += thr;
-            s->power += power;
-            s->n++;
-            double idle = num(energy, "idle_power_w");
-            if (isfinite(idle)) {
-                s->idle += idle;
-                s->n_idle++;
-            }
-            return MB_OK;
+    struct sample *s = NULL;
+    for (size_t i = 0; i < a->n && !s; i++) {
+        struct sample *x = &a->v[i];
+        if (strcmp(x->workload, workload) == 0 && strcmp(x->gpu, m->name) == 0 &&
+            strcmp(x->partition, part) == 0 && x->proxy == proxy)
+            s = x;
+    }
+    if (!s) {
+        if (a->n == a->cap) {
+            size_t nc = a->cap ? a->cap * 2 : 16;
+            struct sample *v = realloc(a->v, nc * sizeof(*v));
+            if (!v)
+                return MB_ENOMEM;
+            a->v = v;
+            a->cap = nc;
         }
+        s = &a->v[a->n++];
+        memset(s, 0, sizeof(*s));
+        copy(s->workload, sizeof(s->workload), workload);
+        copy(s->gpu, sizeof(s->gpu), m->name);
+        copy(s->partition, sizeof(s->partition), part);
+        /* The analysis gives "images/s"; the planner counts units of work. */
+        copy(s->unit, sizeof(s->unit), unit && unit[0] ? unit : "units");
+        char *slash = strstr(s->unit, "/s");
+        if (slash && slash[2] == '\0')
+            *slash = '\0';
+        copy(s->run, sizeof(s->run), run);
+        s->proxy = proxy;
     }
-    if (a->n == a->cap) {
-        size_t nc = a->cap ? a->cap * 2 : 16;
-        struct sample *v = realloc(a->v, nc * sizeof(*v));
-        if (!v)
-            return MB_ENOMEM;
-        a->v = v;
-        a->cap = nc;
+    s->emulated |= emulated;
+    s->thr += thr;
+    s->power += power;
+    s->n++;
+    if (idle.valid) {
+        s->idle += idle.v;
+        s->n_idle++;
     }
-    struct sample *s = &a->v[a->n++];
-    memset(s, 0, sizeof(*s));
-    copy(s->workload, sizeof(s->workload), workload);
-    copy(s->gpu, sizeof(s->gpu), m->name);
-    copy(s->partition, sizeof(s->partition), part);
-    copy(s->unit, sizeof(s->unit), unit ? unit : "units");
-    copy(s->run, sizeof(s->run), run_name);
-    s->proxy = proxy;
-    s->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "emulated"));
-    s->thr = thr;
-    s->power = power;
-    s->n = 1;
-    double idle = num(energy, "idle_power_w");
-    if (isfinite(idle)) {
-        s->idle = idle;
-        s->n_idle = 1;
+    return MB_OK;
+}
+
+static const struct mb_an_job *run_job(const struct mb_an_run *r, const char *name)
+{
+    for (size_t k = 0; k < r->njobs; k++)
+        if (strcmp(r->jobs[k].name, name) == 0)
+            return &r->jobs[k];
+    return NULL;
+}
+
+/*
+ * One cell. A single job: its throughput with the cell's mean power (exclusive -> "full", mig ->
+ * its instance's profile, mps -> the matching MIG size as a proxy). Exclusive cells with several
+ * jobs: each job's throughput with the energy over its own interval (the analysis' interval
+ * attribution, when it integrated measured power) over that interval.
+ */
+static int take_cell(struct acc *a, const struct mb_gpu_model *m, bool emulated,
+                     const struct mb_an_run *r, const struct mb_an_cell *c)
+{
+    a->cells++;
+    if (!c->ok || c->njobs == 0)
+        return MB_OK;
+    bool excl = strcmp(r->mode, "exclusive") == 0;
+    if (c->njobs == 1) {
+        const struct mb_an_cell_job *cj = &c->jobs[0];
+        const struct mb_an_job *rj = run_job(r, cj->name);
+        if (!rj || !cj->throughput.valid || cj->throughput.v <= 0 || !c->mean_power_w.valid)
+            return MB_OK;
+        const char *part = NULL;
+        bool proxy = false;
+        if (excl) {
+            part = MB_PLAN_FULL;
+        } else if (strcmp(r->mode, "mig") == 0) {
+            part = mb_model_profile(m, rj->instance) ? rj->instance : NULL;
+        } else if (strcmp(r->mode, "mps") == 0 && rj->thread_percentage.valid) {
+            const struct mb_gi_profile *p = proxy_profile(m, rj->thread_percentage.v);
+            part = p ? p->name : NULL;
+            proxy = true;
+        }
+        if (!part)
+            return MB_OK;
+        return add_sample(a, m, r->name, rj->workload[0] ? rj->workload : cj->name, rj->unit, part,
+                          proxy, emulated, cj->throughput.v, c->mean_power_w.v, c->idle_power_w);
+    }
+    const struct mb_attribution *at = &c->attr[MB_ATTR_INTERVAL];
+    if (!excl || !at->available || !strstr(at->note, "integrated power"))
+        return MB_OK;
+    for (size_t i = 0; i < c->njobs && i < MB_AN_JOBS_MAX; i++) {
+        const struct mb_an_cell_job *cj = &c->jobs[i];
+        const struct mb_an_job *rj = run_job(r, cj->name);
+        if (!rj || !cj->throughput.valid || cj->throughput.v <= 0 || !cj->window_s.valid ||
+            cj->window_s.v <= 0)
+            continue;
+        double power = (double)at->job_mj[i] / 1000.0 / cj->window_s.v;
+        int st =
+            add_sample(a, m, r->name, rj->workload[0] ? rj->workload : cj->name, rj->unit,
+                       MB_PLAN_FULL, false, emulated, cj->throughput.v, power, c->idle_power_w);
+        if (st)
+            return st;
     }
     return MB_OK;
 }
@@ -188,62 +165,34 @@ static int take_cell(struct acc *a, const struct mb_catalog *cat, const char *ru
 int mb_plan_profiles_load_results(struct mb_plan_profiles *p, const struct mb_catalog *cat,
                                   const char *dir, struct mb_error *err)
 {
-    DIR *top = opendir(dir);
-    if (!top)
-        return mb_error_set(err, MB_EIO, "%s: cannot open results directory: %s", dir,
-                            strerror(errno));
+    struct mb_analysis *an = NULL;
+    const char *dirs[1] = {dir};
+    int st = mb_analysis_load(&an, dirs, 1, err);
+    if (st != MB_OK)
+        return st;
     struct acc a;
     memset(&a, 0, sizeof(a));
-    int st = MB_OK;
     size_t n_before = mb_plan_profiles_count(p);
-    struct dirent *run;
-    while (st == MB_OK && (run = readdir(top))) {
-        if (run->d_name[0] == '.')
-            continue;
-        char rpath[PATH_LEN];
-        int w = snprintf(rpath, sizeof(rpath), "%s/%s", dir, run->d_name);
-        if (w < 0 || (size_t)w >= sizeof(rpath))
-            continue;
-        DIR *rd = opendir(rpath);
-        if (!rd)
-            continue;
-        struct dirent *rep;
-        while (st == MB_OK && (rep = readdir(rd))) {
-            if (rep->d_name[0] == '.')
-                continue;
-            char cpath[PATH_LEN];
-            w = snprintf(cpath, sizeof(cpath), "%s/%s/cell.json", rpath, rep->d_name);
-            if (w < 0 || (size_t)w >= sizeof(cpath))
-                continue;
-            char *text = slurp(cpath);
-            if (!text)
-                continue; /* no cell.json: an unfinished cell */
-            cJSON *root = cJSON_Parse(text);
-            free(text);
-            if (!root) {
-                st = mb_error_set(err, MB_EPARSE, "%s: not valid JSON", cpath);
-                break;
-            }
-            double schema = num(root, "schema");
-            if (schema != 1) {
-                cJSON_Delete(root);
-                st = mb_error_set(err, MB_EPARSE, "%s: field 'schema': expected 1", cpath);
-                break;
-            }
-            a.cells++;
-            st = take_cell(&a, cat, run->d_name, root);
-            if (st == MB_ENOMEM)
-                mb_error_set(err, st, "out of memory");
-            cJSON_Delete(root);
-        }
-        closedir(rd);
+    for (size_t e = 0; st == MB_OK && e < an->nexp; e++) {
+        const struct mb_an_experiment *x = &an->exps[e];
+        const struct mb_gpu_model *m = NULL;
+        const char *names[] = {x->model, x->device_name};
+        for (size_t i = 0; i < 2 && !m; i++)
+            if (names[i][0] && mb_catalog_find(cat, names[i], &m, NULL) != MB_OK)
+                m = NULL;
+        if (!m)
+            continue; /* the host, or a GPU without MIG: nothing for the planner */
+        for (size_t r = 0; st == MB_OK && r < x->nruns; r++)
+            for (size_t c = 0; st == MB_OK && c < x->runs[r].ncells; c++)
+                st = take_cell(&a, m, x->emulated != 0, &x->runs[r], &x->runs[r].cells[c]);
     }
-    closedir(top);
+    if (st == MB_ENOMEM)
+        mb_error_set(err, st, "out of memory");
     if (st == MB_OK && a.n == 0)
         st = mb_error_set(err, MB_ENOTFOUND,
                           "%s: none of its %zu cells can profile a workload (the planner needs "
-                          "successful cells on a MIG GPU in which one job ran: exclusive with one "
-                          "job, mig with one instance, or mps with one job)",
+                          "successful cells on a MIG-capable GPU model in which one job ran: "
+                          "exclusive, mig with one instance, or mps with one job)",
                           dir, a.cells);
     for (size_t i = 0; st == MB_OK && i < a.n; i++) {
         const struct sample *s = &a.v[i];
@@ -272,5 +221,6 @@ int mb_plan_profiles_load_results(struct mb_plan_profiles *p, const struct mb_ca
             mb__plan_profiles_pop(p);
     }
     free(a.v);
+    mb_analysis_destroy(an);
     return st;
 }

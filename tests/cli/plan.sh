@@ -104,11 +104,11 @@ fi
 
 # --verify against a results directory shaped like the emitted experiment's.
 mkcell() { # run rep mode mean_power job:profile:throughput...
-    local dir="$TMP/res/$1/$2" mode=$3 power=$4
+    local dir="$TMP/res/$1/$2" run=$1 rep=$2 mode=$3 power=$4
     shift 4
     mkdir -p "$dir"
     {
-        printf '{"schema":1,"run":"x","mode":"%s","rep":0,"status":"ok",' "$mode"
+        printf '{"schema":1,"experiment":"t","run":"%s","mode":"%s","rep":%s,"status":"ok",' "$run" "$mode" "$rep"
         printf '"device":{"backend":"emu","emulated":true,"model":"H100-SXM5-80GB","name":"emu"},'
         printf '"energy":{"mean_power_w":%s,"idle_power_w":70},"jobs":[' "$power"
         local first=1
@@ -151,6 +151,18 @@ expect_out 'solo \(2 cells, EMULATED\)'
 expect_out 'EMULATED device: modelled numbers'
 expect_out 'idle power 70\.0 W'
 
+# The report's fixed results directory (read through the analysis module): the exclusive run's
+# jobs each get a "full" row from their own interval's energy; its 3-job MIG run gives none.
+cat >"$TMP/g.yaml" <<'EOF'
+gpu: H100
+jobs:
+  - {name: a, workload: resnet50, work: 1e6}
+  - {name: b, workload: densenet121, work: 1e6}
+EOF
+run 0 "$MIGBENCH" plan --jobs "$TMP/g.yaml" --results "$MB_SOURCE_DIR/tests/golden/results-h100"
+expect_out '^GPU 0: MIG off \(whole GPU\)$'
+expect_out 'results-h100/exclusive \(3 cells, EMULATED\)'
+
 # Bad input: exit 2 with the file, line and field named; nothing written.
 run 2 "$MIGBENCH" plan --jobs "$J"
 expect_err 'give --profiles FILE.csv or --results DIR'
@@ -185,6 +197,6 @@ echo '{}' >"$TMP/notplan.json"
 run 2 "$MIGBENCH" plan --verify "$TMP/res" --plan "$TMP/notplan.json"
 expect_err "not a plan written by 'migbench plan --json'"
 run 2 "$MIGBENCH" plan --jobs "$J" --results "$TMP/nowhere"
-expect_err 'nowhere: cannot open results directory'
+expect_err 'nowhere: No such file or directory'
 
 finish
