@@ -432,7 +432,8 @@ struct bb {
     struct prob *P;
     const struct config *c;
     size_t ci;
-    size_t *order; /* jobs, longest first */
+    size_t *order;   /* jobs, longest first, identical jobs next to each other */
+    bool *same_prev; /* order[k] is identical to order[k - 1] */
     double *sufMaxT, *sufArea, *sufD, *sufComb, *sufNorm;
     double B[MAXI];
     unsigned cnt[MAXI];
@@ -502,7 +503,9 @@ static void bb_rec(struct bb *b, size_t k)
         return;
     size_t j = b->order[k];
     const struct config *c = b->c;
-    for (size_t i = 0; i < c->n; i++) {
+    /* Identical jobs are interchangeable: they take instances in non-decreasing order. */
+    size_t i0 = k > 0 && b->same_prev[k] ? b->asg[b->order[k - 1]] : 0;
+    for (size_t i = i0; i < c->n; i++) {
         unsigned s = c->size[i];
         if (!allowed(P, j, s))
             continue;
@@ -564,6 +567,34 @@ static double min_over(const struct prob *P, const struct config *c, size_t j, i
     return best;
 }
 
+static bool same_num(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || a == b;
+}
+
+/* Jobs the model cannot tell apart: same workload, work, priority, deadline and memory. */
+static bool same_job(const struct prob *P, size_t a, size_t b)
+{
+    const struct mb_plan_job *x = &P->jobs[a], *y = &P->jobs[b];
+    return strcmp(x->workload, y->workload) == 0 && same_num(x->work, y->work) &&
+           x->continuous == y->continuous && x->priority == y->priority &&
+           same_num(x->deadline_s, y->deadline_s) && same_num(x->memory_mib, y->memory_mib);
+}
+
+/* Search order: longest first; among equally long jobs, identical ones together. */
+static bool order_before(const struct prob *P, const struct config *c, size_t a, size_t b)
+{
+    double ta = min_over(P, c, a, 0), tb = min_over(P, c, b, 0);
+    if (ta != tb)
+        return ta > tb;
+    int w = strcmp(P->jobs[a].workload, P->jobs[b].workload);
+    if (w)
+        return w < 0;
+    if (P->jobs[a].work != P->jobs[b].work)
+        return P->jobs[a].work > P->jobs[b].work;
+    return false;
+}
+
 static int solve_exact(struct prob *P, size_t *best_cfg, size_t *best_asg, bool *found,
                        struct mb_error *err)
 {
@@ -572,13 +603,15 @@ static int solve_exact(struct prob *P, size_t *best_cfg, size_t *best_asg, bool 
     memset(&b, 0, sizeof(b));
     b.P = P;
     b.order = malloc(nj * sizeof(size_t));
+    b.same_prev = malloc(nj * sizeof(bool));
     b.asg = malloc(nj * sizeof(size_t));
     b.best_asg = best_asg;
     double *buf = malloc(5 * (nj + 1) * sizeof(double));
     size_t cfg_one[1];
     b.cfgv = cfg_one;
-    if (!b.order || !b.asg || !buf) {
+    if (!b.order || !b.same_prev || !b.asg || !buf) {
         free(b.order);
+        free(b.same_prev);
         free(b.asg);
         free(buf);
         return mb_error_set(err, MB_ENOMEM, "out of memory");
@@ -604,13 +637,14 @@ static int solve_exact(struct prob *P, size_t *best_cfg, size_t *best_asg, bool 
             b.order[j] = j;
         for (size_t x = 1; x < nj; x++) {
             size_t v = b.order[x], y = x;
-            double tv = min_over(P, c, v, 0);
-            while (y > 0 && min_over(P, c, b.order[y - 1], 0) < tv) {
+            while (y > 0 && order_before(P, c, v, b.order[y - 1])) {
                 b.order[y] = b.order[y - 1];
                 y--;
             }
             b.order[y] = v;
         }
+        for (size_t k = 0; k < nj; k++)
+            b.same_prev[k] = k > 0 && same_job(P, b.order[k], b.order[k - 1]);
         b.sufMaxT[nj] = b.sufArea[nj] = b.sufD[nj] = b.sufComb[nj] = b.sufNorm[nj] = 0;
         for (size_t k = nj; k-- > 0;) {
             size_t j = b.order[k];
@@ -628,6 +662,7 @@ static int solve_exact(struct prob *P, size_t *best_cfg, size_t *best_asg, bool 
     *found = b.have;
     *best_cfg = b.best_cfg;
     free(b.order);
+    free(b.same_prev);
     free(b.asg);
     free(buf);
     return MB_OK;

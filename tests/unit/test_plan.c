@@ -127,6 +127,11 @@ static void test_exact_matches_brute_force(void **state)
         random_jobs(jobs, n, nw, kind == 3);
         if (kind == 0 && urand() < 0.5)
             jobs[0].priority = 1;
+        /* Identical jobs (the search breaks their symmetry): copies of the last job. */
+        for (size_t j = 1; inst % 3 == 0 && j < n; j += 2) {
+            jobs[j] = jobs[j - 1];
+            snprintf(jobs[j].name, sizeof(jobs[j].name), "copy%zu", j);
+        }
         struct mb_plan_options o;
         memset(&o, 0, sizeof(o));
         o.count = 1;
