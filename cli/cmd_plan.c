@@ -313,8 +313,8 @@ static void print_text(const struct ctx *c, const struct mb_plan *p)
                    fmt_time(p->bound_makespan_s, a, sizeof(a)),
                    fmt_energy(p->bound_energy_j, b, sizeof(b)), p->gap_pct);
     }
-    printf("time-slicing / MPS sharing: not modelled (the model runs each partition's jobs one "
-           "after another)\n");
+    printf("time-slicing / MPS sharing: not profiled (profile rows describe one job alone on a "
+           "partition; MPS rows only stand in for MIG sizes)\n");
     if (proxies)
         printf("note: %zu job%s use%s MPS proxy rows (an MPS run standing in for a MIG size); "
                "marked PROXY above\n",
@@ -447,7 +447,7 @@ static cJSON *plan_json(const struct ctx *c, const struct mb_plan *p)
     cJSON_AddItemToObject(bo, "system_throughput",
                           num_or_null(p->exact ? NAN : p->bound_throughput));
     cJSON_AddNumberToObject(bo, "gap_pct", p->exact ? 0 : p->gap_pct);
-    cJSON_AddStringToObject(o, "timeslice_mps", "not modelled");
+    cJSON_AddStringToObject(o, "timeslice_mps", "not profiled");
     return o;
 }
 
