@@ -962,13 +962,68 @@ static size_t config_moves(struct heur *h, size_t *mine, size_t *saved_asg)
 static void bounds(const struct prob *P, unsigned G, double *mlb, double *elb, double *sub);
 
 /* Configuration moves and job moves until neither helps (bounded rounds). */
-static void improve(struct heur *h, size_t *buf, size_t *keep_asg)
+/*
+ * Swaps between a job on a busiest instance and any job elsewhere, for plateaus that single moves
+ * cannot leave (every other instance too full to take a job whole). Returns the swaps made.
+ */
+static size_t swap_moves(struct heur *h)
 {
-    for (int round = 0; round < 8; round++) {
+    struct prob *P = h->P;
+    size_t swapped = 0;
+    for (size_t k = 0; k < P->nj; k++) {
+        size_t j = h->order[k];
+        size_t a = h->asg[j];
+        if (h->B[a] < h->M)
+            continue;
+        struct top3 t3 = top3_of(h);
+        double base = hcost(h, h->M, h->D);
+        double best = -1e-9 * fabs(base);
+        size_t bj = SIZE_MAX;
+        unsigned sa = inst_size(h, a);
+        for (size_t q = 0; q < P->nj; q++) {
+            size_t b = h->asg[q];
+            if (b == a)
+                continue;
+            unsigned sb = inst_size(h, b);
+            if (!allowed(P, j, sb) || !allowed(P, q, sa))
+                continue;
+            P->nodes++;
+            double Ba = h->B[a] - T(P, j, sa) + T(P, q, sa);
+            double Bb = h->B[b] - T(P, q, sb) + T(P, j, sb);
+            double M2 = fmax(max_without(&t3, a, b), fmax(Ba, Bb));
+            double D2 = h->D - Dy(P, j, sa) - Dy(P, q, sb) + Dy(P, j, sb) + Dy(P, q, sa);
+            double delta = hcost(h, M2, D2) - base;
+            if (P->obj == MB_PLAN_MAKESPAN && M2 <= h->M)
+                delta += 1e-3 * (fmax(Ba, Bb) - fmax(h->B[a], h->B[b]));
+            if (delta < best) {
+                best = delta;
+                bj = q;
+            }
+        }
+        if (bj != SIZE_MAX) {
+            size_t b = h->asg[bj];
+            unsigned sb = inst_size(h, b);
+            h->B[a] += T(P, bj, sa) - T(P, j, sa);
+            h->B[b] += T(P, j, sb) - T(P, bj, sb);
+            h->D += Dy(P, j, sb) + Dy(P, bj, sa) - Dy(P, j, sa) - Dy(P, bj, sb);
+            h->asg[j] = b;
+            h->asg[bj] = a;
+            recompute_max(h);
+            swapped++;
+        }
+    }
+    return swapped;
+}
+
+static void improve(struct heur *h, size_t *buf, size_t *keep_asg, bool swaps)
+{
+    for (int round = 0; round < 3; round++) {
         size_t changed = config_moves(h, buf, keep_asg);
         size_t moved = 0;
         for (int pass = 0; pass < 30; pass++) {
             size_t m = local_moves(h);
+            if (m == 0 && swaps)
+                m = swap_moves(h);
             moved += m;
             if (m == 0)
                 break;
@@ -1114,11 +1169,30 @@ static int solve_heuristic(struct prob *P, unsigned G, size_t *cfg_out, size_t *
         }
         if (!greedy_all(&h))
             continue;
-        improve(&h, buf, keep_asg);
+        improve(&h, buf, keep_asg, P->obj == MB_PLAN_MAKESPAN);
         double cost = hcost(&h, h.M, h.D);
         if (cost < best_final) {
             best_final = cost;
             *found = true;
+            memcpy(cfg_out, h.cfg, G * sizeof(size_t));
+            memcpy(asg_out, h.asg, P->nj * sizeof(size_t));
+        }
+    }
+    /* The best start gets the costlier swap moves too. */
+    if (*found) {
+        memcpy(h.cfg, cfg_out, G * sizeof(size_t));
+        memcpy(h.asg, asg_out, P->nj * sizeof(size_t));
+        heur_clear(&h);
+        for (size_t j = 0; j < P->nj; j++) {
+            size_t inst = h.asg[j];
+            unsigned s = inst_size(&h, inst);
+            h.B[inst] += T(P, j, s);
+            h.cnt[inst]++;
+            h.D += Dy(P, j, s);
+        }
+        recompute_max(&h);
+        improve(&h, buf, keep_asg, true);
+        if (hcost(&h, h.M, h.D) < best_final) {
             memcpy(cfg_out, h.cfg, G * sizeof(size_t));
             memcpy(asg_out, h.asg, P->nj * sizeof(size_t));
         }
