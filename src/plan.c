@@ -117,7 +117,6 @@ static int rank_cmp_ctx(const struct mb_plan_job *jobs, size_t a, size_t b)
 struct cfg_collect {
     struct prob *P;
     size_t cap;
-    int status;
 };
 
 static int add_config(struct prob *P, size_t *cap, const struct config *c)
@@ -274,9 +273,9 @@ static int prob_init(struct prob *P, const struct mb_gpu_model *model,
         }
         if (any == 0)
             return mb_error_set(err, MB_EINVAL,
-                                "job '%s'%s: workload '%s' has no profile on %s; profile it "
+                                "job '%s': workload '%s' has no profile on %s; profile it "
                                 "(migbench run) or add its rows to the profile CSV",
-                                job->name, "", job->workload, model->name);
+                                job->name, job->workload, model->name);
         if (fit == 0)
             return mb_error_set(err, MB_EINVAL,
                                 "job '%s' needs %.0f MiB of GPU memory: it fits no profiled "
@@ -307,7 +306,7 @@ static int prob_init(struct prob *P, const struct mb_gpu_model *model,
                 break;
             }
     size_t cap = 0;
-    struct cfg_collect cc = {P, 0, MB_OK};
+    struct cfg_collect cc = {P, 0};
     if (mask) {
         int st =
             mb_layout_enumerate(model, mask, MB_LAYOUT_MAXIMAL, collect_layout, &cc, NULL, err);
