@@ -1334,7 +1334,11 @@ static int plan_run(int argc, char **argv)
         rc = mb_plan_solve(model, profiles, js->jobs, js->n_jobs, &po, &plan, &err);
     }
     if (rc) {
-        mb_cli_error(NAME, "%s", err.msg);
+        /* Job-level problems name the jobs file ("line N: job 'x' ..."). */
+        if (strncmp(err.msg, "line ", 5) == 0)
+            mb_cli_error(NAME, "%s:%s", o.jobs, err.msg + 5);
+        else
+            mb_cli_error(NAME, "%s", err.msg);
         exit_code = rc == MB_EINFEASIBLE ? MB_EXIT_FAIL : mb_cli_exit_for(rc);
         goto done;
     }

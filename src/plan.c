@@ -271,21 +271,24 @@ static int prob_init(struct prob *P, const struct mb_gpu_model *model,
                 P->d[k] = dyn_w * P->t[k];
             }
         }
+        int st = MB_OK;
         if (any == 0)
-            return mb_error_set(err, MB_EINVAL,
-                                "job '%s': workload '%s' has no profile on %s; profile it "
-                                "(migbench run) or add its rows to the profile CSV",
-                                job->name, job->workload, model->name);
-        if (fit == 0)
-            return mb_error_set(err, MB_EINVAL,
-                                "job '%s' needs %.0f MiB of GPU memory: it fits no profiled "
-                                "partition of %s",
-                                job->name, need_max, model->name);
-        if (P->continuous && isnan(full_thr))
-            return mb_error_set(err, MB_EINVAL,
-                                "job '%s': workload '%s' has no 'full' row on %s, so its "
-                                "throughput cannot be normalised",
-                                job->name, job->workload, model->name);
+            st = mb_error_set(err, MB_EINVAL,
+                              "job '%s': workload '%s' has no profile on %s; profile it "
+                              "(migbench run) or add its rows to the profile CSV",
+                              job->name, job->workload, model->name);
+        else if (fit == 0)
+            st = mb_error_set(err, MB_EINVAL,
+                              "job '%s' needs %.0f MiB of GPU memory: it fits no profiled "
+                              "partition of %s",
+                              job->name, need_max, model->name);
+        else if (P->continuous && isnan(full_thr))
+            st = mb_error_set(err, MB_EINVAL,
+                              "job '%s': workload '%s' has no 'full' row on %s, so its "
+                              "throughput cannot be normalised",
+                              job->name, job->workload, model->name);
+        if (st != MB_OK)
+            return job->line ? mb_error_prefix(err, "line %u: ", job->line) : st;
     }
     /* Queue order: priority, then deadline, then file order (insertion sort keeps it stable). */
     for (size_t j = 0; j < nj; j++) {

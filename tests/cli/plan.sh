@@ -185,10 +185,10 @@ run 2 "$MIGBENCH" plan --jobs "$TMP/bad.yaml" --profiles "$P"
 expect_err "bad\.yaml:2: field 'jobs\[0\]\.work': must be at least 0|must be > 0"
 printf 'jobs:\n  - {workload: nosuch, work: 5}\n' >"$TMP/none.yaml"
 run 2 "$MIGBENCH" plan --jobs "$TMP/none.yaml" --profiles "$P" --gpu H100
-expect_err "job 'nosuch': workload 'nosuch' has no profile on H100-SXM5-80GB"
+expect_err "none\.yaml:2: job 'nosuch': workload 'nosuch' has no profile on H100-SXM5-80GB"
 printf 'jobs:\n  - {workload: resnet50, work: 5, memory_mib: 500000}\n' >"$TMP/huge.yaml"
 run 2 "$MIGBENCH" plan --jobs "$TMP/huge.yaml" --profiles "$P" --gpu H100
-expect_err "needs 500000 MiB of GPU memory: it fits no profiled partition"
+expect_err "huge\.yaml:2: job 'resnet50' needs 500000 MiB of GPU memory: it fits no profiled partition"
 run 2 "$MIGBENCH" plan --jobs "$TMP/missing.yaml" --profiles "$P"
 expect_err 'missing\.yaml: cannot open'
 run 2 "$MIGBENCH" plan --verify "$TMP/res"
