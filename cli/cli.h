@@ -53,6 +53,7 @@ int mb_cli_exit_for(int status);
 extern const struct mb_cmd mb_cmd_help;
 extern const struct mb_cmd mb_cmd_layouts;
 extern const struct mb_cmd mb_cmd_devices;
+extern const struct mb_cmd mb_cmd_measure;
 extern const struct mb_cmd mb_cmd_mig;
 extern const struct mb_cmd mb_cmd_report;
 extern const struct mb_cmd mb_cmd_plan;

@@ -6,7 +6,7 @@ set -euo pipefail
 # chromium: the test suite opens the HTML report in headless Chromium (tests/cli/report_chromium.sh),
 # so it is a test dependency like cmocka, installed unconditionally.
 pkgs=(build-essential cmake pkg-config libyaml-dev libcjson-dev libcmocka-dev
-      python3 python3-torch python3-torchvision clang-format chromium)
+      python3 python3-torch python3-torchvision python3-yaml clang-format chromium)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,724 @@
+/* migbench measure: run one command with the meter around it (perf stat for GPU energy). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "migbench/meter.h"
+#include "migbench/proc.h"
+#include "migbench/progress.h"
+
+#define NAME "measure"
+#define EXIT_OWN_FAILURE 125 /* timeout(1)'s code for its own failure */
+
+/* Set by the signal handler, read by the poll loop: the one piece of state a handler may touch. */
+static volatile sig_atomic_t pending_signal;
+
+static void on_signal(int sig)
+{
+    pending_signal = sig;
+}
+
+struct opts {
+    const char *device;
+    int64_t interval_ns;
+    int64_t idle_ns;
+    int64_t warmup_ns;
+    uint64_t warmup_steps;
+    const char *regex;
+    double samples_per_step;
+    const char *unit;
+    bool json;
+    const char *csv;
+    int64_t min_window_ns;
+    char **argv;
+};
+
+struct job {
+    struct mb_progress *pipe_prog;
+    struct mb_progress *regex_prog;
+    struct mb_meter *meter;
+    int64_t origin_ns;
+    int64_t warmup_ns;
+    uint64_t warmup_steps;
+    int steady_id; /* -1 until the warm-up is over */
+    struct mb_error err;
+};
+
+/*
+ * Parses a duration: a number with ns, us, ms, s or m, or a bare number of seconds. Returns false
+ * on anything else, on a negative value, or beyond a day.
+ */
+static bool parse_duration(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v >= 0))
+        return false;
+    double scale;
+    if (!*end || !strcmp(end, "s"))
+        scale = 1e9;
+    else if (!strcmp(end, "ms"))
+        scale = 1e6;
+    else if (!strcmp(end, "us"))
+        scale = 1e3;
+    else if (!strcmp(end, "ns"))
+        scale = 1;
+    else if (!strcmp(end, "m") || !strcmp(end, "min"))
+        scale = 60e9;
+    else
+        return false;
+    if (v * scale > 86400e9)
+        return false;
+    *out = (int64_t)llround(v * scale);
+    return true;
+}
+
+/* --warmup: a duration, or N followed by "steps". */
+static bool parse_warmup(const char *s, int64_t *ns, uint64_t *steps)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(s, &end, 10);
+    if (end != s && !errno && s[0] != '-' && (!strcmp(end, "steps") || !strcmp(end, "step"))) {
+        *steps = n;
+        *ns = 0;
+        return true;
+    }
+    *steps = 0;
+    return parse_duration(s, ns);
+}
+
+static void on_data(void *ctx, enum mb_proc_stream s, const char *buf, size_t n, int64_t t_ns)
+{
+    struct job *j = ctx;
+    struct mb_progress *p = s == MB_PROC_PROGRESS ? j->pipe_prog
+                            : s == MB_PROC_STDOUT ? j->regex_prog
+                                                  : NULL;
+    if (!p)
+        return;
+    mb_progress_feed(p, buf, n, t_ns);
+    /* The steady window opens with the first record past the warm-up, as the throughput does. */
+    struct mb_progress_point last;
+    struct mb_progress *use = j->regex_prog ? j->regex_prog : j->pipe_prog;
+    if (j->steady_id == -1 && p == use && mb_progress_last(p, &last) &&
+        last.t_ns >= j->origin_ns + j->warmup_ns && last.step >= j->warmup_steps) {
+        if (mb_meter_window_begin(j->meter, last.t_ns, &j->steady_id, &j->err) != MB_OK)
+            j->steady_id = -2; /* no slot: leave it out */
+    }
+}
+
+/* Sleeps ns or until a signal arrives; returns false when interrupted. */
+static bool sleep_interruptible(int64_t ns)
+{
+    int64_t end = mb_meter_now_ns() + ns;
+    while (!pending_signal) {
+        int64_t left = end - mb_meter_now_ns();
+        if (left <= 0)
+            return true;
+        if (left > 100000000)
+            left = 100000000;
+        struct timespec ts = {(time_t)(left / 1000000000), (long)(left % 1000000000)};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+/* How long a window's result may take: a few sample periods beyond the averaging shift. */
+static int window_wait_ms(const struct mb_meter *m)
+{
+    struct mb_sensor_info si;
+    mb_meter_device(m, NULL, &si);
+    int64_t ms = 3 * mb_meter_interval_ns(m) / 1000000 + si.power_avg_window_ms + 2000;
+    return ms > 60000 ? 60000 : (int)ms;
+}
+
+/*
+ * A window's result; when samples stop coming (a failing or lost sensor) the meter is stopped so
+ * the window ends with what it has (marked truncated) and the job's exit status still stands.
+ */
+static int window_result(struct mb_meter *m, int id, struct mb_energy *out, struct mb_error *err)
+{
+    int rc = mb_meter_window_result(m, id, window_wait_ms(m), out, err);
+    if (rc == MB_ETIMEDOUT) {
+        mb_meter_stop(m, NULL);
+        rc = mb_meter_window_result(m, id, 0, out, err);
+    }
+    return rc;
+}
+
+/* ---- output -------------------------------------------------------------------------------- */
+
+static void add_num(cJSON *o, const char *k, bool valid, double v)
+{
+    if (valid && isfinite(v))
+        cJSON_AddNumberToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+/* A string the device may not have: null rather than "". */
+static void add_str(cJSON *o, const char *k, const char *v)
+{
+    if (v && v[0])
+        cJSON_AddStringToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+static cJSON *window_json(const struct mb_energy *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "duration_s", e->duration_s);
+    add_num(o, "counter_j", e->counter_valid, e->counter_j);
+    add_num(o, "integral_j", e->integral_valid, e->integral_j);
+    add_num(o, "gap_rel", e->gap_valid, e->gap_rel);
+    if (e->gap_valid)
+        cJSON_AddBoolToObject(o, "gap_flag", e->gap_flag);
+    else
+        cJSON_AddNullToObject(o, "gap_flag");
+    add_num(o, "mean_power_w", e->mean_power_valid, e->mean_power_w);
+    add_num(o, "peak_power_w", e->peak_power_valid, e->peak_power_w);
+    cJSON_AddNumberToObject(o, "samples", (double)e->samples);
+    cJSON_AddNumberToObject(o, "missed_updates", (double)e->missed_updates);
+    cJSON_AddNumberToObject(o, "read_failures", (double)e->read_failures);
+    cJSON_AddNumberToObject(o, "counter_wraps", e->counter_wraps);
+    cJSON_AddNumberToObject(o, "counter_resets", e->counter_resets);
+    cJSON_AddNumberToObject(o, "counter_patched_s", e->counter_patched_s);
+    cJSON_AddBoolToObject(o, "refused", e->refused);
+    cJSON_AddBoolToObject(o, "truncated", e->truncated);
+    if (e->reason[0])
+        cJSON_AddStringToObject(o, "reason", e->reason);
+    else
+        cJSON_AddNullToObject(o, "reason");
+    return o;
+}
+
+/* The job's energy: the counter when there is one, else the integral. */
+static bool best_energy(const struct mb_energy *e, double *j)
+{
+    if (e->counter_valid)
+        *j = e->counter_j;
+    else if (e->integral_valid)
+        *j = e->integral_j;
+    else
+        return false;
+    return true;
+}
+
+struct report {
+    const struct opts *o;
+    struct mb_device_info info;
+    struct mb_sensor_info sensor;
+    bool have_idle;
+    struct mb_energy idle;
+    struct mb_energy job;
+    bool have_steady;
+    struct mb_energy steady;
+    struct mb_meter_counts counts;
+    struct mb_progress_counts pc;
+    bool progress_regex;
+    bool have_progress;
+    struct mb_progress_point first, last;
+    struct mb_throughput tp;
+    const char *unit;
+    double wall_s;
+    int exit_code;
+    bool epu_valid;
+    double epu_j;
+    bool split_valid;
+    double static_j, dynamic_j;
+};
+
+static void print_json(const struct report *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *cmd = cJSON_AddArrayToObject(o, "command");
+    for (char **a = r->o->argv; *a; a++)
+        cJSON_AddItemToArray(cmd, cJSON_CreateString(*a));
+    cJSON_AddNumberToObject(o, "exit_code", r->exit_code);
+    cJSON_AddNumberToObject(o, "wall_time_s", r->wall_s);
+
+    cJSON *d = cJSON_AddObjectToObject(o, "device");
+    cJSON_AddStringToObject(d, "spec", r->o->device);
+    cJSON_AddStringToObject(d, "backend", r->info.backend);
+    cJSON_AddBoolToObject(d, "emulated", r->info.emulated);
+    add_str(d, "name", r->info.name);
+    add_str(d, "model", r->info.model);
+    add_str(d, "uuid", r->info.uuid);
+    add_str(d, "driver_version", r->info.driver_version);
+
+    cJSON *s = cJSON_AddObjectToObject(o, "sensor");
+    cJSON_AddStringToObject(s, "power_kind", mb_power_kind_str(r->sensor.power_kind));
+    add_num(s, "power_update_period_ms", r->sensor.power_update_period_ms > 0,
+            r->sensor.power_update_period_ms);
+    add_num(s, "power_avg_window_ms", r->sensor.power_avg_window_ms > 0,
+            r->sensor.power_avg_window_ms);
+    cJSON_AddBoolToObject(s, "has_energy_counter", r->sensor.has_energy_counter);
+    add_num(s, "energy_update_period_ms", r->sensor.energy_update_period_ms > 0,
+            r->sensor.energy_update_period_ms);
+    add_num(s, "energy_wrap_mj", r->sensor.energy_wrap_mj > 0, (double)r->sensor.energy_wrap_mj);
+    add_str(s, "scope", r->sensor.scope);
+    add_str(s, "source", r->sensor.source);
+    cJSON_AddNumberToObject(s, "power_shift_s", (double)r->job.power_shift_ns * 1e-9);
+
+    cJSON *m = cJSON_AddObjectToObject(o, "sampling");
+    cJSON_AddNumberToObject(m, "interval_s", (double)r->o->interval_ns * 1e-9);
+    cJSON_AddNumberToObject(m, "min_window_s", (double)r->job.min_window_ns * 1e-9);
+    cJSON_AddNumberToObject(m, "samples", (double)r->counts.samples);
+    cJSON_AddNumberToObject(m, "missed_updates", (double)r->counts.missed_updates);
+    cJSON_AddNumberToObject(m, "read_failures", (double)r->counts.read_failures);
+    cJSON_AddNumberToObject(m, "overruns", (double)r->counts.overruns);
+    if (r->o->csv)
+        cJSON_AddStringToObject(m, "csv", r->o->csv);
+    else
+        cJSON_AddNullToObject(m, "csv");
+
+    cJSON_AddItemToObject(o, "energy", window_json(&r->job));
+    if (r->have_idle)
+        cJSON_AddItemToObject(o, "idle", window_json(&r->idle));
+    else
+        cJSON_AddNullToObject(o, "idle");
+    add_num(o, "static_energy_j", r->split_valid, r->static_j);
+    add_num(o, "dynamic_energy_j", r->split_valid, r->dynamic_j);
+
+    cJSON *p = cJSON_AddObjectToObject(o, "progress");
+    cJSON_AddStringToObject(p, "source", r->progress_regex ? "regex" : "pipe");
+    cJSON_AddStringToObject(p, "unit", r->unit);
+    cJSON_AddNumberToObject(p, "lines", (double)r->pc.lines);
+    cJSON_AddNumberToObject(p, "records", (double)r->pc.records);
+    cJSON_AddNumberToObject(p, "garbage", (double)r->pc.garbage);
+    cJSON_AddNumberToObject(p, "overlong", (double)r->pc.overlong);
+    cJSON_AddNumberToObject(p, "partial", (double)r->pc.partial);
+    cJSON_AddNumberToObject(p, "rejected", (double)r->pc.rejected);
+    add_num(p, "steps", r->have_progress, (double)r->last.step);
+    add_num(p, "work", r->have_progress, r->last.work);
+
+    cJSON *t = cJSON_AddObjectToObject(o, "throughput");
+    add_num(t, "per_s", r->tp.valid, r->tp.rate.mean);
+    add_num(t, "ci95_half", r->tp.valid && r->tp.rate.ci_valid, r->tp.rate.ci95_half);
+    cJSON_AddNumberToObject(t, "batches", (double)r->tp.batches);
+    add_num(t, "window_s", r->tp.valid, r->tp.duration_s);
+    add_num(t, "warmup_s", !r->o->warmup_steps, (double)r->o->warmup_ns * 1e-9);
+    add_num(t, "warmup_steps", r->o->warmup_steps > 0, (double)r->o->warmup_steps);
+    if (r->tp.valid)
+        cJSON_AddNullToObject(t, "reason");
+    else
+        cJSON_AddStringToObject(t, "reason", r->tp.reason);
+    if (r->have_steady)
+        cJSON_AddItemToObject(o, "steady", window_json(&r->steady));
+    else
+        cJSON_AddNullToObject(o, "steady");
+    add_num(o, "energy_per_unit_j", r->epu_valid, r->epu_j);
+
+    char *text = cJSON_Print(o);
+    if (text) {
+        fputs(text, stdout);
+        fputc('\n', stdout);
+        free(text);
+    }
+    fflush(stdout);
+    cJSON_Delete(o);
+}
+
+static void fmt_j(char *buf, size_t n, bool valid, double v)
+{
+    if (valid)
+        snprintf(buf, n, "%.3f J", v);
+    else
+        snprintf(buf, n, "n/a");
+}
+
+static void print_summary(const struct report *r)
+{
+    FILE *f = stderr;
+    char a[48], b[48];
+    fprintf(f, "\n Measurement of '");
+    for (char **p = r->o->argv; *p; p++)
+        fprintf(f, "%s%s", p == r->o->argv ? "" : " ", *p);
+    fprintf(f, "':\n\n");
+    fprintf(f, "  device        %s (%s backend%s)%s%s\n", r->info.name[0] ? r->info.name : "?",
+            r->info.backend, r->info.emulated ? ", EMULATED: modelled, not measured" : "",
+            r->info.uuid[0] ? " " : "", r->info.uuid);
+    if (r->sensor.power_kind == MB_POWER_NONE)
+        fprintf(f, "  sensor        no power reading");
+    else
+        fprintf(f, "  sensor        %s power", mb_power_kind_str(r->sensor.power_kind));
+    if (r->sensor.power_avg_window_ms)
+        fprintf(f, " (%u ms average)", r->sensor.power_avg_window_ms);
+    if (r->sensor.power_update_period_ms)
+        fprintf(f, ", updated every %u ms", r->sensor.power_update_period_ms);
+    else
+        fprintf(f, ", update period unknown");
+    fprintf(f, "; %s; scope %s; from %s\n",
+            r->sensor.has_energy_counter ? "energy counter" : "no energy counter",
+            r->sensor.scope[0] ? r->sensor.scope : "unknown",
+            r->sensor.source[0] ? r->sensor.source : "unknown");
+    fprintf(f, "  wall time     %.3f s\n", r->wall_s);
+    fmt_j(a, sizeof(a), r->job.counter_valid, r->job.counter_j);
+    fmt_j(b, sizeof(b), r->job.integral_valid, r->job.integral_j);
+    fprintf(f, "  energy        %s counter, %s integrated", a, b);
+    if (r->job.gap_valid)
+        fprintf(f, ", gap %+.2f%%%s", r->job.gap_rel * 100,
+                r->job.gap_flag ? " (FLAGGED: above 2%)" : "");
+    else
+        fprintf(f, ", gap n/a");
+    fputc('\n', f);
+    if (r->job.reason[0])
+        fprintf(f, "                (%s)\n", r->job.reason);
+    if (r->job.mean_power_valid)
+        fprintf(f, "  mean power    %.2f W\n", r->job.mean_power_w);
+    else
+        fprintf(f, "  mean power    n/a\n");
+    if (r->job.peak_power_valid)
+        fprintf(f, "  peak power    %.2f W\n", r->job.peak_power_w);
+    else
+        fprintf(f, "  peak power    n/a\n");
+    if (r->have_idle) {
+        if (r->idle.mean_power_valid)
+            fprintf(f, "  idle power    %.2f W over %.3f s", r->idle.mean_power_w,
+                    r->idle.duration_s);
+        else
+            fprintf(f, "  idle power    n/a (%s)", r->idle.reason);
+        if (r->split_valid)
+            fprintf(f, "; static %.3f J, dynamic %.3f J", r->static_j, r->dynamic_j);
+        fputc('\n', f);
+    }
+    fprintf(f,
+            "  samples       %llu taken every %.3f ms, %llu missed updates, %llu failed reads, "
+            "%llu overruns\n",
+            (unsigned long long)r->counts.samples, (double)r->o->interval_ns * 1e-6,
+            (unsigned long long)r->counts.missed_updates,
+            (unsigned long long)r->counts.read_failures, (unsigned long long)r->counts.overruns);
+    if (r->have_progress)
+        fprintf(f, "  work          %llu steps, %.0f %s\n", (unsigned long long)r->last.step,
+                r->last.work, r->unit);
+    else
+        fprintf(f, "  work          n/a (no progress reported)\n");
+    if (r->pc.garbage || r->pc.overlong || r->pc.partial || r->pc.rejected)
+        fprintf(
+            f,
+            "  progress      %llu bad lines skipped (%llu garbage, %llu over-long, %llu partial, "
+            "%llu backwards)\n",
+            (unsigned long long)(r->pc.garbage + r->pc.overlong + r->pc.partial + r->pc.rejected),
+            (unsigned long long)r->pc.garbage, (unsigned long long)r->pc.overlong,
+            (unsigned long long)r->pc.partial, (unsigned long long)r->pc.rejected);
+    if (r->tp.valid) {
+        fprintf(f, "  throughput    %.3f", r->tp.rate.mean);
+        if (r->tp.rate.ci_valid)
+            fprintf(f, " +- %.3f", r->tp.rate.ci95_half);
+        fprintf(f, " %s/s (95%% CI, %zu batches over %.3f s", r->unit, r->tp.batches,
+                r->tp.duration_s);
+        if (r->o->warmup_steps)
+            fprintf(f, ", after %llu warm-up steps)\n", (unsigned long long)r->o->warmup_steps);
+        else
+            fprintf(f, ", after %.3f s warm-up)\n", (double)r->o->warmup_ns * 1e-9);
+    } else {
+        fprintf(f, "  throughput    n/a (%s)\n", r->tp.reason);
+    }
+    if (r->epu_valid) {
+        /* "J/image" reads better than "J/images". */
+        size_t ul = strlen(r->unit);
+        int keep = ul > 1 && r->unit[ul - 1] == 's' ? (int)ul - 1 : (int)ul;
+        fprintf(f, "  energy/unit   %.6g J/%.*s (steady window)\n", r->epu_j, keep, r->unit);
+    } else
+        fprintf(f, "  energy/unit   n/a\n");
+    fprintf(f, "  exit status   %d\n\n", r->exit_code);
+}
+
+/* ---- the command ------------------------------------------------------------------------- */
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+    static const struct option longopts[] = {
+        {"device", required_argument, NULL, 'd'},
+        {"interval", required_argument, NULL, 'i'},
+        {"idle", required_argument, NULL, 'I'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"progress-regex", required_argument, NULL, 'r'},
+        {"samples-per-step", required_argument, NULL, 'n'},
+        {"unit", required_argument, NULL, 'u'},
+        {"json", no_argument, NULL, 'j'},
+        {"csv", required_argument, NULL, 'c'},
+        {"min-window", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    *o = (struct opts){.device = "auto", .interval_ns = MB_METER_INTERVAL_DEFAULT_NS};
+    optind = 1;
+    opterr = 0;
+    int c;
+    /* '+': stop at the first non-option so the command's own options are left alone. */
+    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'd':
+            o->device = optarg;
+            break;
+        case 'i':
+            if (!parse_duration(optarg, &o->interval_ns) ||
+                o->interval_ns < MB_METER_INTERVAL_MIN_NS ||
+                o->interval_ns > MB_METER_INTERVAL_MAX_NS)
+                return mb_cli_usage_error(
+                    &mb_cmd_measure, "--interval '%s': expected 1ms .. 10s (e.g. 100ms)", optarg);
+            break;
+        case 'I':
+            if (!parse_duration(optarg, &o->idle_ns))
+                return mb_cli_usage_error(&mb_cmd_measure,
+                                          "--idle '%s': expected a duration (e.g. 5s)", optarg);
+            break;
+        case 'w':
+            if (!parse_warmup(optarg, &o->warmup_ns, &o->warmup_steps))
+                return mb_cli_usage_error(&mb_cmd_measure,
+                                          "--warmup '%s': expected a duration (10s) or steps "
+                                          "(20steps)",
+                                          optarg);
+            break;
+        case 'r':
+            o->regex = optarg;
+            break;
+        case 'n':
+            errno = 0;
+            o->samples_per_step = strtod(optarg, &end);
+            if (end == optarg || *end || errno || !(o->samples_per_step > 0) ||
+                o->samples_per_step > 1e12)
+                return mb_cli_usage_error(
+                    &mb_cmd_measure, "--samples-per-step '%s': expected a positive number", optarg);
+            break;
+        case 'u':
+            if (!optarg[0] || strlen(optarg) > 32)
+                return mb_cli_usage_error(&mb_cmd_measure, "--unit: expected a short name");
+            o->unit = optarg;
+            break;
+        case 'j':
+            o->json = true;
+            break;
+        case 'c':
+            o->csv = optarg;
+            break;
+        case 'm':
+            if (!parse_duration(optarg, &o->min_window_ns) || o->min_window_ns == 0)
+                return mb_cli_usage_error(
+                    &mb_cmd_measure, "--min-window '%s': expected a positive duration", optarg);
+            break;
+        case 'h':
+            mb_cli_print_help(&mb_cmd_measure, stdout);
+            return -1;
+        case ':':
+            return mb_cli_usage_error(&mb_cmd_measure, "option '%s' needs a value",
+                                      argv[optind - 1]);
+        default:
+            return mb_cli_usage_error(&mb_cmd_measure, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc && !strcmp(argv[optind - 1], "--"))
+        o->argv = argv + optind;
+    else if (optind < argc)
+        o->argv = argv + optind; /* a command without "--" before it is accepted too */
+    if (!o->argv || !o->argv[0])
+        return mb_cli_usage_error(&mb_cmd_measure, "no command given (put it after --)");
+    if (o->samples_per_step > 0 && !o->regex)
+        return mb_cli_usage_error(&mb_cmd_measure,
+                                  "--samples-per-step goes with --progress-regex (jobs using "
+                                  "MIGBENCH_PROGRESS_FD report samples= themselves)");
+    return MB_EXIT_OK;
+}
+
+static int measure_run(int argc, char **argv)
+{
+    struct opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc < 0)
+        return MB_EXIT_OK;
+    if (rc != MB_EXIT_OK)
+        return rc;
+
+    struct job j = {.steady_id = -1, .warmup_ns = o.warmup_ns, .warmup_steps = o.warmup_steps};
+    struct report r = {.o = &o};
+    struct mb_proc *proc = NULL;
+    struct mb_error err;
+    mb_error_clear(&err);
+    int exit_code = EXIT_OWN_FAILURE;
+    int job_id = -1, idle_id = -1;
+
+    struct mb_progress_opts po = {0};
+    if (mb_progress_create(&po, &j.pipe_prog, &err) != MB_OK)
+        goto fail;
+    if (o.regex) {
+        po.regex = o.regex;
+        po.samples_per_step = o.samples_per_step;
+        if (mb_progress_create(&po, &j.regex_prog, &err) != MB_OK) {
+            exit_code = mb_cli_usage_error(&mb_cmd_measure, "%s", err.msg);
+            goto out;
+        }
+    }
+    struct mb_meter_opts mo = {.device_spec = o.device,
+                               .interval_ns = o.interval_ns,
+                               .csv_path = o.csv,
+                               .min_window_ns = o.min_window_ns};
+    if (mb_meter_create(&mo, &j.meter, &err) != MB_OK) {
+        if (err.status == MB_EINVAL) {
+            exit_code = mb_cli_usage_error(&mb_cmd_measure, "%s", err.msg);
+            goto out;
+        }
+        goto fail;
+    }
+    mb_meter_device(j.meter, &r.info, &r.sensor);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal; /* no SA_RESTART: poll and nanosleep return at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (mb_meter_start(j.meter, &err) != MB_OK)
+        goto fail;
+    if (o.idle_ns > 0) {
+        if (mb_meter_window_begin(j.meter, mb_meter_now_ns(), &idle_id, &err) != MB_OK)
+            goto fail;
+        if (!sleep_interruptible(o.idle_ns)) {
+            mb_cli_error(NAME, "interrupted by signal %d before the command started",
+                         (int)pending_signal);
+            exit_code = 128 + pending_signal;
+            goto out;
+        }
+        if (mb_meter_window_end(j.meter, idle_id, mb_meter_now_ns(), &err) != MB_OK ||
+            mb_meter_window_result(j.meter, idle_id, window_wait_ms(j.meter), &r.idle, &err) !=
+                MB_OK)
+            goto fail;
+        r.have_idle = true;
+        idle_id = -1;
+    }
+
+    bool capture = o.json || o.regex;
+    struct mb_proc_spec ps = {
+        .argv = o.argv,
+        .progress_pipe = true,
+        .capture = capture,
+        /* With --json stdout is ours: the command's output goes to stderr instead. */
+        .tee_stdout_fd = o.json ? 2 : 1,
+        .tee_stderr_fd = 2,
+        .on_data = on_data,
+        .ctx = &j,
+    };
+    j.origin_ns = mb_meter_now_ns();
+    if (mb_meter_window_begin(j.meter, j.origin_ns, &job_id, &err) != MB_OK)
+        goto fail;
+    rc = mb_proc_spawn(&ps, &proc, &err);
+    if (rc != MB_OK) {
+        mb_cli_error(NAME, "%s", err.msg);
+        exit_code = mb_proc_spawn_exit_code(rc);
+        goto out;
+    }
+    while (!mb_proc_done(proc)) {
+        if (pending_signal) {
+            int sig = pending_signal;
+            pending_signal = 0;
+            mb_proc_signal(proc, sig);
+        }
+        rc = mb_proc_poll(&proc, 1, 100, &err);
+        if (rc != MB_OK && rc != MB_EINTR)
+            goto fail;
+    }
+    int64_t t_end = mb_meter_now_ns();
+    r.exit_code = mb_proc_exit_code(proc);
+    r.wall_s = (double)(t_end - j.origin_ns) * 1e-9;
+    mb_progress_end(j.pipe_prog);
+    if (j.regex_prog)
+        mb_progress_end(j.regex_prog);
+
+    /* End both windows before waiting on either: a window cannot end before samples that were
+     * already folded into it, and waiting lets the meter take more. */
+    if (mb_meter_window_end(j.meter, job_id, t_end, &err) != MB_OK ||
+        (j.steady_id >= 0 && mb_meter_window_end(j.meter, j.steady_id, t_end, &err) != MB_OK))
+        goto fail;
+    if (window_result(j.meter, job_id, &r.job, &err) != MB_OK)
+        goto fail;
+    job_id = -1;
+    if (j.steady_id >= 0) {
+        if (window_result(j.meter, j.steady_id, &r.steady, &err) != MB_OK)
+            goto fail;
+        r.have_steady = true;
+        j.steady_id = -1;
+    }
+    mb_meter_stop(j.meter, NULL);
+    mb_meter_get_counts(j.meter, &r.counts);
+
+    struct mb_progress *use = j.regex_prog ? j.regex_prog : j.pipe_prog;
+    r.progress_regex = j.regex_prog != NULL;
+    mb_progress_get_counts(use, &r.pc);
+    r.have_progress = mb_progress_first(use, &r.first) && mb_progress_last(use, &r.last);
+    mb_progress_throughput(use, j.origin_ns, o.warmup_ns, o.warmup_steps, 10, &r.tp);
+    r.unit = o.unit ? o.unit : mb_progress_unit_is_samples(use) ? "samples" : "steps";
+    /* Energy per unit: steady mean power over steady throughput (both after the warm-up). */
+    if (r.tp.valid && r.tp.rate.mean > 0 && r.have_steady && r.steady.mean_power_valid) {
+        r.epu_valid = true;
+        r.epu_j = r.steady.mean_power_w / r.tp.rate.mean;
+    }
+    double job_j;
+    if (r.have_idle && r.idle.mean_power_valid && best_energy(&r.job, &job_j)) {
+        r.split_valid = true;
+        r.static_j = r.idle.mean_power_w * r.job.duration_s;
+        r.dynamic_j = job_j - r.static_j;
+    }
+    if (mb_cli_verbosity() > 0)
+        print_summary(&r);
+    if (o.json)
+        print_json(&r);
+    exit_code = r.exit_code;
+    goto out;
+
+fail:
+    mb_cli_error(NAME, "%s", err.msg[0] ? err.msg : "failed");
+    exit_code = EXIT_OWN_FAILURE;
+out:
+    mb_proc_destroy(proc);
+    mb_meter_destroy(j.meter);
+    mb_progress_destroy(j.pipe_prog);
+    mb_progress_destroy(j.regex_prog);
+    return exit_code;
+}
+
+const struct mb_cmd mb_cmd_measure = {
+    .name = NAME,
+    .summary = "Run one command and report its time, energy, power and work rate.",
+    .usage = "migbench measure [--device SPEC] [--interval 100ms] [--idle 5s] "
+             "[--warmup 10s|20steps]\n"
+             "                        [--progress-regex RE --samples-per-step N] [--unit NAME] "
+             "[--json]\n"
+             "                        [--csv FILE] [--min-window S] -- CMD [ARGS...]",
+    .help =
+        "Runs CMD (no shell) with the meter sampling the device around it, then prints a summary\n"
+        "to stderr: wall time, energy from the hardware counter and from integrated power with\n"
+        "their gap, mean and peak power, samples, work done, steady throughput with a 95%\n"
+        "confidence interval, and energy per unit of work. Values the device cannot give are\n"
+        "n/a (null in JSON), never 0.\n"
+        "\n"
+        "  --device SPEC        auto (default), nvml:N, host, emu:MODEL[:opts]\n"
+        "  --interval D         sampling interval, 1ms .. 10s (default 100ms)\n"
+        "  --idle D             measure idle power for D before starting CMD\n"
+        "  --warmup D|Nsteps    leave the first D (or N steps) out of the throughput\n"
+        "  --progress-regex RE  POSIX ERE over CMD's stdout; its first group is the step\n"
+        "  --samples-per-step N with --progress-regex: work units per step\n"
+        "  --unit NAME          name of the work unit in the output (images, tokens, ...)\n"
+        "  --json               the summary as JSON on stdout (CMD's stdout then goes to stderr)\n"
+        "  --csv FILE           write every sample to FILE\n"
+        "  --min-window D       refuse energy for windows shorter than D (default: the larger\n"
+        "                       of 2 x the sensor's update period and 1 s)\n"
+        "\n"
+        "CMD finds its progress pipe in MIGBENCH_PROGRESS_FD and writes lines such as\n"
+        "'step=120 samples=7680'. SIGINT and SIGTERM are forwarded to CMD. The exit status is\n"
+        "CMD's, as timeout(1) gives it: 128+N when killed by signal N, 127 when CMD is not found,\n"
+        "126 when it cannot be executed, 125 when migbench itself failed, 2 for usage errors.\n",
+    .run = measure_run,
+};

@@ -1,0 +1,111 @@
+/*
+ * Job progress: a bounded line parser fed raw bytes from a job's progress pipe or its stdout.
+ *
+ * Protocol mode (default): lines like "step=120 samples=7680 loss=3.91" — whitespace-separated
+ * key=value pairs; `step` (required) is the step count so far, `samples` the cumulative samples
+ * processed so far; other keys are ignored. Regex mode: a POSIX extended regular expression
+ * applied to each line; its first parenthesised group is the step number; lines that do not match
+ * are ordinary output and are not counted as errors.
+ *
+ * Work is counted in samples (from `samples=`, or step x samples_per_step) or, when neither is
+ * available, in steps. Each line is timestamped with the t_ns given to the mb_progress_feed call
+ * that completed it (CLOCK_MONOTONIC, the meter's clock).
+ *
+ * Garbage (control or non-ASCII bytes, no step), partial (the last line without its newline),
+ * over-long lines and records that go backwards are counted and skipped. Memory is fixed at
+ * creation: one line buffer and a fixed number of checkpoints; when the checkpoints fill up,
+ * every other one is dropped and the spacing doubles, so a run of any length keeps exact
+ * cumulative work at each kept checkpoint.
+ *
+ * Threads: one thread at a time.
+ */
+#ifndef MIGBENCH_PROGRESS_H
+#define MIGBENCH_PROGRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "migbench/stats.h"
+#include "migbench/status.h"
+
+#define MB_PROGRESS_LINE_DEFAULT 4096
+#define MB_PROGRESS_POINTS_DEFAULT 1024
+#define MB_PROGRESS_REASON_MAX 160
+
+struct mb_progress_opts {
+    const char *regex;       /* NULL: protocol mode */
+    double samples_per_step; /* 0: unknown */
+    size_t max_line_bytes;   /* 0: MB_PROGRESS_LINE_DEFAULT */
+    size_t max_points;       /* 0: MB_PROGRESS_POINTS_DEFAULT; at least 8 */
+};
+
+struct mb_progress_counts {
+    uint64_t bytes;
+    uint64_t lines;    /* complete lines seen */
+    uint64_t records;  /* lines accepted as progress */
+    uint64_t ignored;  /* regex mode: lines that did not match (normal output) */
+    uint64_t garbage;  /* unparseable lines, binary junk */
+    uint64_t overlong; /* lines longer than max_line_bytes */
+    uint64_t partial;  /* a last line without its newline (counted by mb_progress_end) */
+    uint64_t rejected; /* records whose step or samples went backwards */
+};
+
+/* One progress record. */
+struct mb_progress_point {
+    int64_t t_ns;
+    uint64_t step;
+    double work; /* cumulative samples, or steps when the unit is steps */
+};
+
+struct mb_progress;
+
+/*
+ * Creates a parser. *out is owned by the caller (mb_progress_destroy). A regex that does not
+ * compile or has no group: MB_EINVAL with regerror's text in err.
+ */
+int mb_progress_create(const struct mb_progress_opts *opts, struct mb_progress **out,
+                       struct mb_error *err);
+
+/* Frees the parser; NULL is a no-op. */
+void mb_progress_destroy(struct mb_progress *p);
+
+/* Feeds n raw bytes that arrived at t_ns. Never fails; bad input is counted. */
+void mb_progress_feed(struct mb_progress *p, const char *buf, size_t n, int64_t t_ns);
+
+/* Marks the end of input: a pending unterminated line is counted as partial and dropped. */
+void mb_progress_end(struct mb_progress *p);
+
+/* Copies the counters. */
+void mb_progress_get_counts(const struct mb_progress *p, struct mb_progress_counts *out);
+
+/* True when work is counted in samples, false when in steps. */
+bool mb_progress_unit_is_samples(const struct mb_progress *p);
+
+/* The first and the last accepted record; false when there is none. */
+bool mb_progress_first(const struct mb_progress *p, struct mb_progress_point *out);
+bool mb_progress_last(const struct mb_progress *p, struct mb_progress_point *out);
+
+/* Steady-state throughput after a warm-up. */
+struct mb_throughput {
+    bool valid;
+    char reason[MB_PROGRESS_REASON_MAX]; /* why not valid */
+    bool unit_is_samples;
+    int64_t t_start_ns; /* the steady window: from the first record after the warm-up ... */
+    int64_t t_end_ns;   /* ... to the last record */
+    double duration_s;
+    double work;                  /* work done in the steady window */
+    double steps;                 /* steps done in the steady window */
+    struct mb_stats_summary rate; /* work per second: mean (overall) and batch-means 95% CI */
+    size_t batches;
+};
+
+/*
+ * Throughput over the steady window: records with t >= origin_ns + warmup_ns and step >=
+ * warmup_steps, to the last record, in `batches` batches (0: 10). Not valid (with a reason) when
+ * fewer than two records lie in the window.
+ */
+void mb_progress_throughput(const struct mb_progress *p, int64_t origin_ns, int64_t warmup_ns,
+                            uint64_t warmup_steps, size_t batches, struct mb_throughput *out);
+
+#endif
