@@ -10,6 +10,16 @@
 static const struct mb_cmd *const commands[] = {
     &mb_cmd_help, &mb_cmd_layouts, &mb_cmd_devices, &mb_cmd_measure,
     &mb_cmd_mig,  &mb_cmd_report,  &mb_cmd_run,
+/* Every subcommand, in the order `migbench help` lists them; one per line to keep merges easy. */
+/* clang-format off */
+static const struct mb_cmd *const commands[] = {
+    &mb_cmd_help,
+    &mb_cmd_layouts,
+    &mb_cmd_devices,
+    &mb_cmd_measure,
+    &mb_cmd_mig,
+    &mb_cmd_report,
+    &mb_cmd_plan,
 };
 /* clang-format on */
 
