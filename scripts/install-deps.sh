@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages migbench needs to build, test and run its reference workloads.
+# Installs the Debian 12 packages migbench needs to build and run its reference workloads
+# (and, with --test, to run its tests).
 # Only calls apt-get when something is missing. Needs root (or sudo) in that case.
 set -euo pipefail
 
-# chromium: the test suite opens the HTML report in headless Chromium (tests/cli/report_chromium.sh),
-# so it is a test dependency like cmocka, installed unconditionally.
-pkgs=(build-essential cmake pkg-config libyaml-dev libcjson-dev libcmocka-dev
-      python3 python3-torch python3-torchvision python3-yaml clang-format chromium)
+# What building and running migbench needs (the quickstart), and with --test what the test suite
+# needs too: cmocka, clang-format for the format check, python3-yaml for the examples check, and
+# chromium, in which the tests open the HTML report.
+pkgs=(build-essential cmake pkg-config libyaml-dev libcjson-dev python3 python3-torch
+      python3-torchvision)
+if [ "${1:-}" = "--test" ]; then
+    pkgs+=(libcmocka-dev clang-format python3-yaml chromium)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -22,4 +27,4 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+"${sudo[@]}" apt-get install -y -qq "${missing[@]}"

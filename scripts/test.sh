@@ -3,6 +3,6 @@
 # the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
+./scripts/install-deps.sh --test
 BUILD_DIR=${BUILD_DIR:-build} ./scripts/build.sh -DMB_WERROR=ON "$@"
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
