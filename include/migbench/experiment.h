@@ -1,0 +1,237 @@
+/*
+ * Experiment files: a YAML description of workloads, runs (sharing modes) and measurement
+ * settings, validated into plain structures and expanded into cells (run x repetition).
+ *
+ * The format is docs/run.md's (version 1). Every error names the file, the line and the field:
+ * "exp.yaml:12: field 'runs[2].layout': ...", status MB_EPARSE. Overrides given as
+ * "key=value" (`--set`) name themselves instead of a line: "--set measure.duration=3: ...".
+ *
+ * Threads: an experiment is immutable once loaded and may be read from any thread.
+ */
+#ifndef MIGBENCH_EXPERIMENT_H
+#define MIGBENCH_EXPERIMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "migbench/catalog.h"
+#include "migbench/status.h"
+
+#define MB_EXP_NAME_MAX 64
+#define MB_EXP_MAX_WORKLOADS 64
+#define MB_EXP_MAX_RUNS 128
+#define MB_EXP_MAX_JOBS 16
+#define MB_EXP_MAX_ARGS 128
+#define MB_EXP_ARG_MAX 1024
+#define MB_EXP_REGEX_MAX 256
+#define MB_EXP_SPEC_MAX 256
+#define MB_EXP_PATH_MAX 1024
+#define MB_EXP_MAX_OVERRIDES 64
+#define MB_EXP_FILE_MAX (1024 * 1024)
+
+/* How the GPU (or CPU) is shared by the jobs of a run. */
+enum mb_exp_mode {
+    MB_MODE_EXCLUSIVE = 0, /* each job alone, one after another */
+    MB_MODE_TIMESLICE,     /* all jobs at once on the whole device */
+    MB_MODE_PARTITION,     /* host only: each job on its own core set */
+    MB_MODE_MIG,           /* GPU only: job i on MIG instance i of the run's layout */
+    MB_MODE_MPS,           /* nvml only: all jobs under one MPS daemon */
+};
+
+/* Returns "exclusive", "timeslice", "partition", "mig" or "mps". */
+const char *mb_exp_mode_str(enum mb_exp_mode m);
+
+/* An amount of work or time: "20s", "100ms", "2m", "50 steps", or "stable" (durations only). */
+enum mb_amount_kind {
+    MB_AMOUNT_TIME = 0,
+    MB_AMOUNT_STEPS,
+    MB_AMOUNT_STABLE,
+};
+
+struct mb_amount {
+    enum mb_amount_kind kind;
+    int64_t ns;     /* MB_AMOUNT_TIME */
+    uint64_t steps; /* MB_AMOUNT_STEPS */
+};
+
+/* Which device kinds a run is restricted to (`only:`). */
+enum {
+    MB_ONLY_HOST = 1u << 0,
+    MB_ONLY_GPU = 1u << 1,
+};
+
+/* Work units a workload's progress counts. */
+#define MB_EXP_UNIT_MAX 16
+
+struct mb_exp_workload {
+    char name[MB_EXP_NAME_MAX];
+    unsigned line;
+    size_t n_command;
+    char *command[MB_EXP_MAX_ARGS]; /* owned by the experiment; unsubstituted */
+    size_t n_host_args;
+    char *host_args[MB_EXP_MAX_ARGS];
+    size_t n_gpu_args;
+    char *gpu_args[MB_EXP_MAX_ARGS];
+    char unit[MB_EXP_UNIT_MAX];            /* images | tokens | samples | steps */
+    char progress_regex[MB_EXP_REGEX_MAX]; /* "" when the job uses MIGBENCH_PROGRESS_FD */
+    double samples_per_step;               /* with progress_regex; 0 when not given */
+    int64_t memory_mib;                    /* -1 when not given */
+};
+
+struct mb_exp_run {
+    char name[MB_EXP_NAME_MAX];
+    unsigned line;
+    enum mb_exp_mode mode;
+    unsigned only; /* MB_ONLY_* bits; 0 = anywhere the mode applies */
+    size_t n_jobs;
+    size_t job_workload[MB_EXP_MAX_JOBS];            /* index into workloads */
+    char job_name[MB_EXP_MAX_JOBS][MB_EXP_NAME_MAX]; /* workload name, "-2", "-3" when repeated */
+    size_t n_layout;                                 /* mig: == n_jobs */
+    char layout[MB_EXP_MAX_JOBS][MB_PROFILE_NAME_MAX];
+    size_t n_thread_pct; /* mps: explicit percentages, == n_jobs, or 0 */
+    unsigned thread_pct[MB_EXP_MAX_JOBS];
+    size_t n_match_layout; /* mps: profiles whose compute share sets the percentages, or 0 */
+    char match_layout[MB_EXP_MAX_JOBS][MB_PROFILE_NAME_MAX];
+};
+
+struct mb_exp_measure {
+    struct mb_amount warmup;   /* TIME or STEPS */
+    struct mb_amount duration; /* TIME, STEPS or STABLE */
+    double ci_target;          /* STABLE: stop when every CI half-width < ci_target x mean */
+    int64_t max_duration_ns;   /* STABLE: cap */
+    int repetitions;           /* -1: default (4 on nvml, 1 on host/emu) */
+    int64_t sample_interval_ns;
+    int64_t idle_ns;     /* idle-power baseline before each cell; 0 none */
+    int64_t cooldown_ns; /* wait between cells; 0 none */
+    int64_t grace_ns;    /* SIGTERM -> SIGKILL */
+    int64_t progress_timeout_ns;
+};
+
+struct mb_experiment {
+    char path[MB_EXP_PATH_MAX]; /* as given */
+    char name[MB_EXP_NAME_MAX];
+    char device[MB_EXP_SPEC_MAX]; /* "auto" by default */
+    char python[MB_EXP_PATH_MAX]; /* "auto" or a path, as written */
+    char sha[17];                 /* FNV-1a 64 of the file bytes and the overrides, hex */
+    size_t n_overrides;
+    char *overrides[MB_EXP_MAX_OVERRIDES]; /* "key=value" as given; owned */
+    size_t n_workloads;
+    struct mb_exp_workload workloads[MB_EXP_MAX_WORKLOADS];
+    size_t n_runs;
+    struct mb_exp_run runs[MB_EXP_MAX_RUNS];
+    struct mb_exp_measure measure;
+};
+
+/*
+ * Reads and validates the experiment file at path, applying overrides ("key=value", a dotted
+ * key such as "measure.duration" or "device"; the value is read as YAML) before validation.
+ * *out is owned by the caller (mb_experiment_destroy). Errors: MB_EIO (cannot read), MB_EPARSE
+ * (bad YAML or content; err names file, line and field), MB_EINVAL (a malformed override).
+ */
+int mb_experiment_load(const char *path, const char *const *overrides, size_t n_overrides,
+                       struct mb_experiment **out, struct mb_error *err);
+
+/* Same as mb_experiment_load for a file already in memory; `path` only names it in messages. */
+int mb_experiment_parse(const char *path, const char *text, size_t len,
+                        const char *const *overrides, size_t n_overrides,
+                        struct mb_experiment **out, struct mb_error *err);
+
+/* Releases an experiment; NULL is a no-op. */
+void mb_experiment_destroy(struct mb_experiment *exp);
+
+/*
+ * Parses "20s", "100ms", "1.5m", "2h", "50 steps" (and "stable" when allow_stable) into *out.
+ * Returns MB_OK or MB_EPARSE with the reason in err (no file or line).
+ */
+int mb_amount_parse(const char *text, bool allow_steps, bool allow_stable, struct mb_amount *out,
+                    struct mb_error *err);
+
+/* Formats an amount as "20s", "150ms" or "50 steps" into buf (always terminated). */
+void mb_amount_format(const struct mb_amount *a, char *buf, size_t cap);
+
+/*
+ * Checks every profile name of the experiment's mig layouts and mps match_layouts against
+ * model, and each workload's memory_mib against the memory of the profile it is put on.
+ * MB_EPARSE with file, line and field on the first problem.
+ */
+int mb_experiment_check_model(const struct mb_experiment *exp, const struct mb_gpu_model *model,
+                              struct mb_error *err);
+
+/*
+ * Finds the Python interpreter for {python}. When exp->python is "auto", tries `python3` on
+ * path_env (a PATH-style list; NULL means the environment's PATH) and then /usr/bin/python3, and
+ * takes the first that runs `import torch` successfully (run with an argv vector, no shell).
+ * An explicit path must exist and be executable; it is not required to import torch.
+ * On success the interpreter's path is written to out (cap bytes). MB_ENOTFOUND when none works,
+ * with every candidate and why it was refused in err.
+ */
+int mb_experiment_resolve_python(const struct mb_experiment *exp, const char *path_env, char *out,
+                                 size_t cap, struct mb_error *err);
+
+/*
+ * Builds job argv for workload w: command with "{python}" and "{workloads}" replaced (anywhere in
+ * an element), followed by gpu_args when on_gpu else host_args. *argv_out is a NULL-terminated
+ * heap array owned by the caller, freed with mb_argv_free. MB_ENOMEM or MB_ERANGE (too long).
+ */
+int mb_experiment_job_argv(const struct mb_exp_workload *w, const char *python,
+                           const char *workloads_dir, bool on_gpu, char ***argv_out,
+                           struct mb_error *err);
+
+/* Frees an argv array from mb_experiment_job_argv; NULL is a no-op. */
+void mb_argv_free(char **argv);
+
+/* The kind of device an experiment runs on, for choosing and expanding runs. */
+enum mb_device_kind {
+    MB_KIND_HOST = 0,
+    MB_KIND_EMU,
+    MB_KIND_NVML,
+};
+
+/* Maps a backend name ("host", "emu", "nvml") to a kind; -1 when unknown. */
+int mb_device_kind_from_backend(const char *backend);
+
+/*
+ * Whether run applies to a device of kind: its mode must make sense there (partition: host;
+ * mig: emu or nvml; mps: emu or nvml; exclusive and timeslice: anywhere) and its `only:`
+ * restriction must allow it. When not, a one-line reason is written to why (may be NULL).
+ */
+bool mb_exp_run_applies(const struct mb_exp_run *run, enum mb_device_kind kind, char *why,
+                        size_t cap);
+
+/*
+ * MPS thread percentages for run's jobs: the explicit list, else shares matched to
+ * match_layout's compute slices out of model_compute_slices (7 when 0), else an equal split.
+ * Each is in 1..100.
+ */
+void mb_exp_run_thread_pct(const struct mb_exp_run *run, unsigned model_compute_slices,
+                           unsigned out[MB_EXP_MAX_JOBS]);
+
+/* One cell: a run and a repetition. */
+struct mb_cell {
+    size_t run;   /* index into exp->runs */
+    unsigned rep; /* 0-based */
+};
+
+/*
+ * Expands exp into cells for a device of kind, keeping only runs named in only_runs (a
+ * comma-separated list; NULL or "" for all). Runs that do not apply are skipped; for each a
+ * note "run 'x' skipped: ..." is added to notes (each note a heap string; free with
+ * mb_notes_free). *cells is a heap array owned by the caller (free()). A name in only_runs that
+ * is not a run: MB_EINVAL.
+ */
+int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kind,
+                        const char *only_runs, struct mb_cell **cells, size_t *n_cells,
+                        char ***notes, size_t *n_notes, struct mb_error *err);
+
+/* Frees notes from mb_experiment_cells. */
+void mb_notes_free(char **notes, size_t n);
+
+/* Repetitions per run on a device of kind (the measure setting or its default). */
+unsigned mb_experiment_repetitions(const struct mb_experiment *exp, enum mb_device_kind kind);
+
+/* FNV-1a 64 over bytes, continuing from h (start with MB_FNV1A_INIT). */
+#define MB_FNV1A_INIT 0xcbf29ce484222325ULL
+uint64_t mb_fnv1a64(uint64_t h, const void *data, size_t len);
+
+#endif

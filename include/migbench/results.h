@@ -1,0 +1,113 @@
+/*
+ * The results directory of an experiment (docs/results.md):
+ *
+ *   results/<experiment>/journal.jsonl         append-only event log, fsync'd line by line
+ *   results/<experiment>/<run>/<rep>/cell.json  one finished cell, written atomically
+ *
+ * The journal records every MIG instance and MPS daemon a run creates before the run goes on,
+ * so that a later `--resume` can remove exactly what a dead run left behind.
+ *
+ * Threads: a struct mb_journal is used by one thread at a time.
+ */
+#ifndef MIGBENCH_RESULTS_H
+#define MIGBENCH_RESULTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "migbench/catalog.h"
+#include "migbench/status.h"
+
+#define MB_RESULTS_SCHEMA 1
+#define MB_JOURNAL_LINE_MAX (64 * 1024)
+#define MB_JOURNAL_MAX_BYTES (64L * 1024 * 1024)
+
+struct mb_journal;
+
+/*
+ * Opens (creating, mode 0644) the journal file at path for appending. When the file ends in a
+ * torn line (a crash mid-write), a newline is written first so that the next event starts on a
+ * line of its own. The journal is locked (flock) until closed: a second open of the same file,
+ * from this or another process, fails with MB_EBUSY. *out is owned by the caller
+ * (mb_journal_close). MB_EIO on other failures.
+ */
+int mb_journal_open(const char *path, struct mb_journal **out, struct mb_error *err);
+
+/* Closes a journal; NULL is a no-op. */
+void mb_journal_close(struct mb_journal *j);
+
+/*
+ * Appends obj (a JSON object that must hold a string "event") as one line, adding "t_unix"
+ * (wall-clock seconds) when absent, and fsyncs the file before returning. obj stays owned by the
+ * caller (a "t_unix" member may have been added to it). MB_EINVAL for a bad object or a line over
+ * MB_JOURNAL_LINE_MAX; MB_EIO when the write or fsync fails.
+ */
+int mb_journal_append(struct mb_journal *j, cJSON *obj, struct mb_error *err);
+
+/*
+ * Reads every event of the journal at path into *events (a cJSON array owned by the caller,
+ * cJSON_Delete). Lines that are not JSON objects with an "event" (a line torn by a crash) are
+ * skipped and counted in *skipped. MB_ENOTFOUND when there is no journal; MB_EIO otherwise.
+ */
+int mb_journal_read(const char *path, cJSON **events, size_t *skipped, struct mb_error *err);
+
+/* A MIG instance a run created and did not record as destroyed. */
+struct mb_leftover_mig {
+    char gpu_uuid[96];
+    unsigned gi_id;
+    bool has_ci;
+    unsigned ci_id;
+    char profile[MB_PROFILE_NAME_MAX];
+    struct mb_placement placement;
+};
+
+/* An MPS control daemon a run started and did not record as stopped. */
+struct mb_leftover_mps {
+    long pid; /* -1 when unknown */
+    char pipe_dir[1024];
+    char log_dir[1024];
+};
+
+#define MB_MAX_LEFTOVERS 64
+
+struct mb_leftovers {
+    size_t n_mig;
+    struct mb_leftover_mig mig[MB_MAX_LEFTOVERS];
+    size_t n_mps;
+    struct mb_leftover_mps mps[MB_MAX_LEFTOVERS];
+};
+
+/*
+ * From journal events (as read by mb_journal_read), the MIG instances ("mig_created" without a
+ * later "mig_destroyed" of the same gpu and gi_id/ci_id) and MPS daemons ("mps_started" without
+ * "mps_stopped" of the same pipe_dir) still outstanding, in creation order. MB_ERANGE when more
+ * than MB_MAX_LEFTOVERS.
+ */
+int mb_journal_leftovers(const cJSON *events, struct mb_leftovers *out, struct mb_error *err);
+
+/* Creates directory path and its parents with mode (existing directories are fine). */
+int mb_results_mkdirs(const char *path, mode_t mode, struct mb_error *err);
+
+/*
+ * Writes obj as formatted JSON to path atomically: to "path.tmp.<pid>", fsync, rename over path,
+ * fsync the directory. A crash leaves either the old file or the new one, never a part.
+ */
+int mb_results_write_json(const char *path, const cJSON *obj, struct mb_error *err);
+
+/*
+ * Reads a JSON file of at most max_bytes into *out (owned by the caller, cJSON_Delete).
+ * MB_ENOTFOUND when absent, MB_EPARSE when not JSON, MB_EIO otherwise.
+ */
+int mb_results_read_json(const char *path, size_t max_bytes, cJSON **out, struct mb_error *err);
+
+/* Writes "<dir>/<run>/<rep>" into out (cap bytes); MB_ERANGE when too long. */
+int mb_results_cell_dir(const char *dir, const char *run, unsigned rep, char *out, size_t cap,
+                        struct mb_error *err);
+
+/* True when "<dir>/<run>/<rep>/cell.json" exists (the cell finished, failed or not). */
+bool mb_results_cell_done(const char *dir, const char *run, unsigned rep);
+
+#endif

@@ -1,0 +1,1492 @@
+/* Experiment files: YAML -> validated struct mb_experiment -> cells. */
+#include "migbench/experiment.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <regex.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "experiment_internal.h"
+
+extern char **environ;
+
+#define NS_PER_S 1000000000LL
+#define MAX_DEPTH 32
+#define MAX_NODES 100000
+#define FIELD_MAX 160
+
+/*
+ * A YAML node kept with its line. libyaml's document API gives marks, but we need to add nodes
+ * for --set overrides and to name where an override came from, so the document is copied into
+ * this small tree first.
+ */
+enum ykind { Y_SCALAR, Y_SEQ, Y_MAP };
+
+struct ynode {
+    enum ykind kind;
+    unsigned line;      /* 1-based; 0 for override values */
+    const char *origin; /* NULL for the file; the override text otherwise */
+    char *str;          /* scalar */
+    size_t n;
+    struct ynode **items; /* sequence items or mapping values */
+    char **keys;          /* mapping keys */
+    unsigned *key_lines;
+};
+
+struct pctx {
+    const char *path;
+    struct mb_error *err;
+    size_t n_nodes;
+};
+
+const char *mb_exp_mode_str(enum mb_exp_mode m)
+{
+    switch (m) {
+    case MB_MODE_EXCLUSIVE:
+        return "exclusive";
+    case MB_MODE_TIMESLICE:
+        return "timeslice";
+    case MB_MODE_PARTITION:
+        return "partition";
+    case MB_MODE_MIG:
+        return "mig";
+    case MB_MODE_MPS:
+        return "mps";
+    }
+    return "unknown";
+}
+
+uint64_t mb_fnv1a64(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* ---- the tree ---------------------------------------------------------------------------- */
+
+static void ynode_free(struct ynode *n)
+{
+    if (!n)
+        return;
+    free(n->str);
+    for (size_t i = 0; i < n->n; i++) {
+        ynode_free(n->items[i]);
+        if (n->keys)
+            free(n->keys[i]);
+    }
+    free(n->items);
+    free(n->keys);
+    free(n->key_lines);
+    free(n);
+}
+
+static int perr(struct pctx *c, unsigned line, const char *origin, const char *field,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Formats "FILE:LINE: field 'F': message" (or "--set K=V: ..." for overrides). */
+static int perr(struct pctx *c, unsigned line, const char *origin, const char *field,
+                const char *fmt, ...)
+{
+    char msg[MB_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    char where[MB_ERROR_MSG_MAX];
+    if (origin)
+        snprintf(where, sizeof(where), "--set %s", origin);
+    else if (line)
+        snprintf(where, sizeof(where), "%s:%u", c->path, line);
+    else
+        snprintf(where, sizeof(where), "%s", c->path);
+    if (field && field[0])
+        return mb_error_set(c->err, MB_EPARSE, "%s: field '%s': %s", where, field, msg);
+    return mb_error_set(c->err, MB_EPARSE, "%s: %s", where, msg);
+}
+
+static int append_child(struct ynode *m, const char *key, unsigned key_line, struct ynode *v)
+{
+    struct ynode **items = realloc(m->items, (m->n + 1) * sizeof(*items));
+    if (!items)
+        return MB_ENOMEM;
+    m->items = items;
+    if (m->kind == Y_MAP) {
+        char **keys = realloc(m->keys, (m->n + 1) * sizeof(*keys));
+        if (!keys)
+            return MB_ENOMEM;
+        m->keys = keys;
+        unsigned *kl = realloc(m->key_lines, (m->n + 1) * sizeof(*kl));
+        if (!kl)
+            return MB_ENOMEM;
+        m->key_lines = kl;
+        m->keys[m->n] = strdup(key);
+        if (!m->keys[m->n])
+            return MB_ENOMEM;
+        m->key_lines[m->n] = key_line;
+    }
+    m->items[m->n++] = v;
+    return MB_OK;
+}
+
+static int convert(struct pctx *c, yaml_document_t *doc, yaml_node_t *yn, const char *origin,
+                   int depth, struct ynode **out)
+{
+    *out = NULL;
+    unsigned line = origin ? 0 : (unsigned)yn->start_mark.line + 1;
+    if (depth > MAX_DEPTH)
+        return perr(c, line, origin, NULL, "nesting deeper than %d levels", MAX_DEPTH);
+    if (++c->n_nodes > MAX_NODES)
+        return perr(c, line, origin, NULL, "more than %d YAML nodes", MAX_NODES);
+    struct ynode *n = calloc(1, sizeof(*n));
+    if (!n)
+        return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+    n->line = line;
+    n->origin = origin;
+    int rc = MB_OK;
+    switch (yn->type) {
+    case YAML_SCALAR_NODE:
+        n->kind = Y_SCALAR;
+        n->str = strndup((const char *)yn->data.scalar.value, yn->data.scalar.length);
+        if (!n->str)
+            rc = mb_error_set(c->err, MB_ENOMEM, "out of memory");
+        else if (strlen(n->str) != yn->data.scalar.length)
+            rc = perr(c, line, origin, NULL, "NUL character in a value");
+        break;
+    case YAML_SEQUENCE_NODE:
+        n->kind = Y_SEQ;
+        for (yaml_node_item_t *it = yn->data.sequence.items.start;
+             rc == MB_OK && it < yn->data.sequence.items.top; it++) {
+            struct ynode *child;
+            rc = convert(c, doc, yaml_document_get_node(doc, *it), origin, depth + 1, &child);
+            if (rc == MB_OK && append_child(n, NULL, 0, child) != MB_OK) {
+                ynode_free(child);
+                rc = mb_error_set(c->err, MB_ENOMEM, "out of memory");
+            }
+        }
+        break;
+    case YAML_MAPPING_NODE:
+        n->kind = Y_MAP;
+        for (yaml_node_pair_t *p = yn->data.mapping.pairs.start;
+             rc == MB_OK && p < yn->data.mapping.pairs.top; p++) {
+            yaml_node_t *k = yaml_document_get_node(doc, p->key);
+            unsigned kline = origin ? 0 : (unsigned)k->start_mark.line + 1;
+            if (k->type != YAML_SCALAR_NODE) {
+                rc = perr(c, kline, origin, NULL, "a mapping key must be a plain string");
+                break;
+            }
+            const char *key = (const char *)k->data.scalar.value;
+            for (size_t i = 0; i < n->n; i++)
+                if (strcmp(n->keys[i], key) == 0) {
+                    rc = perr(c, kline, origin, NULL, "duplicate key '%s' (first on line %u)", key,
+                              n->key_lines[i]);
+                    break;
+                }
+            if (rc != MB_OK)
+                break;
+            struct ynode *child;
+            rc = convert(c, doc, yaml_document_get_node(doc, p->value), origin, depth + 1, &child);
+            if (rc == MB_OK && append_child(n, key, kline, child) != MB_OK) {
+                ynode_free(child);
+                rc = mb_error_set(c->err, MB_ENOMEM, "out of memory");
+            }
+        }
+        break;
+    default:
+        rc = perr(c, line, origin, NULL, "empty YAML node");
+    }
+    if (rc != MB_OK) {
+        ynode_free(n);
+        return rc;
+    }
+    *out = n;
+    return MB_OK;
+}
+
+/* Parses YAML text into a tree; an empty document yields NULL with MB_OK. */
+static int load_tree(struct pctx *c, const char *text, size_t len, const char *origin,
+                     struct ynode **out)
+{
+    *out = NULL;
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser))
+        return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        unsigned line = (unsigned)parser.problem_mark.line + 1;
+        int rc = perr(c, origin ? 0 : line, origin, NULL, "YAML: %s%s%s",
+                      parser.problem ? parser.problem : "syntax error", parser.context ? " " : "",
+                      parser.context ? parser.context : "");
+        yaml_parser_delete(&parser);
+        return rc;
+    }
+    int rc = MB_OK;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (root)
+        rc = convert(c, &doc, root, origin, 0, out);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+static struct ynode *map_get(const struct ynode *m, const char *key, unsigned *key_line)
+{
+    if (!m || m->kind != Y_MAP)
+        return NULL;
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->keys[i], key) == 0) {
+            if (key_line)
+                *key_line = m->key_lines[i];
+            return m->items[i];
+        }
+    return NULL;
+}
+
+/* ---- overrides --------------------------------------------------------------------------- */
+
+static int apply_override(struct pctx *c, struct ynode *root, const char *ov)
+{
+    const char *eq = strchr(ov, '=');
+    if (!eq || eq == ov)
+        return mb_error_set(c->err, MB_EINVAL,
+                            "--set %s: expected KEY=VALUE, e.g. measure.duration=30s", ov);
+    char key[FIELD_MAX];
+    size_t klen = (size_t)(eq - ov);
+    if (klen >= sizeof(key))
+        return mb_error_set(c->err, MB_EINVAL, "--set %s: key too long", ov);
+    memcpy(key, ov, klen);
+    key[klen] = '\0';
+    const char *val = eq + 1;
+    struct ynode *v = NULL;
+    int rc = load_tree(c, val, strlen(val), ov, &v);
+    if (rc != MB_OK)
+        return rc;
+    if (!v) {
+        v = calloc(1, sizeof(*v));
+        if (!v || !(v->str = strdup(""))) {
+            free(v);
+            return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+        }
+        v->kind = Y_SCALAR;
+        v->origin = ov;
+    }
+    struct ynode *m = root;
+    char *save = NULL;
+    char *part = strtok_r(key, ".", &save);
+    while (part) {
+        char *next = strtok_r(NULL, ".", &save);
+        if (m->kind != Y_MAP) {
+            ynode_free(v);
+            return mb_error_set(c->err, MB_EINVAL, "--set %s: '%s' is inside a non-mapping", ov,
+                                part);
+        }
+        if (!part[0] || strchr(part, '[')) {
+            ynode_free(v);
+            return mb_error_set(c->err, MB_EINVAL,
+                                "--set %s: keys are dotted names of mappings (no indexes)", ov);
+        }
+        size_t i;
+        for (i = 0; i < m->n; i++)
+            if (strcmp(m->keys[i], part) == 0)
+                break;
+        if (!next) {
+            if (i < m->n) {
+                ynode_free(m->items[i]);
+                m->items[i] = v;
+                m->key_lines[i] = 0;
+            } else if (append_child(m, part, 0, v) != MB_OK) {
+                ynode_free(v);
+                return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+            }
+            return MB_OK;
+        }
+        if (i == m->n) {
+            struct ynode *nm = calloc(1, sizeof(*nm));
+            if (!nm || append_child(m, part, 0, nm) != MB_OK) {
+                free(nm);
+                ynode_free(v);
+                return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+            }
+            nm->kind = Y_MAP;
+            nm->origin = ov;
+        }
+        m = m->items[i];
+        part = next;
+    }
+    ynode_free(v);
+    return mb_error_set(c->err, MB_EINVAL, "--set %s: empty key", ov);
+}
+
+/* Builds a field path into a FIELD_MAX buffer; long paths are cut, never overrun. */
+static void fieldf(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fieldf(char *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, FIELD_MAX, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- typed readers ----------------------------------------------------------------------- */
+
+static int check_keys(struct pctx *c, const struct ynode *m, const char *field,
+                      const char *const *allowed)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        bool ok = false;
+        for (const char *const *a = allowed; *a; a++)
+            if (strcmp(m->keys[i], *a) == 0)
+                ok = true;
+        if (!ok) {
+            char list[256] = "";
+            for (const char *const *a = allowed; *a; a++) {
+                if (a != allowed)
+                    strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+                strncat(list, *a, sizeof(list) - strlen(list) - 1);
+            }
+            char f[FIELD_MAX];
+            if (field[0])
+                fieldf(f, "%s.%s", field, m->keys[i]);
+            else
+                fieldf(f, "%s", m->keys[i]);
+            return perr(c, m->key_lines[i] ? m->key_lines[i] : m->items[i]->line,
+                        m->items[i]->origin, f, "unknown key (expected one of: %s)", list);
+        }
+    }
+    return MB_OK;
+}
+
+static const char *kind_word(enum ykind k)
+{
+    return k == Y_SCALAR ? "a value" : k == Y_SEQ ? "a list" : "a mapping";
+}
+
+static int want(struct pctx *c, const struct ynode *n, enum ykind k, const char *field,
+                const char *what)
+{
+    if (n->kind != k)
+        return perr(c, n->line, n->origin, field, "expected %s, got %s", what, kind_word(n->kind));
+    return MB_OK;
+}
+
+static int get_string(struct pctx *c, const struct ynode *n, const char *field, char *out,
+                      size_t cap)
+{
+    int rc = want(c, n, Y_SCALAR, field, "a string");
+    if (rc)
+        return rc;
+    if (strlen(n->str) >= cap)
+        return perr(c, n->line, n->origin, field, "longer than %zu characters", cap - 1);
+    memcpy(out, n->str, strlen(n->str) + 1);
+    return MB_OK;
+}
+
+static int get_number(struct pctx *c, const struct ynode *n, const char *field, double lo,
+                      double hi, double *out)
+{
+    int rc = want(c, n, Y_SCALAR, field, "a number");
+    if (rc)
+        return rc;
+    char *end;
+    errno = 0;
+    double v = strtod(n->str, &end);
+    if (end == n->str || *end || errno || !isfinite(v))
+        return perr(c, n->line, n->origin, field, "'%s' is not a number", n->str);
+    if (v < lo || v > hi)
+        return perr(c, n->line, n->origin, field, "%s is out of range %g..%g", n->str, lo, hi);
+    *out = v;
+    return MB_OK;
+}
+
+static int get_int(struct pctx *c, const struct ynode *n, const char *field, long lo, long hi,
+                   long *out)
+{
+    int rc = want(c, n, Y_SCALAR, field, "an integer");
+    if (rc)
+        return rc;
+    char *end;
+    errno = 0;
+    long v = strtol(n->str, &end, 10);
+    if (end == n->str || *end || errno)
+        return perr(c, n->line, n->origin, field, "'%s' is not an integer", n->str);
+    if (v < lo || v > hi)
+        return perr(c, n->line, n->origin, field, "%ld is out of range %ld..%ld", v, lo, hi);
+    *out = v;
+    return MB_OK;
+}
+
+static bool safe_name(const char *s)
+{
+    if (!s[0] || s[0] == '.' || s[0] == '-')
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.')
+            return false;
+    return true;
+}
+
+static int get_name(struct pctx *c, const struct ynode *n, const char *field, char *out)
+{
+    int rc = get_string(c, n, field, out, MB_EXP_NAME_MAX);
+    if (rc)
+        return rc;
+    if (!safe_name(out))
+        return perr(c, n->line, n->origin, field,
+                    "'%s' is not a usable name (letters, digits, '-', '_', '.'; not starting "
+                    "with '.' or '-')",
+                    out);
+    return MB_OK;
+}
+
+static int get_argv(struct pctx *c, const struct ynode *n, const char *field, char **out,
+                    size_t *n_out)
+{
+    int rc = want(c, n, Y_SEQ, field, "a list of strings (an argv vector, not a shell string)");
+    if (rc)
+        return rc;
+    if (n->n > MB_EXP_MAX_ARGS)
+        return perr(c, n->line, n->origin, field, "more than %d arguments", MB_EXP_MAX_ARGS);
+    for (size_t i = 0; i < n->n; i++) {
+        char f[FIELD_MAX];
+        fieldf(f, "%s[%zu]", field, i);
+        const struct ynode *it = n->items[i];
+        if (it->kind != Y_SCALAR)
+            return perr(c, it->line, it->origin, f, "expected a string, got %s",
+                        kind_word(it->kind));
+        if (strlen(it->str) >= MB_EXP_ARG_MAX)
+            return perr(c, it->line, it->origin, f, "longer than %d characters",
+                        MB_EXP_ARG_MAX - 1);
+        out[i] = strdup(it->str);
+        if (!out[i])
+            return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+        *n_out = i + 1;
+    }
+    return MB_OK;
+}
+
+int mb_amount_parse(const char *text, bool allow_steps, bool allow_stable, struct mb_amount *out,
+                    struct mb_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    while (isspace((unsigned char)*text))
+        text++;
+    if (strcmp(text, "stable") == 0) {
+        if (!allow_stable)
+            return mb_error_set(err, MB_EPARSE, "'stable' is only allowed for measure.duration");
+        out->kind = MB_AMOUNT_STABLE;
+        return MB_OK;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || errno || !isfinite(v) || v < 0 || text[0] == '-' || text[0] == '+')
+        return mb_error_set(err, MB_EPARSE, "'%s' is not a duration (like 20s, 100ms, 2m%s)", text,
+                            allow_steps ? " or 50 steps" : "");
+    while (*end == ' ')
+        end++;
+    double mult = 0;
+    if (strcmp(end, "ns") == 0)
+        mult = 1;
+    else if (strcmp(end, "us") == 0)
+        mult = 1e3;
+    else if (strcmp(end, "ms") == 0)
+        mult = 1e6;
+    else if (strcmp(end, "s") == 0)
+        mult = 1e9;
+    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+        mult = 60e9;
+    else if (strcmp(end, "h") == 0)
+        mult = 3600e9;
+    else if (strcmp(end, "steps") == 0 || strcmp(end, "step") == 0) {
+        if (!allow_steps)
+            return mb_error_set(err, MB_EPARSE, "'%s': a time is needed here, not steps", text);
+        if (v != floor(v) || v < 1 || v > 1e12)
+            return mb_error_set(err, MB_EPARSE, "'%s': steps must be a whole number >= 1", text);
+        out->kind = MB_AMOUNT_STEPS;
+        out->steps = (uint64_t)v;
+        return MB_OK;
+    } else if (!*end)
+        return mb_error_set(err, MB_EPARSE, "'%s' needs a unit (ms, s, m, h%s)", text,
+                            allow_steps ? " or steps" : "");
+    else
+        return mb_error_set(err, MB_EPARSE, "'%s': unknown unit '%s' (ms, s, m, h%s)", text, end,
+                            allow_steps ? " or steps" : "");
+    double ns = v * mult;
+    if (ns > 30.0 * 24 * 3600 * 1e9)
+        return mb_error_set(err, MB_EPARSE, "'%s' is longer than 30 days", text);
+    out->kind = MB_AMOUNT_TIME;
+    out->ns = (int64_t)llround(ns);
+    return MB_OK;
+}
+
+void mb_amount_format(const struct mb_amount *a, char *buf, size_t cap)
+{
+    if (a->kind == MB_AMOUNT_STABLE)
+        snprintf(buf, cap, "stable");
+    else if (a->kind == MB_AMOUNT_STEPS)
+        snprintf(buf, cap, "%llu steps", (unsigned long long)a->steps);
+    else if (a->ns % NS_PER_S == 0)
+        snprintf(buf, cap, "%llds", (long long)(a->ns / NS_PER_S));
+    else if (a->ns % 1000000 == 0)
+        snprintf(buf, cap, "%lldms", (long long)(a->ns / 1000000));
+    else
+        snprintf(buf, cap, "%.6gs", (double)a->ns / 1e9);
+}
+
+static int get_amount(struct pctx *c, const struct ynode *n, const char *field, bool steps,
+                      bool stable, struct mb_amount *out)
+{
+    int rc = want(c, n, Y_SCALAR, field, "a duration");
+    if (rc)
+        return rc;
+    struct mb_error e;
+    if (mb_amount_parse(n->str, steps, stable, out, &e) != MB_OK)
+        return perr(c, n->line, n->origin, field, "%s", e.msg);
+    return MB_OK;
+}
+
+static int get_time(struct pctx *c, const struct ynode *n, const char *field, int64_t min_ns,
+                    int64_t *out)
+{
+    struct mb_amount a;
+    int rc = get_amount(c, n, field, false, false, &a);
+    if (rc)
+        return rc;
+    if (a.ns < min_ns)
+        return perr(c, n->line, n->origin, field, "'%s' is shorter than the minimum %gs", n->str,
+                    (double)min_ns / 1e9);
+    *out = a.ns;
+    return MB_OK;
+}
+
+/* A MIG profile name as NVIDIA spells them: "3g.40gb", "1g.10gb+me". */
+static bool profile_syntax(const char *s)
+{
+    if (!isdigit((unsigned char)s[0]) || s[1] != 'g' || s[2] != '.')
+        return false;
+    const char *p = s + 3;
+    if (!isdigit((unsigned char)*p))
+        return false;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (strncmp(p, "gb", 2) != 0)
+        return false;
+    p += 2;
+    if (!*p)
+        return true;
+    if (*p != '+' || !p[1])
+        return false;
+    for (p++; *p; p++)
+        if (!islower((unsigned char)*p))
+            return false;
+    return true;
+}
+
+static int get_profiles(struct pctx *c, const struct ynode *n, const char *field,
+                        char (*out)[MB_PROFILE_NAME_MAX], size_t *n_out)
+{
+    int rc = want(c, n, Y_SEQ, field, "a list of MIG profile names");
+    if (rc)
+        return rc;
+    if (n->n == 0 || n->n > MB_EXP_MAX_JOBS)
+        return perr(c, n->line, n->origin, field, "needs 1..%d profiles", MB_EXP_MAX_JOBS);
+    for (size_t i = 0; i < n->n; i++) {
+        char f[FIELD_MAX];
+        fieldf(f, "%s[%zu]", field, i);
+        rc = get_string(c, n->items[i], f, out[i], MB_PROFILE_NAME_MAX);
+        if (rc)
+            return rc;
+        for (char *p = out[i]; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        if (!profile_syntax(out[i]))
+            return perr(c, n->items[i]->line, n->items[i]->origin, f,
+                        "'%s' is not a MIG profile name (like 3g.40gb or 1g.10gb+me)",
+                        n->items[i]->str);
+    }
+    *n_out = n->n;
+    return MB_OK;
+}
+
+/* ---- sections ---------------------------------------------------------------------------- */
+
+static int parse_workload(struct pctx *c, const char *name, unsigned key_line,
+                          const struct ynode *n, struct mb_exp_workload *w)
+{
+    static const char *const keys[] = {
+        "command",          "unit",       "host_args", "gpu_args", "progress_regex",
+        "samples_per_step", "memory_mib", NULL};
+    char field[FIELD_MAX];
+    fieldf(field, "workloads.%s", name);
+    if (!safe_name(name) || strlen(name) >= MB_EXP_NAME_MAX)
+        return perr(c, key_line, n->origin, field,
+                    "'%s' is not a usable workload name (letters, digits, '-', '_', '.')", name);
+    snprintf(w->name, sizeof(w->name), "%s", name);
+    w->line = key_line ? key_line : n->line;
+    w->memory_mib = -1;
+    snprintf(w->unit, sizeof(w->unit), "samples");
+    int rc = want(c, n, Y_MAP, field, "a mapping with command, unit, ...");
+    if (rc || (rc = check_keys(c, n, field, keys)))
+        return rc;
+    char f[FIELD_MAX];
+    const struct ynode *v;
+    fieldf(f, "%s.command", field);
+    if (!(v = map_get(n, "command", NULL)))
+        return perr(c, w->line, n->origin, f,
+                    "missing (an argv list such as [\"{python}\", "
+                    "\"{workloads}/vision.py\"])");
+    if ((rc = get_argv(c, v, f, w->command, &w->n_command)))
+        return rc;
+    if (w->n_command == 0 || !w->command[0][0])
+        return perr(c, v->line, v->origin, f, "the command is empty");
+    if ((v = map_get(n, "unit", NULL))) {
+        fieldf(f, "%s.unit", field);
+        if ((rc = get_string(c, v, f, w->unit, sizeof(w->unit))))
+            return rc;
+        if (strcmp(w->unit, "images") && strcmp(w->unit, "tokens") && strcmp(w->unit, "samples") &&
+            strcmp(w->unit, "steps"))
+            return perr(c, v->line, v->origin, f,
+                        "'%s' is not a unit (images, tokens, samples or steps)", w->unit);
+    }
+    if ((v = map_get(n, "host_args", NULL))) {
+        fieldf(f, "%s.host_args", field);
+        if ((rc = get_argv(c, v, f, w->host_args, &w->n_host_args)))
+            return rc;
+    }
+    if ((v = map_get(n, "gpu_args", NULL))) {
+        fieldf(f, "%s.gpu_args", field);
+        if ((rc = get_argv(c, v, f, w->gpu_args, &w->n_gpu_args)))
+            return rc;
+    }
+    if (w->n_command + w->n_host_args > MB_EXP_MAX_ARGS ||
+        w->n_command + w->n_gpu_args > MB_EXP_MAX_ARGS)
+        return perr(c, w->line, n->origin, field, "more than %d arguments in all", MB_EXP_MAX_ARGS);
+    if ((v = map_get(n, "progress_regex", NULL))) {
+        fieldf(f, "%s.progress_regex", field);
+        if ((rc = get_string(c, v, f, w->progress_regex, sizeof(w->progress_regex))))
+            return rc;
+        regex_t re;
+        int rerr = regcomp(&re, w->progress_regex, REG_EXTENDED);
+        if (rerr) {
+            char buf[128];
+            regerror(rerr, &re, buf, sizeof(buf));
+            return perr(c, v->line, v->origin, f, "not a POSIX extended regex: %s", buf);
+        }
+        size_t nsub = re.re_nsub;
+        regfree(&re);
+        if (nsub < 1)
+            return perr(c, v->line, v->origin, f,
+                        "needs a group that captures the step number, like 'iter ([0-9]+)'");
+    }
+    if ((v = map_get(n, "samples_per_step", NULL))) {
+        fieldf(f, "%s.samples_per_step", field);
+        if (!w->progress_regex[0])
+            return perr(c, v->line, v->origin, f,
+                        "only with progress_regex (jobs on MIGBENCH_PROGRESS_FD report samples=)");
+        if ((rc = get_number(c, v, f, 1e-9, 1e12, &w->samples_per_step)))
+            return rc;
+    }
+    if ((v = map_get(n, "memory_mib", NULL))) {
+        fieldf(f, "%s.memory_mib", field);
+        long m;
+        if ((rc = get_int(c, v, f, 1, 16L * 1024 * 1024, &m)))
+            return rc;
+        w->memory_mib = m;
+    }
+    return MB_OK;
+}
+
+static int find_workload(const struct mb_experiment *exp, const char *name)
+{
+    for (size_t i = 0; i < exp->n_workloads; i++)
+        if (strcmp(exp->workloads[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int parse_run(struct pctx *c, struct mb_experiment *exp, size_t idx, const struct ynode *n)
+{
+    static const char *const keys[] = {
+        "name", "mode", "jobs", "layout", "only", "thread_percentage", "match_layout", NULL};
+    struct mb_exp_run *r = &exp->runs[idx];
+    r->line = n->line;
+    char field[FIELD_MAX], f[FIELD_MAX];
+    fieldf(field, "runs[%zu]", idx);
+    int rc = want(c, n, Y_MAP, field, "a mapping with name, mode, jobs");
+    if (rc || (rc = check_keys(c, n, field, keys)))
+        return rc;
+    const struct ynode *v;
+    unsigned kl = 0;
+    fieldf(f, "%s.name", field);
+    if (!(v = map_get(n, "name", &kl)))
+        return perr(c, n->line, n->origin, f, "missing");
+    if ((rc = get_name(c, v, f, r->name)))
+        return rc;
+    for (size_t i = 0; i < idx; i++)
+        if (strcmp(exp->runs[i].name, r->name) == 0)
+            return perr(c, v->line, v->origin, f,
+                        "duplicate run name '%s' (also runs[%zu], line %u)", r->name, i,
+                        exp->runs[i].line);
+    fieldf(f, "%s.mode", field);
+    if (!(v = map_get(n, "mode", NULL)))
+        return perr(c, n->line, n->origin, f,
+                    "missing (exclusive, timeslice, partition, mig or mps)");
+    char mode[32];
+    if ((rc = get_string(c, v, f, mode, sizeof(mode))))
+        return rc;
+    static const enum mb_exp_mode modes[] = {MB_MODE_EXCLUSIVE, MB_MODE_TIMESLICE,
+                                             MB_MODE_PARTITION, MB_MODE_MIG, MB_MODE_MPS};
+    bool found = false;
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        if (strcmp(mode, mb_exp_mode_str(modes[i])) == 0) {
+            r->mode = modes[i];
+            found = true;
+        }
+    if (!found)
+        return perr(c, v->line, v->origin, f,
+                    "unknown mode '%s' (exclusive, timeslice, partition, mig or mps)", mode);
+    fieldf(f, "%s.jobs", field);
+    if (!(v = map_get(n, "jobs", NULL)))
+        return perr(c, n->line, n->origin, f, "missing (a list of workload names)");
+    if ((rc = want(c, v, Y_SEQ, f, "a list of workload names")))
+        return rc;
+    if (v->n == 0 || v->n > MB_EXP_MAX_JOBS)
+        return perr(c, v->line, v->origin, f, "needs 1..%d jobs", MB_EXP_MAX_JOBS);
+    for (size_t i = 0; i < v->n; i++) {
+        char jf[FIELD_MAX], wname[MB_EXP_NAME_MAX];
+        fieldf(jf, "%s[%zu]", f, i);
+        if ((rc = get_string(c, v->items[i], jf, wname, sizeof(wname))))
+            return rc;
+        int w = find_workload(exp, wname);
+        if (w < 0)
+            return perr(c, v->items[i]->line, v->items[i]->origin, jf,
+                        "unknown workload '%s' (not under workloads:)", wname);
+        r->job_workload[i] = (size_t)w;
+        /* Job names label logs and results; a workload used twice gets -2, -3, ... */
+        snprintf(r->job_name[i], MB_EXP_NAME_MAX, "%s", wname);
+        for (unsigned k = 2;; k++) {
+            bool clash = false;
+            for (size_t j = 0; j < i; j++)
+                if (strcmp(r->job_name[j], r->job_name[i]) == 0)
+                    clash = true;
+            if (!clash)
+                break;
+            snprintf(r->job_name[i], MB_EXP_NAME_MAX, "%.50s-%u", wname, k % 100000u);
+        }
+    }
+    r->n_jobs = v->n;
+    unsigned lkl = 0;
+    if ((v = map_get(n, "layout", &lkl))) {
+        fieldf(f, "%s.layout", field);
+        if (r->mode != MB_MODE_MIG)
+            return perr(c, lkl ? lkl : v->line, v->origin, f, "only for mode: mig (this run is %s)",
+                        mode);
+        if ((rc = get_profiles(c, v, f, r->layout, &r->n_layout)))
+            return rc;
+        if (r->n_layout != r->n_jobs)
+            return perr(c, v->line, v->origin, f,
+                        "%zu profiles for %zu jobs (job i runs on instance i)", r->n_layout,
+                        r->n_jobs);
+    } else if (r->mode == MB_MODE_MIG) {
+        fieldf(f, "%s.layout", field);
+        return perr(c, n->line, n->origin, f,
+                    "missing: mode mig needs a layout, e.g. [4g.40gb, 2g.20gb, 1g.10gb]");
+    }
+    if ((v = map_get(n, "thread_percentage", &lkl))) {
+        fieldf(f, "%s.thread_percentage", field);
+        if (r->mode != MB_MODE_MPS)
+            return perr(c, lkl ? lkl : v->line, v->origin, f, "only for mode: mps (this run is %s)",
+                        mode);
+        if ((rc = want(c, v, Y_SEQ, f, "a list of percentages")))
+            return rc;
+        if (v->n != r->n_jobs)
+            return perr(c, v->line, v->origin, f, "%zu percentages for %zu jobs", v->n, r->n_jobs);
+        for (size_t i = 0; i < v->n; i++) {
+            char pf[FIELD_MAX];
+            fieldf(pf, "%s[%zu]", f, i);
+            long p;
+            if ((rc = get_int(c, v->items[i], pf, 1, 100, &p)))
+                return rc;
+            r->thread_pct[i] = (unsigned)p;
+        }
+        r->n_thread_pct = v->n;
+    }
+    if ((v = map_get(n, "match_layout", &lkl))) {
+        fieldf(f, "%s.match_layout", field);
+        if (r->mode != MB_MODE_MPS)
+            return perr(c, lkl ? lkl : v->line, v->origin, f, "only for mode: mps (this run is %s)",
+                        mode);
+        if (r->n_thread_pct)
+            return perr(c, lkl ? lkl : v->line, v->origin, f,
+                        "give thread_percentage or match_layout, not both");
+        if ((rc = get_profiles(c, v, f, r->match_layout, &r->n_match_layout)))
+            return rc;
+        if (r->n_match_layout != r->n_jobs)
+            return perr(c, v->line, v->origin, f, "%zu profiles for %zu jobs", r->n_match_layout,
+                        r->n_jobs);
+    }
+    if ((v = map_get(n, "only", NULL))) {
+        fieldf(f, "%s.only", field);
+        size_t cnt = v->kind == Y_SEQ ? v->n : 1;
+        if (v->kind == Y_MAP || cnt == 0)
+            return perr(c, v->line, v->origin, f, "expected host, gpu or a list of them");
+        for (size_t i = 0; i < cnt; i++) {
+            const struct ynode *it = v->kind == Y_SEQ ? v->items[i] : v;
+            if (it->kind != Y_SCALAR)
+                return perr(c, it->line, it->origin, f, "expected host or gpu");
+            if (strcmp(it->str, "host") == 0)
+                r->only |= MB_ONLY_HOST;
+            else if (strcmp(it->str, "gpu") == 0)
+                r->only |= MB_ONLY_GPU;
+            else
+                return perr(c, it->line, it->origin, f, "'%s' is not host or gpu", it->str);
+        }
+    }
+    if (r->mode == MB_MODE_MIG && r->n_jobs > 7)
+        return perr(c, n->line, n->origin, field, "a MIG layout has at most 7 instances");
+    return MB_OK;
+}
+
+static int parse_measure(struct pctx *c, const struct ynode *n, struct mb_exp_measure *m)
+{
+    static const char *const keys[] = {
+        "warmup", "duration", "ci_target", "max_duration",     "repetitions", "sample_interval",
+        "idle",   "cooldown", "grace",     "progress_timeout", NULL};
+    int rc = want(c, n, Y_MAP, "measure", "a mapping");
+    if (rc || (rc = check_keys(c, n, "measure", keys)))
+        return rc;
+    const struct ynode *v;
+    if ((v = map_get(n, "warmup", NULL)) &&
+        (rc = get_amount(c, v, "measure.warmup", true, false, &m->warmup)))
+        return rc;
+    if ((v = map_get(n, "duration", NULL))) {
+        if ((rc = get_amount(c, v, "measure.duration", true, true, &m->duration)))
+            return rc;
+        if (m->duration.kind == MB_AMOUNT_TIME && m->duration.ns <= 0)
+            return perr(c, v->line, v->origin, "measure.duration", "must be longer than 0");
+    }
+    bool stable = m->duration.kind == MB_AMOUNT_STABLE;
+    unsigned kl = 0;
+    if ((v = map_get(n, "ci_target", &kl))) {
+        if (!stable)
+            return perr(c, kl ? kl : v->line, v->origin, "measure.ci_target",
+                        "only with duration: stable");
+        if ((rc = get_number(c, v, "measure.ci_target", 1e-4, 0.5, &m->ci_target)))
+            return rc;
+    }
+    if ((v = map_get(n, "max_duration", &kl))) {
+        if (!stable)
+            return perr(c, kl ? kl : v->line, v->origin, "measure.max_duration",
+                        "only with duration: stable");
+        if ((rc = get_time(c, v, "measure.max_duration", NS_PER_S, &m->max_duration_ns)))
+            return rc;
+    }
+    if ((v = map_get(n, "repetitions", NULL))) {
+        long r;
+        if ((rc = get_int(c, v, "measure.repetitions", 1, 1000, &r)))
+            return rc;
+        m->repetitions = (int)r;
+    }
+    if ((v = map_get(n, "sample_interval", NULL))) {
+        if ((rc = get_time(c, v, "measure.sample_interval", 1000000, &m->sample_interval_ns)))
+            return rc;
+        if (m->sample_interval_ns > 10 * NS_PER_S)
+            return perr(c, v->line, v->origin, "measure.sample_interval", "longer than 10s");
+    }
+    if ((v = map_get(n, "idle", NULL)) && (rc = get_time(c, v, "measure.idle", 0, &m->idle_ns)))
+        return rc;
+    if ((v = map_get(n, "cooldown", NULL)) &&
+        (rc = get_time(c, v, "measure.cooldown", 0, &m->cooldown_ns)))
+        return rc;
+    if ((v = map_get(n, "grace", NULL)) && (rc = get_time(c, v, "measure.grace", 0, &m->grace_ns)))
+        return rc;
+    if ((v = map_get(n, "progress_timeout", NULL)) &&
+        (rc = get_time(c, v, "measure.progress_timeout", 100000000, &m->progress_timeout_ns)))
+        return rc;
+    return MB_OK;
+}
+
+static int parse_root(struct pctx *c, const struct ynode *root, struct mb_experiment *exp)
+{
+    static const char *const keys[] = {"version",   "name", "device",  "python",
+                                       "workloads", "runs", "measure", NULL};
+    if (!root)
+        return perr(c, 1, NULL, NULL,
+                    "the file is empty (expected version: 1, name, workloads, "
+                    "runs)");
+    int rc = want(c, root, Y_MAP, "", "a mapping at the top level");
+    if (rc || (rc = check_keys(c, root, "", keys)))
+        return rc;
+    const struct ynode *v;
+    if (!(v = map_get(root, "version", NULL)))
+        return perr(c, root->line, NULL, "version", "missing (write version: 1)");
+    long version;
+    if ((rc = get_int(c, v, "version", 0, 1000, &version)))
+        return rc;
+    if (version != 1)
+        return perr(c, v->line, v->origin, "version", "version %ld is not supported (only 1)",
+                    version);
+    if (!(v = map_get(root, "name", NULL)))
+        return perr(c, root->line, NULL, "name", "missing");
+    if ((rc = get_name(c, v, "name", exp->name)))
+        return rc;
+    if ((v = map_get(root, "device", NULL)) &&
+        (rc = get_string(c, v, "device", exp->device, sizeof(exp->device))))
+        return rc;
+    if (!exp->device[0])
+        return perr(c, v ? v->line : 0, v ? v->origin : NULL, "device", "empty");
+    if ((v = map_get(root, "python", NULL)) &&
+        (rc = get_string(c, v, "python", exp->python, sizeof(exp->python))))
+        return rc;
+    if (!exp->python[0])
+        return perr(c, v ? v->line : 0, v ? v->origin : NULL, "python", "empty");
+    if (!(v = map_get(root, "workloads", NULL)))
+        return perr(c, root->line, NULL, "workloads", "missing");
+    if ((rc = want(c, v, Y_MAP, "workloads", "a mapping of workload names")))
+        return rc;
+    if (v->n == 0 || v->n > MB_EXP_MAX_WORKLOADS)
+        return perr(c, v->line, v->origin, "workloads", "needs 1..%d workloads",
+                    MB_EXP_MAX_WORKLOADS);
+    for (size_t i = 0; i < v->n; i++) {
+        if ((rc = parse_workload(c, v->keys[i], v->key_lines[i], v->items[i], &exp->workloads[i])))
+            return rc;
+        exp->n_workloads = i + 1;
+    }
+    if ((v = map_get(root, "measure", NULL)) && (rc = parse_measure(c, v, &exp->measure)))
+        return rc;
+    if (!(v = map_get(root, "runs", NULL)))
+        return perr(c, root->line, NULL, "runs", "missing");
+    if ((rc = want(c, v, Y_SEQ, "runs", "a list of runs")))
+        return rc;
+    if (v->n == 0 || v->n > MB_EXP_MAX_RUNS)
+        return perr(c, v->line, v->origin, "runs", "needs 1..%d runs", MB_EXP_MAX_RUNS);
+    for (size_t i = 0; i < v->n; i++) {
+        if ((rc = parse_run(c, exp, i, v->items[i])))
+            return rc;
+        exp->n_runs = i + 1;
+    }
+    return MB_OK;
+}
+
+static void set_defaults(struct mb_experiment *exp)
+{
+    snprintf(exp->device, sizeof(exp->device), "auto");
+    snprintf(exp->python, sizeof(exp->python), "auto");
+    struct mb_exp_measure *m = &exp->measure;
+    m->warmup.kind = MB_AMOUNT_TIME;
+    m->warmup.ns = 0;
+    m->duration.kind = MB_AMOUNT_TIME;
+    m->duration.ns = 60 * NS_PER_S;
+    m->ci_target = 0.02;
+    m->max_duration_ns = 600 * NS_PER_S;
+    m->repetitions = -1;
+    m->sample_interval_ns = 100000000;
+    m->grace_ns = 10 * NS_PER_S;
+    m->progress_timeout_ns = 120 * NS_PER_S;
+}
+
+int mb_experiment_parse(const char *path, const char *text, size_t len,
+                        const char *const *overrides, size_t n_overrides,
+                        struct mb_experiment **out, struct mb_error *err)
+{
+    *out = NULL;
+    struct pctx c = {.path = path, .err = err};
+    struct ynode *root = NULL;
+    if (n_overrides > MB_EXP_MAX_OVERRIDES)
+        return mb_error_set(err, MB_EINVAL, "more than %d --set overrides", MB_EXP_MAX_OVERRIDES);
+    struct mb_experiment *exp = calloc(1, sizeof(*exp));
+    if (!exp)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    set_defaults(exp);
+    snprintf(exp->path, sizeof(exp->path), "%s", path);
+    uint64_t h = mb_fnv1a64(MB_FNV1A_INIT, text, len);
+    for (size_t i = 0; i < n_overrides; i++) {
+        h = mb_fnv1a64(h, "\0", 1);
+        h = mb_fnv1a64(h, overrides[i], strlen(overrides[i]));
+        exp->overrides[i] = strdup(overrides[i]);
+        if (!exp->overrides[i]) {
+            mb_experiment_destroy(exp);
+            return mb_error_set(err, MB_ENOMEM, "out of memory");
+        }
+        exp->n_overrides = i + 1;
+    }
+    snprintf(exp->sha, sizeof(exp->sha), "%016llx", (unsigned long long)h);
+    int rc = load_tree(&c, text, len, NULL, &root);
+    if (rc)
+        goto fail;
+    for (size_t i = 0; i < n_overrides; i++) {
+        if (!root) {
+            rc = perr(&c, 1, NULL, NULL, "the file is empty");
+            goto fail;
+        }
+        if (root->kind != Y_MAP) {
+            rc = perr(&c, root->line, NULL, NULL, "expected a mapping at the top level");
+            goto fail;
+        }
+        /* Overrides point into exp->overrides so that node origins outlive the call. */
+        if ((rc = apply_override(&c, root, exp->overrides[i])))
+            goto fail;
+    }
+    if ((rc = parse_root(&c, root, exp)))
+        goto fail;
+    ynode_free(root);
+    *out = exp;
+    return MB_OK;
+fail:
+    ynode_free(root);
+    mb_experiment_destroy(exp);
+    return rc;
+}
+
+int mb_experiment_load(const char *path, const char *const *overrides, size_t n_overrides,
+                       struct mb_experiment **out, struct mb_error *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return mb_error_set(err, MB_EIO, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = malloc(MB_EXP_FILE_MAX + 1);
+    if (!buf) {
+        fclose(f);
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    }
+    size_t len = fread(buf, 1, MB_EXP_FILE_MAX + 1, f);
+    int rerr = ferror(f);
+    fclose(f);
+    int rc;
+    if (rerr)
+        rc = mb_error_set(err, MB_EIO, "%s: cannot read", path);
+    else if (len > MB_EXP_FILE_MAX)
+        rc = mb_error_set(err, MB_EPARSE, "%s: larger than %d bytes", path, MB_EXP_FILE_MAX);
+    else
+        rc = mb_experiment_parse(path, buf, len, overrides, n_overrides, out, err);
+    free(buf);
+    return rc;
+}
+
+void mb_experiment_destroy(struct mb_experiment *exp)
+{
+    if (!exp)
+        return;
+    for (size_t i = 0; i < exp->n_overrides; i++)
+        free(exp->overrides[i]);
+    for (size_t i = 0; i < MB_EXP_MAX_WORKLOADS; i++) {
+        struct mb_exp_workload *w = &exp->workloads[i];
+        for (size_t j = 0; j < MB_EXP_MAX_ARGS; j++) {
+            free(w->command[j]);
+            free(w->host_args[j]);
+            free(w->gpu_args[j]);
+        }
+    }
+    free(exp);
+}
+
+/* ---- model checks ------------------------------------------------------------------------ */
+
+/* Looks a profile up by name in the model's own table (names are stored lower-case). */
+static const struct mb_gi_profile *model_profile(const struct mb_gpu_model *model, const char *name)
+{
+    for (size_t i = 0; i < model->n_profiles; i++)
+        if (strcasecmp(model->profiles[i].name, name) == 0)
+            return &model->profiles[i];
+    return NULL;
+}
+
+int mb_experiment_check_model(const struct mb_experiment *exp, const struct mb_gpu_model *model,
+                              struct mb_error *err)
+{
+    struct pctx c = {.path = exp->path, .err = err};
+    for (size_t i = 0; i < exp->n_runs; i++) {
+        const struct mb_exp_run *r = &exp->runs[i];
+        char f[FIELD_MAX];
+        for (size_t j = 0; j < r->n_layout; j++) {
+            fieldf(f, "runs[%zu].layout[%zu]", i, j);
+            const struct mb_gi_profile *p = model_profile(model, r->layout[j]);
+            if (!p) {
+                char list[256] = "";
+                for (size_t k = 0; k < model->n_profiles; k++) {
+                    if (k)
+                        strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+                    strncat(list, model->profiles[k].name, sizeof(list) - strlen(list) - 1);
+                }
+                return perr(&c, r->line, NULL, f, "%s has no profile '%s' (it has: %s)",
+                            model->name, r->layout[j], list);
+            }
+            const struct mb_exp_workload *w = &exp->workloads[r->job_workload[j]];
+            if (w->memory_mib > 0 && p->memory_mib > 0 && w->memory_mib > p->memory_mib)
+                return perr(&c, r->line, NULL, f,
+                            "job '%s' needs %lld MiB (workloads.%s.memory_mib) but %s on %s has "
+                            "%lld MiB",
+                            r->job_name[j], (long long)w->memory_mib, w->name, r->layout[j],
+                            model->name, (long long)p->memory_mib);
+        }
+        for (size_t j = 0; j < r->n_match_layout; j++) {
+            fieldf(f, "runs[%zu].match_layout[%zu]", i, j);
+            if (!model_profile(model, r->match_layout[j]))
+                return perr(&c, r->line, NULL, f, "%s has no profile '%s'", model->name,
+                            r->match_layout[j]);
+        }
+    }
+    return MB_OK;
+}
+
+/* ---- interpreter ------------------------------------------------------------------------- */
+
+/* Runs argv with stdio on /dev/null; true when it exits 0 within timeout_s. */
+static bool runs_ok(char *const argv[], int timeout_s, char *why, size_t cap)
+{
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        snprintf(why, cap, "cannot spawn");
+        return false;
+    }
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (e != 0) {
+        snprintf(why, cap, "cannot run: %s", strerror(e));
+        return false;
+    }
+    int status = 0;
+    struct timespec step = {0, 20000000};
+    for (int waited_ms = 0;; waited_ms += 20) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            snprintf(why, cap, "lost the child: %s", strerror(errno));
+            return false;
+        }
+        if (waited_ms >= timeout_s * 1000) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            snprintf(why, cap, "did not finish within %ds", timeout_s);
+            return false;
+        }
+        nanosleep(&step, NULL);
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return true;
+    if (WIFEXITED(status))
+        snprintf(why, cap, "'import torch' failed (exit %d)", WEXITSTATUS(status));
+    else
+        snprintf(why, cap, "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return false;
+}
+
+static bool is_exec(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+}
+
+/* Finds name in a PATH-style list; false when absent. */
+static bool search_path(const char *name, const char *path_env, char *out, size_t cap)
+{
+    if (!path_env)
+        return false;
+    const char *p = path_env;
+    while (*p) {
+        const char *colon = strchr(p, ':');
+        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        char cand[MB_EXP_PATH_MAX];
+        if (len == 0)
+            snprintf(cand, sizeof(cand), "./%s", name);
+        else
+            snprintf(cand, sizeof(cand), "%.*s/%s", (int)len, p, name);
+        if (is_exec(cand) && strlen(cand) < cap) {
+            snprintf(out, cap, "%s", cand);
+            return true;
+        }
+        if (!colon)
+            break;
+        p = colon + 1;
+    }
+    return false;
+}
+
+int mb__experiment_resolve_python(const char *spec, const char *path_env, const char *fallback,
+                                  int timeout_s, char *out, size_t cap, struct mb_error *err)
+{
+    if (!path_env)
+        path_env = getenv("PATH");
+    if (strcmp(spec, "auto") != 0) {
+        char found[MB_EXP_PATH_MAX];
+        if (strchr(spec, '/')) {
+            if (!is_exec(spec))
+                return mb_error_set(err, MB_ENOTFOUND, "python: '%s' is not an executable file",
+                                    spec);
+            snprintf(found, sizeof(found), "%s", spec);
+        } else if (!search_path(spec, path_env, found, sizeof(found))) {
+            return mb_error_set(err, MB_ENOTFOUND, "python: '%s' is not on PATH", spec);
+        }
+        if (strlen(found) >= cap)
+            return mb_error_set(err, MB_ERANGE, "python: path too long");
+        snprintf(out, cap, "%s", found);
+        return MB_OK;
+    }
+    char tried[MB_ERROR_MSG_MAX] = "";
+    char cands[2][MB_EXP_PATH_MAX];
+    size_t n = 0;
+    if (search_path("python3", path_env, cands[n], sizeof(cands[n])))
+        n++;
+    else
+        snprintf(tried, sizeof(tried), "no python3 on PATH");
+    if (fallback && (n == 0 || strcmp(cands[0], fallback) != 0))
+        snprintf(cands[n++], sizeof(cands[0]), "%s", fallback);
+    for (size_t i = 0; i < n; i++) {
+        char why[160];
+        char *argv[] = {cands[i], (char *)"-c", (char *)"import torch", NULL};
+        if (!is_exec(cands[i]))
+            snprintf(why, sizeof(why), "not an executable file");
+        else if (runs_ok(argv, timeout_s, why, sizeof(why))) {
+            if (strlen(cands[i]) >= cap)
+                return mb_error_set(err, MB_ERANGE, "python: path too long");
+            snprintf(out, cap, "%s", cands[i]);
+            return MB_OK;
+        }
+        size_t l = strlen(tried);
+        snprintf(tried + l, sizeof(tried) - l, "%s%s: %s", l ? "; " : "", cands[i], why);
+    }
+    return mb_error_set(err, MB_ENOTFOUND,
+                        "python: auto found no interpreter that can 'import torch' (%s); install "
+                        "python3-torch or set python: /path/to/python3",
+                        tried);
+}
+
+int mb_experiment_resolve_python(const struct mb_experiment *exp, const char *path_env, char *out,
+                                 size_t cap, struct mb_error *err)
+{
+    return mb__experiment_resolve_python(exp->python, path_env, "/usr/bin/python3", 120, out, cap,
+                                         err);
+}
+
+/* ---- argv, cells ------------------------------------------------------------------------- */
+
+static char *substitute(const char *in, const char *python, const char *workloads)
+{
+    size_t cap = strlen(in) + 1;
+    size_t np = strlen(python), nw = strlen(workloads);
+    for (const char *p = in; *p; p++) {
+        if (strncmp(p, "{python}", 8) == 0)
+            cap += np;
+        else if (strncmp(p, "{workloads}", 11) == 0)
+            cap += nw;
+    }
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    char *o = out;
+    for (const char *p = in; *p;) {
+        if (strncmp(p, "{python}", 8) == 0) {
+            memcpy(o, python, np);
+            o += np;
+            p += 8;
+        } else if (strncmp(p, "{workloads}", 11) == 0) {
+            memcpy(o, workloads, nw);
+            o += nw;
+            p += 11;
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+void mb_argv_free(char **argv)
+{
+    if (!argv)
+        return;
+    for (char **p = argv; *p; p++)
+        free(*p);
+    free(argv);
+}
+
+int mb_experiment_job_argv(const struct mb_exp_workload *w, const char *python,
+                           const char *workloads_dir, bool on_gpu, char ***argv_out,
+                           struct mb_error *err)
+{
+    *argv_out = NULL;
+    size_t n_extra = on_gpu ? w->n_gpu_args : w->n_host_args;
+    char *const *extra = on_gpu ? w->gpu_args : w->host_args;
+    size_t n = w->n_command + n_extra;
+    char **argv = calloc(n + 1, sizeof(*argv));
+    if (!argv)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const char *src = i < w->n_command ? w->command[i] : extra[i - w->n_command];
+        argv[i] = substitute(src, python ? python : "{python}",
+                             workloads_dir ? workloads_dir : "{workloads}");
+        if (!argv[i]) {
+            mb_argv_free(argv);
+            return mb_error_set(err, MB_ENOMEM, "out of memory");
+        }
+    }
+    *argv_out = argv;
+    return MB_OK;
+}
+
+int mb_device_kind_from_backend(const char *backend)
+{
+    if (strcmp(backend, "host") == 0)
+        return MB_KIND_HOST;
+    if (strcmp(backend, "emu") == 0)
+        return MB_KIND_EMU;
+    if (strcmp(backend, "nvml") == 0)
+        return MB_KIND_NVML;
+    return -1;
+}
+
+bool mb_exp_run_applies(const struct mb_exp_run *run, enum mb_device_kind kind, char *why,
+                        size_t cap)
+{
+    bool gpu = kind != MB_KIND_HOST;
+    const char *reason = NULL;
+    if (run->mode == MB_MODE_PARTITION && gpu)
+        reason = "mode partition is for the host CPU";
+    else if ((run->mode == MB_MODE_MIG || run->mode == MB_MODE_MPS) && !gpu)
+        reason = run->mode == MB_MODE_MIG ? "mode mig needs a GPU" : "mode mps needs a GPU";
+    else if (run->only && !(run->only & (gpu ? MB_ONLY_GPU : MB_ONLY_HOST)))
+        reason = gpu ? "only: host" : "only: gpu";
+    if (reason && why)
+        snprintf(why, cap, "%s", reason);
+    return reason == NULL;
+}
+
+/* Compute slices of a profile name ("4g.40gb" -> 4). */
+static unsigned profile_slices(const char *name)
+{
+    return (unsigned)(name[0] - '0');
+}
+
+void mb_exp_run_thread_pct(const struct mb_exp_run *run, unsigned model_compute_slices,
+                           unsigned out[MB_EXP_MAX_JOBS])
+{
+    unsigned total = model_compute_slices ? model_compute_slices : 7;
+    for (size_t i = 0; i < run->n_jobs; i++) {
+        unsigned p;
+        if (run->n_thread_pct)
+            p = run->thread_pct[i];
+        else if (run->n_match_layout)
+            p = (unsigned)lround(100.0 * profile_slices(run->match_layout[i]) / total);
+        else
+            p = (unsigned)(100 / run->n_jobs);
+        out[i] = p < 1 ? 1 : p > 100 ? 100 : p;
+    }
+}
+
+unsigned mb_experiment_repetitions(const struct mb_experiment *exp, enum mb_device_kind kind)
+{
+    if (exp->measure.repetitions > 0)
+        return (unsigned)exp->measure.repetitions;
+    return kind == MB_KIND_NVML ? 4 : 1;
+}
+
+void mb_notes_free(char **notes, size_t n)
+{
+    if (!notes)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(notes[i]);
+    free(notes);
+}
+
+static bool in_list(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t l = comma ? (size_t)(comma - p) : strlen(p);
+        if (l == len && strncmp(p, name, len) == 0)
+            return true;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return false;
+}
+
+int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kind,
+                        const char *only_runs, struct mb_cell **cells, size_t *n_cells,
+                        char ***notes, size_t *n_notes, struct mb_error *err)
+{
+    *cells = NULL;
+    *n_cells = 0;
+    *notes = NULL;
+    *n_notes = 0;
+    if (only_runs && only_runs[0]) {
+        /* Every name given must be a run: a typo must not silently run nothing. */
+        const char *p = only_runs;
+        while (*p) {
+            const char *comma = strchr(p, ',');
+            size_t l = comma ? (size_t)(comma - p) : strlen(p);
+            bool ok = false;
+            for (size_t i = 0; i < exp->n_runs; i++)
+                if (strlen(exp->runs[i].name) == l && strncmp(exp->runs[i].name, p, l) == 0)
+                    ok = true;
+            if (!ok)
+                return mb_error_set(err, MB_EINVAL, "--only: '%.*s' is not a run of %s", (int)l, p,
+                                    exp->path);
+            if (!comma)
+                break;
+            p = comma + 1;
+        }
+    }
+    unsigned reps = mb_experiment_repetitions(exp, kind);
+    struct mb_cell *cs = calloc(exp->n_runs * reps + 1, sizeof(*cs));
+    char **ns = calloc(exp->n_runs + 1, sizeof(*ns));
+    if (!cs || !ns) {
+        free(cs);
+        free(ns);
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    }
+    size_t nc = 0, nn = 0;
+    for (size_t i = 0; i < exp->n_runs; i++) {
+        const struct mb_exp_run *r = &exp->runs[i];
+        if (only_runs && only_runs[0] && !in_list(only_runs, r->name))
+            continue;
+        char why[128];
+        if (!mb_exp_run_applies(r, kind, why, sizeof(why))) {
+            char buf[256];
+            snprintf(buf, sizeof(buf), "run '%s' skipped: %s", r->name, why);
+            ns[nn] = strdup(buf);
+            if (!ns[nn]) {
+                free(cs);
+                mb_notes_free(ns, nn);
+                return mb_error_set(err, MB_ENOMEM, "out of memory");
+            }
+            nn++;
+            continue;
+        }
+        for (unsigned k = 0; k < reps; k++) {
+            cs[nc].run = i;
+            cs[nc].rep = k;
+            nc++;
+        }
+    }
+    *cells = cs;
+    *n_cells = nc;
+    *notes = ns;
+    *n_notes = nn;
+    return MB_OK;
+}

@@ -1,0 +1,93 @@
+# migbench run on an emulated H100 with MIG on and a state file: exclusive, timeslice and mig
+# cells; instances are created, given to the jobs and removed; mps is refused before anything runs.
+. "$MB_SOURCE_DIR/tests/cli/lib.sh"
+FX="$MB_BINARY_DIR/fixtures"
+[ -x "$FX/fx_steady" ] || { echo "skip: fixtures not built"; exit 0; }
+DEV="emu:H100-80GB:mig=on:state=$TMP/gpu.json"
+
+cat >"$TMP/exp.yaml" <<YAML
+version: 1
+name: emutest
+workloads:
+  a: {command: ["$FX/fx_steady", --rate, "20", --duration, "60"], unit: images, memory_mib: 9000}
+  b: {command: ["$FX/fx_steady", --rate, "10", --duration, "60"], unit: tokens}
+runs:
+  - {name: alone, mode: exclusive, jobs: [a, b]}
+  - {name: ts, mode: timeslice, jobs: [a, b]}
+  - {name: mix, mode: mig, layout: [4g.40gb, 1g.10gb, 2g.20gb], jobs: [a, b, b]}
+  - {name: cpu, mode: partition, jobs: [a, b]}
+measure: {warmup: 200ms, duration: 5200ms, sample_interval: 50ms, grace: 1s, progress_timeout: 10s, repetitions: 2}
+YAML
+
+run 0 "$MIGBENCH" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/res" --only mix
+expect_out '^mix +mig +2/2 +a'
+expect_err "run 'cpu' skipped|created 4g.40gb at memory slices 0-3"
+run 0 "$MIGBENCH" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/res1" --only alone,ts \
+    --set measure.duration=1s --set measure.repetitions=1
+expect_out '^alone +exclusive +1/1 +a'
+expect_out '^ts +timeslice +1/1 +a'
+python3 - "$TMP/res" "$TMP/gpu.json" <<'PY' || fail "cell.json checks"
+import json, sys
+res, state = sys.argv[1], sys.argv[2]
+bad = []
+for rep in (0, 1):
+    c = json.load(open(f"{res}/mix/{rep}/cell.json"))
+    d = c["device"]
+    if not (d["backend"] == "emu" and d["emulated"] is True):
+        bad.append(f"device {d['backend']} {d['emulated']}")
+    inst = d["mig"]["instances"]
+    if [i["profile"] for i in inst] != ["4g.40gb", "1g.10gb", "2g.20gb"]:
+        bad.append(f"instances {inst}")
+    starts = sorted((i["placement"]["start"], i["placement"]["size"]) for i in inst)
+    if starts != [(0, 4), (4, 2), (6, 1)]:
+        bad.append(f"placements {starts}")
+    if c["reconfigure_seconds"] is None:
+        bad.append("no reconfigure time")
+    for j, i in zip(c["jobs"], inst):
+        env = j["env"].get("CUDA_VISIBLE_DEVICES", "")
+        if not env.startswith("MIG-") or j["instance"]["uuid"] != i["uuid"] or env != i["uuid"]:
+            bad.append(f"job {j['name']} env {env} instance {j['instance']} vs {i['uuid']}")
+    e = c["energy"]
+    # The emulator has a counter and power: a 5.2 s window gives both figures.
+    if e["counter_j"] is None or e["integrated_j"] is None or e["gap_pct"] is None:
+        bad.append(f"energy {e}")
+    if e["flag"] not in ("ok", "gap"):
+        bad.append(f"energy flag {e['flag']}")
+ev = [json.loads(l) for l in open(f"{res}/journal.jsonl")]
+made = [e for e in ev if e["event"] == "mig_created"]
+gone = [e for e in ev if e["event"] == "mig_destroyed"]
+if len(made) != 12 or len(gone) != 12:
+    bad.append(f"journal: {len(made)} created, {len(gone)} destroyed (12 each expected)")
+a = json.load(open(f"{res}1/alone/0/cell.json"))
+if a["device"]["mig"]["instances"] != []:
+    bad.append("exclusive cell lists instances")
+if a["energy"]["flag"] != "too_short" or a["energy"]["counter_j"] is not None:
+    bad.append(f"1 s windows must be refused: {a['energy']}")
+if not all(j["env"]["CUDA_VISIBLE_DEVICES"].startswith("GPU-") for j in a["jobs"]):
+    bad.append("exclusive jobs are not pointed at the whole GPU")
+if bad:
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+PY
+# The emulated GPU is empty again.
+python3 - "$TMP/gpu.json" <<'PY' || fail "instances left on the emulated GPU"
+import json, sys
+s = json.load(open(sys.argv[1]))
+gis = s.get("gpu_instances", s.get("gis", []))
+sys.exit(1 if gis else 0)
+PY
+
+# MPS needs the nvml backend: refused before anything runs.
+cat >"$TMP/mps.yaml" <<YAML
+version: 1
+name: mpstest
+workloads:
+  a: {command: ["$FX/fx_steady"]}
+runs:
+  - {name: m, mode: mps, jobs: [a, a], thread_percentage: [50, 50]}
+YAML
+run 2 "$MIGBENCH" run "$TMP/mps.yaml" --device "$DEV" --results "$TMP/mpsres"
+expect_err "run 'm': mode mps needs a real GPU through the nvml backend"
+[ ! -e "$TMP/mpsres" ] || fail "a refused run created its results directory"
+
+finish

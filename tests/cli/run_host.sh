@@ -1,0 +1,133 @@
+# migbench run on the host CPU: exclusive, timeslice and partition with steady fixture jobs;
+# results layout, journal, cell.json fields, summary; re-running needs --resume.
+# MB_TEST_THREADS: migbench run samples telemetry on the meter thread.
+. "$MB_SOURCE_DIR/tests/cli/lib.sh"
+FX="$MB_BINARY_DIR/fixtures"
+[ -x "$FX/fx_steady" ] || { echo "skip: fixtures not built"; exit 0; }
+
+cat >"$TMP/exp.yaml" <<YAML
+version: 1
+name: hosttest
+device: host
+workloads:
+  fast:
+    command: ["$FX/fx_steady", --rate, "40", --duration, "120", --samples-per-step, "8"]
+    unit: images
+  slow:
+    command: ["$FX/fx_steady", --rate, "20", --duration, "120", --stdout]
+    unit: samples
+    progress_regex: 'iter ([0-9]+)'
+    samples_per_step: 4
+runs:
+  - {name: alone, mode: exclusive, jobs: [fast, slow]}
+  - {name: shared, mode: timeslice, jobs: [fast, slow]}
+  - {name: split, mode: partition, jobs: [fast, slow]}
+  - {name: gpu-only, mode: mig, layout: [1g.10gb], jobs: [fast]}
+measure: {warmup: 300ms, duration: 1500ms, sample_interval: 50ms, grace: 2s, progress_timeout: 10s}
+YAML
+
+run 0 "$MIGBENCH" run "$TMP/exp.yaml" --results "$TMP/res"
+expect_err "run 'gpu-only' skipped: mode mig needs a GPU"
+expect_out '^run +mode +ok +job'
+expect_out '^alone +exclusive +1/1 +fast +[0-9.]+ .*images/s'
+expect_out '^split +partition +1/1 +fast'
+for r in alone shared split; do
+    [ -f "$TMP/res/$r/0/cell.json" ] || fail "no cell.json for $r"
+    [ -f "$TMP/res/$r/0/telemetry.csv" ] || fail "no telemetry.csv for $r"
+    [ -f "$TMP/res/$r/0/jobs/fast.log" ] || fail "no log for $r/fast"
+done
+[ ! -e "$TMP/res/gpu-only" ] || fail "a skipped run left a directory"
+
+python3 - "$TMP/res" <<'PY' || fail "cell.json checks"
+import json, sys
+res = sys.argv[1]
+def cell(r):
+    return json.load(open(f"{res}/{r}/0/cell.json"))
+bad = []
+def check(cond, what):
+    if not cond:
+        bad.append(what)
+for r, mode in (("alone", "exclusive"), ("shared", "timeslice"), ("split", "partition")):
+    c = cell(r)
+    check(c["schema"] == 1 and c["run"] == r and c["mode"] == mode and c["rep"] == 0, f"{r}: ids")
+    check(c["status"] == "ok" and c["failure"] is None, f"{r}: status {c['status']} {c['failure']}")
+    check(c["device"]["backend"] == "host" and c["device"]["emulated"] is False, f"{r}: device")
+    check(c["mps"] is None and c["reconfigure_seconds"] is None, f"{r}: mode fields")
+    e = c["energy"]
+    # 1.5 s windows are shorter than any sensor allows: energy refused, never 0.
+    check(e["counter_j"] is None and e["integrated_j"] is None and e["flag"] in ("too_short", "no_sensor"),
+          f"{r}: energy {e}")
+    check(e["refused_reason"], f"{r}: no refusal reason")
+    for j in c["jobs"]:
+        tp = j["throughput"]
+        check(tp["mean"] is not None and tp["mean"] > 0, f"{r}/{j['name']}: throughput {tp}")
+        check(j["exit"]["signal"] == 15 or j["exit"]["code"] == 0, f"{r}/{j['name']}: exit {j['exit']}")
+        check(j["argv"][0].endswith("fx_steady"), f"{r}/{j['name']}: argv")
+        check(j["log"] == f"jobs/{j['name']}.log", f"{r}/{j['name']}: log")
+        check(j["window"]["seconds"] is not None and j["window"]["seconds"] >= 1.5, f"{r}: window")
+    fast, slow = c["jobs"]
+    check(fast["throughput"]["unit_per_s"] == "images/s", f"{r}: unit {fast['throughput']}")
+    check(slow["throughput"]["unit_per_s"] == "samples/s", f"{r}: regex unit {slow['throughput']}")
+    check(fast["units"] is not None and fast["units"] % 8 == 0, f"{r}: units {fast['units']}")
+a = cell("alone")["jobs"]
+check(a[0]["ended_ns"] <= a[1]["started_ns"], "exclusive jobs overlapped")
+s = cell("shared")["jobs"]
+check(s[0]["started_ns"] < s[1]["ended_ns"] and s[1]["started_ns"] < s[0]["ended_ns"], "timeslice jobs did not overlap")
+check(s[0]["window"]["start_ns"] == s[1]["window"]["start_ns"], "timeslice windows differ")
+p = cell("split")["jobs"]
+check(p[0]["cpus"] and p[1]["cpus"] and not set(p[0]["cpus"]) & set(p[1]["cpus"]), f"partition cpus {p[0]['cpus']} {p[1]['cpus']}")
+check(cell("shared")["jobs"][0]["cpus"] is None, "timeslice has cpus")
+ev = [json.loads(l) for l in open(f"{res}/journal.jsonl")]
+names = [e["event"] for e in ev]
+check(names[0] == "experiment_started" and names[-1] == "experiment_finished", f"journal ends {names}")
+check(names.count("cell_started") == 3 and names.count("cell_finished") == 3, f"journal cells {names}")
+check(all("t_unix" in e for e in ev), "journal timestamps")
+if bad:
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+PY
+
+# Windows counted in steps, and "stable" windows that stop once the CI is tight.
+cat >"$TMP/steps.yaml" <<YAML
+version: 1
+name: stepstest
+device: host
+workloads:
+  a: {command: ["$FX/fx_steady", --rate, "50", --duration, "120"]}
+runs:
+  - {name: steps, mode: timeslice, jobs: [a, a]}
+measure: {warmup: 5 steps, duration: 30 steps, grace: 2s}
+YAML
+run 0 "$MIGBENCH" run "$TMP/steps.yaml" --results "$TMP/steps"
+run 0 "$MIGBENCH" run "$TMP/steps.yaml" --results "$TMP/stable" \
+    --set measure.duration=stable --set measure.ci_target=0.2 --set measure.max_duration=60s
+python3 - "$TMP/steps" "$TMP/stable" <<'PY' || fail "steps/stable windows"
+import json, sys
+bad = []
+c = json.load(open(f"{sys.argv[1]}/steps/0/cell.json"))
+for j in c["jobs"]:
+    # 30 steps at 50/s: the window holds at least 30 steps' worth of samples (64 per step).
+    tp, w = j["throughput"], j["window"]["seconds"]
+    if tp["mean"] is None or tp["mean"] * w < 29 * 64:
+        bad.append(f"steps: {tp} over {w}s")
+s = json.load(open(f"{sys.argv[2]}/steps/0/cell.json"))
+w = s["window"]["seconds"]
+if not (2 <= w < 60):
+    bad.append(f"stable: window {w}s (should stop on the CI target, after 2 s, before the cap)")
+if bad:
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+PY
+
+# Progress lines are plain log lines when stderr is not a terminal.
+run 2 "$MIGBENCH" run "$TMP/exp.yaml" --results "$TMP/res"
+expect_err 'already holds results; add --resume'
+# --resume with everything done runs nothing and keeps the cells.
+before=$(stat -c %Y "$TMP/res/alone/0/cell.json")
+run 0 "$MIGBENCH" run "$TMP/exp.yaml" --results "$TMP/res" --resume
+[ "$(stat -c %Y "$TMP/res/alone/0/cell.json")" = "$before" ] || fail "--resume rewrote a finished cell"
+# --resume with a changed file is refused.
+run 2 "$MIGBENCH" run "$TMP/exp.yaml" --results "$TMP/res" --resume --set measure.duration=2s
+expect_err 'different experiment file'
+
+finish

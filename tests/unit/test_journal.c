@@ -1,0 +1,286 @@
+/* The journal (append, torn lines, leftovers) and atomic result files. */
+#define _XOPEN_SOURCE 700
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "migbench/results.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/mb-test-journal-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void append_event(struct mb_journal *j, const char *name, int gi, int ci)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "event", name);
+    cJSON_AddStringToObject(o, "gpu_uuid", "GPU-1");
+    if (gi >= 0)
+        cJSON_AddNumberToObject(o, "gi_id", gi);
+    if (ci >= 0)
+        cJSON_AddNumberToObject(o, "ci_id", ci);
+    if (strcmp(name, "mig_created") == 0 && ci < 0) {
+        cJSON_AddStringToObject(o, "profile", "3g.40gb");
+        cJSON *pl = cJSON_AddObjectToObject(o, "placement");
+        cJSON_AddNumberToObject(pl, "start", 4);
+        cJSON_AddNumberToObject(pl, "size", 4);
+    }
+    struct mb_error err;
+    assert_int_equal(mb_journal_append(j, o, &err), MB_OK);
+    assert_non_null(cJSON_GetObjectItem(o, "t_unix"));
+    cJSON_Delete(o);
+}
+
+static void test_append_and_read(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof(path), "%s/journal.jsonl", dir);
+    struct mb_journal *j;
+    struct mb_error err;
+    assert_int_equal(mb_journal_open(path, &j, &err), MB_OK);
+    /* One writer at a time. */
+    struct mb_journal *j2;
+    assert_int_equal(mb_journal_open(path, &j2, &err), MB_EBUSY);
+    assert_null(j2);
+    assert_non_null(strstr(err.msg, "in use by another migbench run"));
+    append_event(j, "experiment_started", -1, -1);
+    append_event(j, "cell_started", -1, -1);
+    /* A string with a newline stays on one line. */
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "event", "cell_failed");
+    cJSON_AddStringToObject(o, "reason", "line one\nline two");
+    assert_int_equal(mb_journal_append(j, o, &err), MB_OK);
+    cJSON_Delete(o);
+    /* Not an event. */
+    o = cJSON_CreateObject();
+    assert_int_equal(mb_journal_append(j, o, &err), MB_EINVAL);
+    cJSON_Delete(o);
+    mb_journal_close(j);
+
+    cJSON *events;
+    size_t skipped;
+    assert_int_equal(mb_journal_read(path, &events, &skipped, &err), MB_OK);
+    assert_int_equal(cJSON_GetArraySize(events), 3);
+    assert_int_equal(skipped, 0);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(events, 2), "reason")->valuestring,
+                        "line one\nline two");
+    cJSON_Delete(events);
+
+    char missing[160];
+    snprintf(missing, sizeof(missing), "%s/none.jsonl", dir);
+    assert_int_equal(mb_journal_read(missing, &events, &skipped, &err), MB_ENOTFOUND);
+    assert_null(events);
+}
+
+static void test_torn_line(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof(path), "%s/torn.jsonl", dir);
+    struct mb_journal *j;
+    struct mb_error err;
+    assert_int_equal(mb_journal_open(path, &j, &err), MB_OK);
+    append_event(j, "cell_started", -1, -1);
+    mb_journal_close(j);
+    /* A crash in the middle of a write leaves half a line. */
+    FILE *f = fopen(path, "a");
+    fputs("{\"event\":\"mig_created\",\"gi_", f);
+    fclose(f);
+    cJSON *events;
+    size_t skipped;
+    assert_int_equal(mb_journal_read(path, &events, &skipped, &err), MB_OK);
+    assert_int_equal(cJSON_GetArraySize(events), 1);
+    assert_int_equal(skipped, 1);
+    cJSON_Delete(events);
+    /* Reopening repairs the tail so that the next event is whole. */
+    assert_int_equal(mb_journal_open(path, &j, &err), MB_OK);
+    append_event(j, "cell_finished", -1, -1);
+    mb_journal_close(j);
+    assert_int_equal(mb_journal_read(path, &events, &skipped, &err), MB_OK);
+    assert_int_equal(cJSON_GetArraySize(events), 2);
+    assert_int_equal(skipped, 1);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(events, 1), "event")->valuestring,
+                        "cell_finished");
+    cJSON_Delete(events);
+    /* Lines that are JSON but not events are skipped too. */
+    f = fopen(path, "a");
+    fputs("[1,2]\n\n{\"no_event\":1}\n", f);
+    fclose(f);
+    assert_int_equal(mb_journal_read(path, &events, &skipped, &err), MB_OK);
+    assert_int_equal(cJSON_GetArraySize(events), 2);
+    assert_int_equal(skipped, 3);
+    cJSON_Delete(events);
+}
+
+/* A failing write or fsync is reported, never ignored. */
+static void test_write_failure(void **state)
+{
+    (void)state;
+    if (access("/dev/full", W_OK) != 0)
+        skip();
+    struct mb_journal *j;
+    struct mb_error err;
+    assert_int_equal(mb_journal_open("/dev/full", &j, &err), MB_OK);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "event", "cell_started");
+    assert_int_equal(mb_journal_append(j, o, &err), MB_EIO);
+    assert_non_null(strstr(err.msg, "cannot write journal"));
+    cJSON_Delete(o);
+    mb_journal_close(j);
+    char path[128];
+    snprintf(path, sizeof(path), "%s/nodir/journal.jsonl", dir);
+    assert_int_equal(mb_journal_open(path, &j, &err), MB_EIO);
+    assert_null(j);
+}
+
+static void test_leftovers(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof(path), "%s/left.jsonl", dir);
+    struct mb_journal *j;
+    struct mb_error err;
+    assert_int_equal(mb_journal_open(path, &j, &err), MB_OK);
+    append_event(j, "mig_created", 1, -1); /* GI 1 */
+    append_event(j, "mig_created", 1, 0);  /* its CI 0 */
+    append_event(j, "mig_created", 2, -1);
+    append_event(j, "mig_created", 2, 0);
+    append_event(j, "mig_destroyed", 2, 0); /* GI 2 fully removed */
+    append_event(j, "mig_destroyed", 2, -1);
+    append_event(j, "mig_created", 5, -1); /* GI 5 created, CI never */
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "event", "mps_started");
+    cJSON_AddNumberToObject(o, "pid", 4242);
+    cJSON_AddStringToObject(o, "pipe_dir", "/r/mps/pipe");
+    cJSON_AddStringToObject(o, "log_dir", "/r/mps/log");
+    mb_journal_append(j, o, &err);
+    cJSON_Delete(o);
+    o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "event", "mps_started");
+    cJSON_AddStringToObject(o, "pipe_dir", "/r/mps2/pipe");
+    mb_journal_append(j, o, &err);
+    cJSON_Delete(o);
+    o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "event", "mps_stopped");
+    cJSON_AddStringToObject(o, "pipe_dir", "/r/mps2/pipe");
+    mb_journal_append(j, o, &err);
+    cJSON_Delete(o);
+    mb_journal_close(j);
+
+    cJSON *events;
+    size_t skipped;
+    assert_int_equal(mb_journal_read(path, &events, &skipped, &err), MB_OK);
+    struct mb_leftovers *l = malloc(sizeof(*l));
+    assert_int_equal(mb_journal_leftovers(events, l, &err), MB_OK);
+    assert_int_equal(l->n_mig, 2);
+    assert_int_equal(l->mig[0].gi_id, 1);
+    assert_true(l->mig[0].has_ci);
+    assert_int_equal(l->mig[0].ci_id, 0);
+    assert_string_equal(l->mig[0].profile, "3g.40gb");
+    assert_int_equal(l->mig[0].placement.start, 4);
+    assert_int_equal(l->mig[0].placement.size, 4);
+    assert_string_equal(l->mig[0].gpu_uuid, "GPU-1");
+    assert_int_equal(l->mig[1].gi_id, 5);
+    assert_false(l->mig[1].has_ci);
+    assert_int_equal(l->n_mps, 1);
+    assert_int_equal(l->mps[0].pid, 4242);
+    assert_string_equal(l->mps[0].pipe_dir, "/r/mps/pipe");
+    free(l);
+    cJSON_Delete(events);
+}
+
+static int count_entries(const char *d)
+{
+    DIR *dp = opendir(d);
+    assert_non_null(dp);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dp)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(dp);
+    return n;
+}
+
+static void test_atomic_cell(void **state)
+{
+    (void)state;
+    char cdir[160], path[200];
+    struct mb_error err;
+    assert_int_equal(mb_results_cell_dir(dir, "mix-4-2-1", 3, cdir, sizeof(cdir), &err), MB_OK);
+    assert_false(mb_results_cell_done(dir, "mix-4-2-1", 3));
+    assert_int_equal(mb_results_mkdirs(cdir, 0755, &err), MB_OK);
+    assert_int_equal(mb_results_mkdirs(cdir, 0755, &err), MB_OK); /* exists: fine */
+    snprintf(path, sizeof(path), "%s/cell.json", cdir);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "schema", 1);
+    cJSON_AddStringToObject(o, "status", "ok");
+    assert_int_equal(mb_results_write_json(path, o, &err), MB_OK);
+    assert_true(mb_results_cell_done(dir, "mix-4-2-1", 3));
+    cJSON_ReplaceItemInObject(o, "status", cJSON_CreateString("failed"));
+    assert_int_equal(mb_results_write_json(path, o, &err), MB_OK);
+    cJSON_Delete(o);
+    assert_int_equal(count_entries(cdir), 1); /* no temporary file left */
+    cJSON *back;
+    assert_int_equal(mb_results_read_json(path, 1 << 20, &back, &err), MB_OK);
+    assert_string_equal(cJSON_GetObjectItem(back, "status")->valuestring, "failed");
+    cJSON_Delete(back);
+    /* A failed write leaves neither a file nor a temporary. */
+    char bad[200];
+    snprintf(bad, sizeof(bad), "%s/missing/cell.json", cdir);
+    o = cJSON_CreateObject();
+    assert_int_equal(mb_results_write_json(bad, o, &err), MB_EIO);
+    cJSON_Delete(o);
+    assert_int_equal(count_entries(cdir), 1);
+    /* Reading: absent, too big, not JSON. */
+    assert_int_equal(mb_results_read_json(bad, 100, &back, &err), MB_ENOTFOUND);
+    assert_int_equal(mb_results_read_json(path, 5, &back, &err), MB_EIO);
+    FILE *f = fopen(path, "w");
+    fputs("{\"schema\": ", f);
+    fclose(f);
+    assert_int_equal(mb_results_read_json(path, 100, &back, &err), MB_EPARSE);
+    /* A file where a directory is needed. */
+    char clash[220];
+    snprintf(clash, sizeof(clash), "%s/x", path);
+    assert_int_equal(mb_results_mkdirs(clash, 0755, &err), MB_EIO);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_append_and_read), cmocka_unit_test(test_torn_line),
+        cmocka_unit_test(test_write_failure),   cmocka_unit_test(test_leftovers),
+        cmocka_unit_test(test_atomic_cell),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
