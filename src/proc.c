@@ -206,8 +206,12 @@ static void child_exec(const struct mb_proc_spec *spec, char **cand, size_t n_ca
     /* Handlers we installed must not survive; SIG_IGN would (SIGPIPE), so reset the common ones. */
     static const int sigs[] = {SIGPIPE, SIGINT,  SIGTERM, SIGQUIT, SIGHUP,
                                SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM};
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-        signal(sigs[i], SIG_DFL);
+        sigaction(sigs[i], &dfl, NULL); /* sigaction, unlike signal, is async-signal-safe */
     setpgid(0, 0);
     if (spec->stdin_null) {
         int fd = open("/dev/null", O_RDONLY);
