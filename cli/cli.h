@@ -57,5 +57,6 @@ extern const struct mb_cmd mb_cmd_measure;
 extern const struct mb_cmd mb_cmd_mig;
 extern const struct mb_cmd mb_cmd_report;
 extern const struct mb_cmd mb_cmd_run;
+extern const struct mb_cmd mb_cmd_plan;
 
 #endif

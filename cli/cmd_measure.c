@@ -637,10 +637,10 @@ static int measure_run(int argc, char **argv)
     if (j.regex_prog)
         mb_progress_end(j.regex_prog);
 
-    /* End both windows before waiting on either: a window cannot end before samples that were
-     * already folded into it, and waiting lets the meter take more. */
-    if (mb_meter_window_end(j.meter, job_id, t_end, &err) != MB_OK ||
-        (j.steady_id >= 0 && mb_meter_window_end(j.meter, j.steady_id, t_end, &err) != MB_OK))
+    /* End both windows at once, before waiting on either: a window cannot end before samples
+     * that were already folded into it, and waiting lets the meter take more. */
+    int ends[2] = {job_id, j.steady_id};
+    if (mb_meter_window_end_n(j.meter, ends, j.steady_id >= 0 ? 2 : 1, t_end, &err) != MB_OK)
         goto fail;
     if (window_result(j.meter, job_id, &r.job, &err) != MB_OK)
         goto fail;

@@ -4,11 +4,19 @@
 
 #include "cli.h"
 
-/* Every subcommand, in the order `migbench help` lists them. */
+/* Every subcommand, in the order `migbench help` lists them; one per line to keep merges easy. */
+/* clang-format off */
 static const struct mb_cmd *const commands[] = {
-    &mb_cmd_help, &mb_cmd_layouts, &mb_cmd_devices, &mb_cmd_measure,
-    &mb_cmd_mig,  &mb_cmd_report,  &mb_cmd_run,
+    &mb_cmd_devices,
+    &mb_cmd_layouts,
+    &mb_cmd_measure,
+    &mb_cmd_run,
+    &mb_cmd_report,
+    &mb_cmd_plan,
+    &mb_cmd_mig,
+    &mb_cmd_help,
 };
+/* clang-format on */
 
 const struct mb_cmd *mb_cli_find(const char *name)
 {

@@ -634,22 +634,29 @@ int mb_meter_window_begin(struct mb_meter *m, int64_t t0_ns, int *id, struct mb_
     return MB_OK;
 }
 
-int mb_meter_window_end(struct mb_meter *m, int id, int64_t t1_ns, struct mb_error *err)
+int mb_meter_window_end_n(struct mb_meter *m, const int *ids, size_t n, int64_t t1_ns,
+                          struct mb_error *err)
 {
-    if (id < 0 || id >= MB_METER_MAX_WINDOWS)
-        return mb_error_set(err, MB_EINVAL, "no energy window %d", id);
+    for (size_t k = 0; k < n; k++)
+        if (ids[k] < 0 || ids[k] >= MB_METER_MAX_WINDOWS)
+            return mb_error_set(err, MB_EINVAL, "no energy window %d", ids[k]);
     pthread_mutex_lock(&m->mu);
-    struct window *x = &m->win[id];
-    if (!x->used || x->end_set) {
-        pthread_mutex_unlock(&m->mu);
-        return mb_error_set(err, MB_ESTATE, "energy window %d is not open", id);
+    for (size_t k = 0; k < n; k++) {
+        struct window *x = &m->win[ids[k]];
+        if (!x->used || x->end_set) {
+            pthread_mutex_unlock(&m->mu);
+            return mb_error_set(err, MB_ESTATE, "energy window %d is not open", ids[k]);
+        }
     }
+    /* As for the start: the last folded sample bounds the end. All windows end at one instant,
+     * under one lock, so the extra sample below cannot come between them. */
     if (t1_ns < m->last_t)
-        t1_ns = m->last_t; /* as for the start: the last folded sample bounds it */
-    if (t1_ns < x->t0)
-        t1_ns = x->t0;
-    x->t1 = t1_ns;
-    x->end_set = true;
+        t1_ns = m->last_t;
+    for (size_t k = 0; k < n; k++) {
+        struct window *x = &m->win[ids[k]];
+        x->t1 = t1_ns < x->t0 ? x->t0 : t1_ns;
+        x->end_set = true;
+    }
     settle_windows(m);
     if (m->running) {
         m->kick = true;
@@ -657,6 +664,11 @@ int mb_meter_window_end(struct mb_meter *m, int id, int64_t t1_ns, struct mb_err
     }
     pthread_mutex_unlock(&m->mu);
     return MB_OK;
+}
+
+int mb_meter_window_end(struct mb_meter *m, int id, int64_t t1_ns, struct mb_error *err)
+{
+    return mb_meter_window_end_n(m, &id, 1, t1_ns, err);
 }
 
 static void result_of(const struct mb_meter *m, const struct window *x, struct mb_energy *r)

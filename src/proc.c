@@ -24,6 +24,7 @@ extern char **environ;
 struct mb_proc {
     pid_t pid;
     int fds[NFDS]; /* read ends, -1 when closed */
+    bool had_pipes;
     int tee_fd[2];
     mb_proc_data_fn on_data;
     void *ctx;
@@ -387,8 +388,10 @@ int mb_proc_spawn(const struct mb_proc_spec *spec, struct mb_proc **out, struct 
     p->fds[MB_PROC_PROGRESS] = prog_p[0];
     out_p[0] = err_p[0] = prog_p[0] = -1;
     for (int i = 0; i < NFDS; i++)
-        if (p->fds[i] >= 0)
+        if (p->fds[i] >= 0) {
             fcntl(p->fds[i], F_SETFL, fcntl(p->fds[i], F_GETFL) | O_NONBLOCK);
+            p->had_pipes = true;
+        }
     free(env);
     free_candidates(cand, n_cand);
     *out = p;
@@ -549,7 +552,7 @@ int mb_proc_poll(struct mb_proc *const *procs, size_t n, int timeout_ms, struct 
     }
     int64_t now = mb_proc_now_ns();
     size_t k = 0;
-    bool any_exited = false;
+    bool any_exited = false, any_closed = false;
     for (size_t i = 0; i < n; i++) {
         struct mb_proc *p = procs[i];
         if (!p || p->done)
@@ -566,15 +569,20 @@ int mb_proc_poll(struct mb_proc *const *procs, size_t n, int timeout_ms, struct 
             if (timeout_ms < 0 || left_ms < timeout_ms)
                 timeout_ms = (int)(left_ms < 0 ? 0 : left_ms);
         }
+        size_t k0 = k;
         for (int s = 0; s < NFDS; s++)
             if (p->fds[s] >= 0)
                 fds[k++] = (struct pollfd){.fd = p->fds[s], .events = POLLIN};
+        /* All pipes at EOF usually means the child is exiting: look again soon. */
+        if (k == k0 && p->had_pipes && !p->exited)
+            any_closed = true;
     }
     /* Exit is noticed by waitpid, not by an fd: do not sleep past it for long. */
+    int cap_ms = any_closed ? 2 : 50;
     if (any_exited)
         timeout_ms = 0;
-    else if (timeout_ms < 0 || timeout_ms > 50)
-        timeout_ms = 50;
+    else if (timeout_ms < 0 || timeout_ms > cap_ms)
+        timeout_ms = cap_ms;
     int rc = MB_OK;
     int r = poll(fds, k, timeout_ms);
     if (r < 0) {

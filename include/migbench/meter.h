@@ -145,6 +145,10 @@ int mb_meter_window_begin(struct mb_meter *m, int64_t t0_ns, int *id, struct mb_
  */
 int mb_meter_window_end(struct mb_meter *m, int id, int64_t t1_ns, struct mb_error *err);
 
+/* Ends n windows at the same t1_ns, atomically (the extra sample cannot fall between them). */
+int mb_meter_window_end_n(struct mb_meter *m, const int *ids, size_t n, int64_t t1_ns,
+                          struct mb_error *err);
+
 /*
  * Waits up to timeout_ms (-1: no limit) until samples cover the window's end (or the meter has
  * stopped: the window is then truncated), fills *out and frees the window id. MB_ETIMEDOUT when

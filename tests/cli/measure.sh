@@ -88,7 +88,7 @@ for dev in $DEVICES; do
     expect_json 'j["sampling"]["csv"] is not None' True
     expect_json 'j["device"]["spec"]' "$dev"
     # The steady window starts after the warm-up and ends with the job, never later.
-    expect_json 'j["steady"] is None or j["steady"]["duration_s"] <= j["energy"]["duration_s"] - 0.1' True
+    expect_json 'j["steady"] is None or j["steady"]["duration_s"] <= j["energy"]["duration_s"] - 0.09' True
     head -1 "$TMP/t.csv" | grep -q '^t_ns,t_s,read_ok,power_mw,' || fail "$dev: CSV header"
     rows=$(($(wc -l <"$TMP/t.csv") - 1))
     expect_json "j['sampling']['samples'] == $rows" True

@@ -372,6 +372,22 @@ static void test_clamped_edges(void **state)
     assert_int_equal(r.t1_ns, 5 * S);
     assert_float_equal(r.counter_j, 300, 1e-6);
     assert_float_equal(r.integral_j, 300, 1e-6);
+
+    /* Several windows ended at one instant share it. */
+    int two[2];
+    assert_int_equal(mb_meter_window_begin(m, 5 * S, &two[0], &err), MB_OK);
+    assert_int_equal(mb_meter_window_begin(m, 5 * S, &two[1], &err), MB_OK);
+    for (int64_t t = 5100 * MS; t <= 7 * S; t += 100 * MS) {
+        f->now_ns = t;
+        mb_meter_sample(m, &err);
+    }
+    assert_int_equal(mb_meter_window_end_n(m, two, 2, 6 * S, &err), MB_OK);
+    assert_int_equal(mb_meter_window_end_n(m, two, 2, 6 * S, &err), MB_ESTATE);
+    struct mb_energy r2;
+    assert_int_equal(mb_meter_window_result(m, two[0], 0, &r, &err), MB_OK);
+    assert_int_equal(mb_meter_window_result(m, two[1], 0, &r2, &err), MB_OK);
+    assert_int_equal(r.t1_ns, r2.t1_ns);
+    assert_int_equal(r.t1_ns, 7 * S);
     mb_meter_destroy(m);
 }
 

@@ -1,0 +1,798 @@
+/* Planner inputs: profile rows (CSV) and job sets (YAML). */
+#include "migbench/plan.h"
+#include "plan_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+
+/* Input files are small; anything larger is refused rather than read without bound. */
+#define MAX_FILE_BYTES (64u << 20)
+#define CSV_MAX_FIELDS 32
+
+struct mb_plan_profiles {
+    size_t n, cap;
+    struct mb_plan_profile *rows;
+};
+
+int mb_plan_profiles_create(struct mb_plan_profiles **out, struct mb_error *err)
+{
+    *out = calloc(1, sizeof(**out));
+    if (!*out)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    return MB_OK;
+}
+
+void mb_plan_profiles_destroy(struct mb_plan_profiles *p)
+{
+    if (!p)
+        return;
+    free(p->rows);
+    free(p);
+}
+
+void mb__plan_profiles_pop(struct mb_plan_profiles *p)
+{
+    if (p->n)
+        p->n--;
+}
+
+size_t mb_plan_profiles_count(const struct mb_plan_profiles *p)
+{
+    return p->n;
+}
+
+const struct mb_plan_profile *mb_plan_profiles_get(const struct mb_plan_profiles *p, size_t i)
+{
+    return i < p->n ? &p->rows[i] : NULL;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *cat,
+                         const struct mb_plan_profile *row, struct mb_error *err)
+{
+    struct mb_plan_profile r = *row;
+    if (!r.workload[0])
+        return mb_error_set(err, MB_EINVAL, "field 'workload': empty");
+    const struct mb_gpu_model *model = NULL;
+    int st = mb_catalog_find(cat, r.gpu, &model, err);
+    if (st != MB_OK)
+        return mb_error_prefix(err, "field 'gpu': ");
+    copy_str(r.gpu, sizeof(r.gpu), model->name);
+    if (strcasecmp(r.partition, MB_PLAN_FULL) == 0) {
+        copy_str(r.partition, sizeof(r.partition), MB_PLAN_FULL);
+    } else {
+        const struct mb_gi_profile *gp = mb_model_profile(model, r.partition);
+        if (!gp)
+            return mb_error_set(err, MB_EINVAL,
+                                "field 'partition': '%s' is not a MIG profile of %s (nor 'full')",
+                                r.partition, model->name);
+        copy_str(r.partition, sizeof(r.partition), gp->name);
+    }
+    if (!isfinite(r.throughput) || r.throughput <= 0)
+        return mb_error_set(err, MB_EINVAL, "field 'throughput': must be a number > 0");
+    if (!isfinite(r.power_w) || r.power_w <= 0)
+        return mb_error_set(err, MB_EINVAL, "field 'power_w': must be a number > 0");
+    if (!isnan(r.idle_power_w) && (!isfinite(r.idle_power_w) || r.idle_power_w < 0))
+        return mb_error_set(err, MB_EINVAL, "field 'idle_power_w': must be a number >= 0");
+    if (!isnan(r.peak_mem_mib) && (!isfinite(r.peak_mem_mib) || r.peak_mem_mib < 0))
+        return mb_error_set(err, MB_EINVAL, "field 'peak_mem_mib': must be a number >= 0");
+    if (!r.unit[0])
+        copy_str(r.unit, sizeof(r.unit), "units");
+    for (size_t i = 0; i < p->n; i++) {
+        const struct mb_plan_profile *o = &p->rows[i];
+        if (strcmp(o->workload, r.workload) == 0 && strcmp(o->gpu, r.gpu) == 0 &&
+            strcmp(o->partition, r.partition) == 0)
+            return mb_error_set(err, MB_EINVAL,
+                                "workload '%s' on %s %s is profiled twice (also at %s)", r.workload,
+                                r.gpu, r.partition, o->source);
+        if (strcmp(o->workload, r.workload) == 0 && strcmp(o->unit, r.unit) != 0)
+            return mb_error_set(err, MB_EINVAL,
+                                "field 'unit': workload '%s' counts '%s' here but '%s' at %s",
+                                r.workload, r.unit, o->unit, o->source);
+    }
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        struct mb_plan_profile *v = realloc(p->rows, cap * sizeof(*v));
+        if (!v)
+            return mb_error_set(err, MB_ENOMEM, "out of memory");
+        p->rows = v;
+        p->cap = cap;
+    }
+    p->rows[p->n++] = r;
+    return MB_OK;
+}
+
+/* Reads a whole file, NUL-terminated, refusing anything over MAX_FILE_BYTES. */
+static int read_file(const char *path, char **out, size_t *len, struct mb_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return mb_error_set(err, MB_EIO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (!buf)
+        goto nomem;
+    for (;;) {
+        if (n + 1 >= cap) {
+            if (cap >= MAX_FILE_BYTES) {
+                free(buf);
+                fclose(f);
+                return mb_error_set(err, MB_EIO, "%s: larger than %u MiB", path,
+                                    MAX_FILE_BYTES >> 20);
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                goto nomem;
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - 1 - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        free(buf);
+        fclose(f);
+        return mb_error_set(err, MB_EIO, "%s: read error", path);
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return MB_OK;
+nomem:
+    free(buf);
+    fclose(f);
+    return mb_error_set(err, MB_ENOMEM, "out of memory");
+}
+
+/* Splits one CSV line in place (RFC 4180 quotes, no embedded newlines). */
+static int csv_split(char *line, char **fields, size_t cap, size_t *n)
+{
+    size_t k = 0;
+    char *p = line;
+    for (;;) {
+        if (k == cap)
+            return -1;
+        char *w = p;
+        fields[k++] = w;
+        if (*p == '"') {
+            p++;
+            for (;;) {
+                if (*p == '\0')
+                    return -2;
+                if (*p == '"') {
+                    if (p[1] == '"') {
+                        *w++ = '"';
+                        p += 2;
+                        continue;
+                    }
+                    p++;
+                    break;
+                }
+                *w++ = *p++;
+            }
+            if (*p != ',' && *p != '\0')
+                return -2;
+        } else {
+            while (*p && *p != ',')
+                *w++ = *p++;
+        }
+        char end = *p;
+        *w = '\0';
+        if (end == '\0')
+            break;
+        p++;
+    }
+    *n = k;
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+/* A number, or NaN for an empty field when allowed. */
+static bool parse_num(const char *s, bool optional, double *out)
+{
+    if (!*s) {
+        *out = NAN;
+        return optional;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"true", "yes", "1", "y"};
+    static const char *const no[] = {"false", "no", "0", "n", ""};
+    for (size_t i = 0; i < 4; i++)
+        if (strcasecmp(s, yes[i]) == 0)
+            return (*out = true);
+    for (size_t i = 0; i < 5; i++)
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = false;
+            return true;
+        }
+    return false;
+}
+
+enum col {
+    C_WORKLOAD,
+    C_GPU,
+    C_PARTITION,
+    C_THR,
+    C_UNIT,
+    C_POWER,
+    C_IDLE,
+    C_MEM,
+    C_SOURCE,
+    C_PROXY
+};
+static const char *const col_names[] = {"workload", "gpu",     "partition",    "throughput",
+                                        "unit",     "power_w", "idle_power_w", "peak_mem_mib",
+                                        "source",   "proxy"};
+#define N_COLS (sizeof(col_names) / sizeof(col_names[0]))
+/* Columns that may be left out of the header entirely. */
+static bool col_optional(size_t c)
+{
+    return c == C_UNIT || c == C_IDLE || c == C_MEM || c == C_SOURCE || c == C_PROXY;
+}
+
+int mb_plan_profiles_load_csv(struct mb_plan_profiles *p, const struct mb_catalog *cat,
+                              const char *path, struct mb_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int st = read_file(path, &text, &len, err);
+    if (st != MB_OK)
+        return st;
+    size_t n_before = p->n;
+    int pos[N_COLS];
+    for (size_t c = 0; c < N_COLS; c++)
+        pos[c] = -1;
+    bool have_header = false;
+    unsigned line_no = 0;
+    char *save = NULL;
+    char *fields[CSV_MAX_FIELDS];
+    size_t header_n = 0;
+    for (char *line = text; line; line = save) {
+        line_no++;
+        char *nl = strchr(line, '\n');
+        save = nl ? nl + 1 : NULL;
+        if (nl)
+            *nl = '\0';
+        size_t ll = strlen(line);
+        if (ll && line[ll - 1] == '\r')
+            line[ll - 1] = '\0';
+        char *t = trim(line);
+        if (!*t || *t == '#')
+            continue;
+        size_t nf = 0;
+        int r = csv_split(t, fields, CSV_MAX_FIELDS, &nf);
+        if (r == -1) {
+            st = mb_error_set(err, MB_EPARSE, "%s:%u: more than %d fields", path, line_no,
+                              CSV_MAX_FIELDS);
+            goto fail;
+        }
+        if (r == -2) {
+            st = mb_error_set(err, MB_EPARSE, "%s:%u: unbalanced quotes", path, line_no);
+            goto fail;
+        }
+        if (!have_header) {
+            for (size_t i = 0; i < nf; i++) {
+                char *name = trim(fields[i]);
+                size_t c = 0;
+                while (c < N_COLS && strcasecmp(name, col_names[c]) != 0)
+                    c++;
+                if (c == N_COLS) {
+                    st = mb_error_set(err, MB_EPARSE, "%s:%u: unknown column '%s'", path, line_no,
+                                      name);
+                    goto fail;
+                }
+                if (pos[c] >= 0) {
+                    st = mb_error_set(err, MB_EPARSE, "%s:%u: column '%s' twice", path, line_no,
+                                      name);
+                    goto fail;
+                }
+                pos[c] = (int)i;
+            }
+            for (size_t c = 0; c < N_COLS; c++)
+                if (pos[c] < 0 && !col_optional(c)) {
+                    st = mb_error_set(err, MB_EPARSE, "%s:%u: header lacks column '%s'", path,
+                                      line_no, col_names[c]);
+                    goto fail;
+                }
+            header_n = nf;
+            have_header = true;
+            continue;
+        }
+        if (nf != header_n) {
+            st = mb_error_set(err, MB_EPARSE, "%s:%u: %zu fields, the header has %zu", path,
+                              line_no, nf, header_n);
+            goto fail;
+        }
+        const char *v[N_COLS];
+        for (size_t c = 0; c < N_COLS; c++)
+            v[c] = pos[c] >= 0 ? trim(fields[pos[c]]) : "";
+        struct mb_plan_profile row;
+        memset(&row, 0, sizeof(row));
+        copy_str(row.workload, sizeof(row.workload), v[C_WORKLOAD]);
+        copy_str(row.gpu, sizeof(row.gpu), v[C_GPU]);
+        copy_str(row.partition, sizeof(row.partition), v[C_PARTITION]);
+        copy_str(row.unit, sizeof(row.unit), v[C_UNIT]);
+        int badc = -1;
+        if (!parse_num(v[C_THR], false, &row.throughput))
+            badc = C_THR;
+        else if (!parse_num(v[C_POWER], false, &row.power_w))
+            badc = C_POWER;
+        else if (!parse_num(v[C_IDLE], true, &row.idle_power_w))
+            badc = C_IDLE;
+        else if (!parse_num(v[C_MEM], true, &row.peak_mem_mib))
+            badc = C_MEM;
+        else if (!parse_bool(v[C_PROXY], &row.proxy))
+            badc = C_PROXY;
+        if (badc >= 0) {
+            st = mb_error_set(err, MB_EPARSE, "%s:%u: field '%s': '%s' is not %s", path, line_no,
+                              col_names[badc], v[badc],
+                              badc == C_PROXY ? "true or false" : "a number");
+            goto fail;
+        }
+        if (v[C_SOURCE][0])
+            snprintf(row.source, sizeof(row.source), "%s:%u (%s)", path, line_no, v[C_SOURCE]);
+        else
+            snprintf(row.source, sizeof(row.source), "%s:%u", path, line_no);
+        st = mb_plan_profiles_add(p, cat, &row, err);
+        if (st != MB_OK) {
+            mb_error_prefix(err, "%s:%u: ", path, line_no);
+            st = err ? (err->status = MB_EPARSE) : MB_EPARSE;
+            goto fail;
+        }
+    }
+    if (!have_header) {
+        st = mb_error_set(err, MB_EPARSE, "%s: empty (no header line)", path);
+        goto fail;
+    }
+    free(text);
+    return MB_OK;
+fail:
+    p->n = n_before;
+    free(text);
+    return st;
+}
+
+/* ---- job sets ---------------------------------------------------------------------------- */
+
+struct yctx {
+    const char *path;
+    yaml_document_t *doc;
+    struct mb_error *err;
+};
+
+static int yfail(const struct yctx *c, const yaml_node_t *node, const char *field, const char *fmt,
+                 ...) __attribute__((format(printf, 4, 5)));
+static int yfail(const struct yctx *c, const yaml_node_t *node, const char *field, const char *fmt,
+                 ...)
+{
+    char msg[MB_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return mb_error_set(c->err, MB_EPARSE, "%s:%lu: field '%s': %s", c->path,
+                        node ? (unsigned long)node->start_mark.line + 1 : 0UL, field, msg);
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int get_string(const struct yctx *c, const yaml_node_t *n, const char *field, char *out,
+                      size_t cap)
+{
+    const char *s = scalar(n);
+    if (!s)
+        return yfail(c, n, field, "expected a string");
+    if (strlen(s) >= cap)
+        return yfail(c, n, field, "longer than %zu characters", cap - 1);
+    if (!*s)
+        return yfail(c, n, field, "empty");
+    memcpy(out, s, strlen(s) + 1);
+    return MB_OK;
+}
+
+static int get_number(const struct yctx *c, const yaml_node_t *n, const char *field, double lo,
+                      double *out)
+{
+    const char *s = scalar(n);
+    double v;
+    if (!s || !parse_num(s, false, &v))
+        return yfail(c, n, field, "expected a number");
+    if (v < lo)
+        return yfail(c, n, field, "must be at least %g", lo);
+    *out = v;
+    return MB_OK;
+}
+
+/* A number with an optional unit suffix, scaled by the unit's factor. */
+static int get_with_unit(const struct yctx *c, const yaml_node_t *n, const char *field,
+                         const char *const *units, const double *factors, size_t n_units,
+                         double *out)
+{
+    const char *s = scalar(n);
+    if (!s)
+        return yfail(c, n, field, "expected a number");
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v) || v <= 0)
+        return yfail(c, n, field, "'%s' is not a positive number", s);
+    while (*end == ' ')
+        end++;
+    if (!*end) {
+        *out = v;
+        return MB_OK;
+    }
+    for (size_t i = 0; i < n_units; i++)
+        if (strcmp(end, units[i]) == 0) {
+            *out = v * factors[i];
+            return MB_OK;
+        }
+    return yfail(c, n, field, "unknown unit '%s'", end);
+}
+
+static int get_duration(const struct yctx *c, const yaml_node_t *n, const char *field, double *out)
+{
+    static const char *const u[] = {"s", "m", "min", "h", "d"};
+    static const double f[] = {1, 60, 60, 3600, 86400};
+    return get_with_unit(c, n, field, u, f, 5, out);
+}
+
+static int get_energy(const struct yctx *c, const yaml_node_t *n, const char *field, double *out)
+{
+    static const char *const u[] = {"J", "kJ", "MJ", "Wh", "kWh"};
+    static const double f[] = {1, 1e3, 1e6, 3600, 3.6e6};
+    return get_with_unit(c, n, field, u, f, 5, out);
+}
+
+static int get_argv(const struct yctx *c, const yaml_node_t *n, const char *field, char **argv,
+                    size_t *argc)
+{
+    if (!n || n->type != YAML_SEQUENCE_NODE)
+        return yfail(c, n, field, "expected a list of strings (an argv vector)");
+    size_t k = 0;
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++) {
+        const yaml_node_t *e = yaml_document_get_node(c->doc, *it);
+        const char *s = scalar(e);
+        if (!s)
+            return yfail(c, e, field, "item %zu is not a string", k);
+        if (k == MB_PLAN_MAX_ARGV)
+            return yfail(c, e, field, "more than %d words", MB_PLAN_MAX_ARGV);
+        argv[k] = strdup(s);
+        if (!argv[k])
+            return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+        *argc = ++k;
+    }
+    return MB_OK;
+}
+
+static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+{
+    if (n->type != YAML_MAPPING_NODE)
+        return yfail(c, n, "workloads", "expected a mapping of workload name to {command, unit}");
+    size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    js->workloads = calloc(cnt ? cnt : 1, sizeof(*js->workloads));
+    if (!js->workloads)
+        return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        const yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
+        const yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
+        struct mb_plan_workload *w = &js->workloads[js->n_workloads++];
+        int st = get_string(c, k, "workloads", w->name, sizeof(w->name));
+        if (st)
+            return st;
+        char field[MB_PLAN_NAME_MAX + 32];
+        snprintf(field, sizeof(field), "workloads.%s", w->name);
+        if (v->type != YAML_MAPPING_NODE)
+            return yfail(c, v, field, "expected a mapping {command: [...], unit: ...}");
+        for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top;
+             q++) {
+            const yaml_node_t *qk = yaml_document_get_node(c->doc, q->key);
+            const yaml_node_t *qv = yaml_document_get_node(c->doc, q->value);
+            const char *key = scalar(qk);
+            char sub[MB_PLAN_NAME_MAX + 64];
+            snprintf(sub, sizeof(sub), "%s.%s", field, key ? key : "?");
+            if (!key)
+                return yfail(c, qk, field, "keys must be strings");
+            if (strcmp(key, "command") == 0)
+                st = get_argv(c, qv, sub, w->argv, &w->argc);
+            else if (strcmp(key, "gpu_args") == 0)
+                st = get_argv(c, qv, sub, w->gpu_args, &w->n_gpu_args);
+            else if (strcmp(key, "unit") == 0)
+                st = get_string(c, qv, sub, w->unit, sizeof(w->unit));
+            else
+                st = yfail(c, qk, sub, "unknown key (expected command, unit, gpu_args)");
+            if (st)
+                return st;
+        }
+        if (w->argc == 0)
+            return yfail(c, v, field, "missing 'command'");
+        for (size_t i = 0; i + 1 < js->n_workloads; i++)
+            if (strcmp(js->workloads[i].name, w->name) == 0)
+                return yfail(c, k, field, "workload named twice");
+    }
+    return MB_OK;
+}
+
+static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
+                     struct mb_plan_job *job, unsigned *replicas)
+{
+    char field[64];
+    snprintf(field, sizeof(field), "jobs[%zu]", idx);
+    if (n->type != YAML_MAPPING_NODE)
+        return yfail(c, n, field, "expected a mapping {name, workload, work}");
+    memset(job, 0, sizeof(*job));
+    job->deadline_s = NAN;
+    job->memory_mib = NAN;
+    job->line = (unsigned)n->start_mark.line + 1;
+    *replicas = 1;
+    bool have_work = false;
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        const yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
+        const yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
+        const char *key = scalar(k);
+        char sub[96];
+        snprintf(sub, sizeof(sub), "%s.%s", field, key ? key : "?");
+        int st;
+        if (!key) {
+            st = yfail(c, k, field, "keys must be strings");
+        } else if (strcmp(key, "name") == 0) {
+            st = get_string(c, v, sub, job->name, sizeof(job->name));
+        } else if (strcmp(key, "workload") == 0) {
+            st = get_string(c, v, sub, job->workload, sizeof(job->workload));
+        } else if (strcmp(key, "work") == 0) {
+            const char *s = scalar(v);
+            have_work = true;
+            if (s && strcmp(s, "continuous") == 0) {
+                job->continuous = true;
+                st = MB_OK;
+            } else {
+                st = get_number(c, v, sub, 0, &job->work);
+                if (st == MB_OK && job->work <= 0)
+                    st = yfail(c, v, sub, "must be > 0 (units of work) or 'continuous'");
+            }
+        } else if (strcmp(key, "priority") == 0) {
+            double pr_v;
+            st = get_number(c, v, sub, -1e6, &pr_v);
+            if (st == MB_OK && (pr_v > 1e6 || pr_v != floor(pr_v)))
+                st = yfail(c, v, sub, "expected an integer between -1000000 and 1000000");
+            job->priority = (int)pr_v;
+        } else if (strcmp(key, "deadline") == 0) {
+            st = get_duration(c, v, sub, &job->deadline_s);
+        } else if (strcmp(key, "memory_mib") == 0) {
+            st = get_number(c, v, sub, 0, &job->memory_mib);
+        } else if (strcmp(key, "replicas") == 0) {
+            double r;
+            st = get_number(c, v, sub, 1, &r);
+            if (st == MB_OK && (r > 10000 || r != floor(r)))
+                st = yfail(c, v, sub, "expected an integer from 1 to 10000");
+            *replicas = (unsigned)r;
+        } else {
+            st = yfail(c, k, sub,
+                       "unknown key (expected name, workload, work, priority, deadline, "
+                       "memory_mib, replicas)");
+        }
+        if (st)
+            return st;
+    }
+    if (!job->workload[0])
+        return yfail(c, n, field, "missing 'workload'");
+    if (!have_work)
+        return yfail(c, n, field, "missing 'work' (a number of units, or 'continuous')");
+    if (!job->name[0])
+        copy_str(job->name, sizeof(job->name), job->workload);
+    return MB_OK;
+}
+
+static int parse_jobs(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+{
+    if (n->type != YAML_SEQUENCE_NODE)
+        return yfail(c, n, "jobs", "expected a list of jobs");
+    size_t cap = 0;
+    size_t idx = 0;
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++, idx++) {
+        const yaml_node_t *e = yaml_document_get_node(c->doc, *it);
+        struct mb_plan_job job;
+        unsigned replicas = 1;
+        int st = parse_job(c, e, idx, &job, &replicas);
+        if (st)
+            return st;
+        if (js->n_jobs + replicas > MB_PLAN_MAX_JOBS)
+            return yfail(c, e, "jobs", "more than %d jobs", MB_PLAN_MAX_JOBS);
+        if (js->n_jobs + replicas > cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            while (nc < js->n_jobs + replicas)
+                nc *= 2;
+            struct mb_plan_job *v = realloc(js->jobs, nc * sizeof(*v));
+            if (!v)
+                return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+            js->jobs = v;
+            cap = nc;
+        }
+        for (unsigned r = 0; r < replicas; r++) {
+            struct mb_plan_job *j = &js->jobs[js->n_jobs];
+            *j = job;
+            if (replicas > 1) {
+                char nm[MB_PLAN_NAME_MAX + 16];
+                snprintf(nm, sizeof(nm), "%s-%u", job.name, r);
+                if (strlen(nm) >= sizeof(j->name))
+                    return yfail(c, e, "jobs", "name '%s' too long with its replica number",
+                                 job.name);
+                copy_str(j->name, sizeof(j->name), nm);
+            }
+            for (size_t i = 0; i < js->n_jobs; i++)
+                if (strcmp(js->jobs[i].name, j->name) == 0) {
+                    char f[64];
+                    snprintf(f, sizeof(f), "jobs[%zu].name", idx);
+                    return yfail(c, e, f, "'%s' is also the name of the job on line %u", j->name,
+                                 js->jobs[i].line);
+                }
+            js->n_jobs++;
+        }
+    }
+    if (js->n_jobs == 0)
+        return yfail(c, n, "jobs", "no jobs");
+    return MB_OK;
+}
+
+void mb_plan_jobset_destroy(struct mb_plan_jobset *js)
+{
+    if (!js)
+        return;
+    for (size_t i = 0; i < js->n_workloads; i++) {
+        for (size_t k = 0; k < js->workloads[i].argc; k++)
+            free(js->workloads[i].argv[k]);
+        for (size_t k = 0; k < js->workloads[i].n_gpu_args; k++)
+            free(js->workloads[i].gpu_args[k]);
+    }
+    free(js->workloads);
+    free(js->jobs);
+    free(js);
+}
+
+int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb_error *err)
+{
+    *out = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    int st = read_file(path, &text, &len, err);
+    if (st)
+        return st;
+    struct mb_plan_jobset *js = calloc(1, sizeof(*js));
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    bool have_parser = false, have_doc = false;
+    if (!js) {
+        st = mb_error_set(err, MB_ENOMEM, "out of memory");
+        goto fail;
+    }
+    js->makespan_cap_s = NAN;
+    js->energy_cap_j = NAN;
+    if (!yaml_parser_initialize(&parser)) {
+        st = mb_error_set(err, MB_ENOMEM, "out of memory");
+        goto fail;
+    }
+    have_parser = true;
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        st = mb_error_set(err, MB_EPARSE, "%s:%lu: %s", path,
+                          (unsigned long)parser.problem_mark.line + 1,
+                          parser.problem ? parser.problem : "malformed YAML");
+        goto fail;
+    }
+    have_doc = true;
+    struct yctx c = {path, &doc, err};
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root || root->type != YAML_MAPPING_NODE) {
+        st = yfail(&c, root, "(top)", "expected a mapping with 'jobs:'");
+        goto fail;
+    }
+    const yaml_node_t *jobs_node = NULL;
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top;
+         pr++) {
+        const yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
+        const yaml_node_t *v = yaml_document_get_node(&doc, pr->value);
+        const char *key = scalar(k);
+        if (!key) {
+            st = yfail(&c, k, "(top)", "keys must be strings");
+        } else if (strcmp(key, "jobs") == 0) {
+            jobs_node = v;
+            st = parse_jobs(&c, v, js);
+        } else if (strcmp(key, "workloads") == 0) {
+            st = parse_workloads(&c, v, js);
+        } else if (strcmp(key, "gpu") == 0) {
+            st = get_string(&c, v, key, js->gpu, sizeof(js->gpu));
+        } else if (strcmp(key, "count") == 0) {
+            double d;
+            st = get_number(&c, v, key, 1, &d);
+            if (st == MB_OK && (d > MB_PLAN_MAX_GPUS || d != floor(d)))
+                st = yfail(&c, v, key, "expected an integer from 1 to %d", MB_PLAN_MAX_GPUS);
+            js->count = (unsigned)d;
+        } else if (strcmp(key, "objective") == 0) {
+            const char *s = scalar(v);
+            js->has_objective = true;
+            if (s && strcmp(s, "energy") == 0)
+                js->objective = MB_PLAN_ENERGY;
+            else if (s && strcmp(s, "makespan") == 0)
+                js->objective = MB_PLAN_MAKESPAN;
+            else if (s && strcmp(s, "throughput") == 0)
+                js->objective = MB_PLAN_THROUGHPUT;
+            else
+                st = yfail(&c, v, key, "expected energy, makespan or throughput");
+        } else if (strcmp(key, "makespan_cap") == 0) {
+            st = get_duration(&c, v, key, &js->makespan_cap_s);
+        } else if (strcmp(key, "energy_cap") == 0) {
+            st = get_energy(&c, v, key, &js->energy_cap_j);
+        } else {
+            st = yfail(&c, k, key,
+                       "unknown key (expected jobs, workloads, gpu, count, objective, "
+                       "makespan_cap, energy_cap)");
+        }
+        if (st)
+            goto fail;
+    }
+    if (!jobs_node) {
+        st = yfail(&c, root, "jobs", "missing");
+        goto fail;
+    }
+    if (!isnan(js->makespan_cap_s) && js->has_objective && js->objective != MB_PLAN_ENERGY) {
+        st = yfail(&c, root, "makespan_cap", "applies to the energy objective only");
+        goto fail;
+    }
+    if (!isnan(js->energy_cap_j) && (!js->has_objective || js->objective != MB_PLAN_MAKESPAN)) {
+        st = yfail(&c, root, "energy_cap", "applies to 'objective: makespan' only");
+        goto fail;
+    }
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    free(text);
+    *out = js;
+    return MB_OK;
+fail:
+    if (have_doc)
+        yaml_document_delete(&doc);
+    if (have_parser)
+        yaml_parser_delete(&parser);
+    mb_plan_jobset_destroy(js);
+    free(text);
+    return st;
+}
