@@ -197,6 +197,8 @@ static double cell_seconds(const struct mb_experiment *exp, const struct mb_exp_
         per_job += (double)m->duration.ns / 1e9;
     else if (m->duration.kind == MB_AMOUNT_STABLE)
         per_job += (double)m->max_duration_ns / 1e9; /* the cap: an upper bound */
+    else if (m->duration.kind == MB_AMOUNT_COMPLETION)
+        *unknown = true;
     else
         *unknown = true;
     double phases = r->mode == MB_MODE_EXCLUSIVE ? (double)r->n_jobs : 1.0;
@@ -412,7 +414,8 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
     format_seconds(total, est, sizeof(est));
     printf("\nestimated duration: %s%s\n", unknown ? "at least " : "", est);
     if (unknown)
-        printf("  (warm-up or window counted in steps: their time depends on the jobs' speed)\n");
+        printf("  (warm-up or window counted in steps or run to completion: their time depends "
+               "on the jobs)\n");
 out:
     free(cells);
     mb_notes_free(notes, n_notes);

@@ -493,6 +493,13 @@ int mb_amount_parse(const char *text, bool allow_steps, bool allow_stable, struc
         out->kind = MB_AMOUNT_STABLE;
         return MB_OK;
     }
+    if (strcmp(text, "completion") == 0) {
+        if (!allow_stable)
+            return mb_error_set(err, MB_EPARSE,
+                                "'completion' is only allowed for measure.duration");
+        out->kind = MB_AMOUNT_COMPLETION;
+        return MB_OK;
+    }
     char *end;
     errno = 0;
     double v = strtod(text, &end);
@@ -540,6 +547,8 @@ void mb_amount_format(const struct mb_amount *a, char *buf, size_t cap)
 {
     if (a->kind == MB_AMOUNT_STABLE)
         snprintf(buf, cap, "stable");
+    else if (a->kind == MB_AMOUNT_COMPLETION)
+        snprintf(buf, cap, "completion");
     else if (a->kind == MB_AMOUNT_STEPS)
         snprintf(buf, cap, "%llu steps", (unsigned long long)a->steps);
     else if (a->ns % NS_PER_S == 0)
@@ -882,6 +891,9 @@ static int parse_measure(struct pctx *c, const struct ynode *n, struct mb_exp_me
             return perr(c, v->line, v->origin, "measure.duration", "must be longer than 0");
     }
     bool stable = m->duration.kind == MB_AMOUNT_STABLE;
+    bool completion = m->duration.kind == MB_AMOUNT_COMPLETION;
+    if (completion)
+        m->max_duration_ns = 0; /* no cap unless one is given */
     unsigned kl = 0;
     if ((v = map_get(n, "ci_target", &kl))) {
         if (!stable)
@@ -891,9 +903,9 @@ static int parse_measure(struct pctx *c, const struct ynode *n, struct mb_exp_me
             return rc;
     }
     if ((v = map_get(n, "max_duration", &kl))) {
-        if (!stable)
+        if (!stable && !completion)
             return perr(c, kl ? kl : v->line, v->origin, "measure.max_duration",
-                        "only with duration: stable");
+                        "only with duration: stable or completion");
         if ((rc = get_time(c, v, "measure.max_duration", NS_PER_S, &m->max_duration_ns)))
             return rc;
     }

@@ -50,6 +50,7 @@ struct job {
     uint64_t win_start_step;
     bool window_closed; /* progress after win_end_ns is ignored */
     bool stopping;      /* we sent SIGTERM */
+    bool completed;     /* duration: completion, and it exited 0 by itself */
     bool failed;
     char fail[REASON_MAX];
     struct mb_cpuset cpus;
@@ -801,12 +802,12 @@ static void job_log_path(const struct cell *c, const struct job *j, char *out, s
 }
 
 /* Why a job that ended on its own ended. */
-static void describe_exit(struct job *j)
+static void describe_exit(struct job *j, bool completion)
 {
     int st = mb_proc_wait_status(j->proc);
     if (WIFEXITED(st))
-        snprintf(j->fail, sizeof(j->fail), "job %s exited with status %d before the window ended",
-                 j->name, WEXITSTATUS(st));
+        snprintf(j->fail, sizeof(j->fail), "job %s exited with status %d%s", j->name,
+                 WEXITSTATUS(st), completion ? "" : " before the window ended");
     else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
         snprintf(j->fail, sizeof(j->fail),
                  "job %s was killed by SIGKILL, not sent by migbench (out of "
@@ -823,7 +824,15 @@ static void describe_exit(struct job *j)
 static bool phase_window_started(struct job **js, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (!js[i]->win_start_ns)
+        if (!js[i]->win_start_ns && !js[i]->completed)
+            return false;
+    return true;
+}
+
+static bool all_completed(struct job **js, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!js[i]->completed)
             return false;
     return true;
 }
@@ -892,12 +901,27 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
             interrupted = true;
             break;
         }
+        bool completion = m->duration.kind == MB_AMOUNT_COMPLETION;
         for (size_t i = 0; i < n; i++) {
             struct job *j = js[i];
+            if (j->completed)
+                continue;
             if (mb_proc_done(j->proc)) {
                 j->ended_ns = t;
+                int st = mb_proc_wait_status(j->proc);
+                if (completion && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+                    /* Time-to-completion: its window ends where it finished. */
+                    j->completed = true;
+                    if (j->win_start_ns) {
+                        j->win_end_ns = t;
+                        j->window_closed = true;
+                    }
+                    emit(c, MB_RUNNER_NOTE, "job %s completed after %.1fs", j->name,
+                         (double)(t - j->started_ns) / 1e9);
+                    continue;
+                }
                 j->failed = true;
-                describe_exit(j);
+                describe_exit(j, completion);
                 cell_fail(c, (int)j->index, "%s", j->fail);
             } else if (t - j->last_progress_ns > m->progress_timeout_ns) {
                 j->failed = true;
@@ -908,12 +932,14 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
         }
         if (c->failed)
             break;
+        if (completion && all_completed(js, n))
+            break;
         if (!win_start) {
             bool warm;
             if (m->warmup.kind == MB_AMOUNT_STEPS) {
                 warm = true;
                 for (size_t i = 0; i < n; i++)
-                    if (last_step(js[i]) < m->warmup.steps)
+                    if (!js[i]->completed && last_step(js[i]) < m->warmup.steps)
                         warm = false;
             } else {
                 warm = t - phase_t0 >= m->warmup.ns;
@@ -922,6 +948,8 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
                 win_start = t;
                 win_id = window_begin(c, t);
                 for (size_t i = 0; i < n; i++) {
+                    if (js[i]->completed)
+                        continue; /* finished within the warm-up: no window */
                     js[i]->win_start_ns = t;
                     js[i]->win_start_step = last_step(js[i]);
                 }
@@ -932,6 +960,12 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
             bool end = false;
             if (m->duration.kind == MB_AMOUNT_TIME) {
                 end = t - win_start >= m->duration.ns;
+            } else if (m->duration.kind == MB_AMOUNT_COMPLETION) {
+                if (m->max_duration_ns > 0 && t - win_start >= m->max_duration_ns) {
+                    end = true;
+                    emit(c, MB_RUNNER_NOTE,
+                         "window reached max_duration before the jobs completed");
+                }
             } else if (m->duration.kind == MB_AMOUNT_STEPS) {
                 end = true;
                 for (size_t i = 0; i < n; i++)
@@ -965,7 +999,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
     emit(c, MB_RUNNER_STOPPING, NULL);
     for (size_t i = 0; i < n; i++) {
         struct job *j = js[i];
-        if (j->win_start_ns) {
+        if (j->win_start_ns && !j->win_end_ns) {
             j->win_end_ns = t_end;
             j->window_closed = true;
         }
@@ -1234,6 +1268,8 @@ static cJSON *job_json(struct cell *c, struct job *j)
     cJSON_AddItemToObject(win, "end_ns", num_or_null(w_ok, (double)j->win_end_ns));
     cJSON_AddItemToObject(win, "seconds",
                           num_or_null(w_ok, (double)(j->win_end_ns - j->win_start_ns) / 1e9));
+    cJSON_AddItemToObject(o, "completion_s",
+                          num_or_null(j->completed, (double)(j->ended_ns - j->started_ns) / 1e9));
     cJSON_AddItemToObject(o, "started_ns", num_or_null(j->started_ns != 0, (double)j->started_ns));
     cJSON_AddItemToObject(o, "ended_ns", num_or_null(j->ended_ns != 0, (double)j->ended_ns));
     char log[MB_EXP_NAME_MAX + 16];

@@ -47,6 +47,7 @@ enum mb_amount_kind {
     MB_AMOUNT_TIME = 0,
     MB_AMOUNT_STEPS,
     MB_AMOUNT_STABLE,
+    MB_AMOUNT_COMPLETION, /* durations only: until every job exits by itself (time-to-completion) */
 };
 
 struct mb_amount {
@@ -99,7 +100,7 @@ struct mb_exp_measure {
     struct mb_amount warmup;   /* TIME or STEPS */
     struct mb_amount duration; /* TIME, STEPS or STABLE */
     double ci_target;          /* STABLE: stop when every CI half-width < ci_target x mean */
-    int64_t max_duration_ns;   /* STABLE: cap */
+    int64_t max_duration_ns;   /* STABLE: cap; COMPLETION: cap when > 0 */
     int repetitions;           /* -1: default (4 on nvml, 1 on host/emu) */
     int64_t sample_interval_ns;
     int64_t idle_ns;     /* idle-power baseline before each cell; 0 none */
@@ -141,7 +142,8 @@ int mb_experiment_parse(const char *path, const char *text, size_t len,
 void mb_experiment_destroy(struct mb_experiment *exp);
 
 /*
- * Parses "20s", "100ms", "1.5m", "2h", "50 steps" (and "stable" when allow_stable) into *out.
+ * Parses "20s", "100ms", "1.5m", "2h", "50 steps" (and "stable" or "completion" when
+ * allow_stable) into *out.
  * Returns MB_OK or MB_EPARSE with the reason in err (no file or line).
  */
 int mb_amount_parse(const char *text, bool allow_steps, bool allow_stable, struct mb_amount *out,

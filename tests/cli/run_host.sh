@@ -119,6 +119,44 @@ if bad:
     sys.exit(1)
 PY
 
+# Time-to-completion: jobs run until they exit by themselves; exiting non-zero still fails.
+cat >"$TMP/done.yaml" <<YAML
+version: 1
+name: donetest
+device: host
+workloads:
+  short: {command: ["$FX/fx_steady", --rate, "20", --duration, "1.5"]}
+  long: {command: ["$FX/fx_steady", --rate, "20", --duration, "2.5"]}
+  bad: {command: ["$FX/fx_steady", --rate, "20", --duration, "1", --exit, "3"]}
+runs:
+  - {name: both, mode: timeslice, jobs: [short, long]}
+  - {name: each, mode: exclusive, jobs: [short, long]}
+  - {name: bad, mode: timeslice, jobs: [bad]}
+measure: {warmup: 200ms, duration: completion, max_duration: 60s, grace: 2s}
+YAML
+run 1 "$MIGBENCH" run "$TMP/done.yaml" --results "$TMP/done"
+expect_out '^both +timeslice +1/1'
+expect_out '^bad +timeslice +0/1'
+python3 - "$TMP/done" <<'PY' || fail "completion cells"
+import json, sys
+bad = []
+for run in ("both", "each"):
+    c = json.load(open(f"{sys.argv[1]}/{run}/0/cell.json"))
+    s, l = c["jobs"]
+    if c["status"] != "ok" or s["exit"]["code"] != 0 or l["exit"]["code"] != 0:
+        bad.append(f"{run}: {c['status']} {s['exit']} {l['exit']}")
+    if s["completion_s"] is None or l["completion_s"] is None or not s["completion_s"] < l["completion_s"]:
+        bad.append(f"{run}: completion {s['completion_s']} {l['completion_s']}")
+    if s["window"]["end_ns"] is None or s["window"]["end_ns"] > l["window"]["end_ns"]:
+        bad.append(f"{run}: windows {s['window']} {l['window']}")
+b = json.load(open(f"{sys.argv[1]}/bad/0/cell.json"))
+if b["status"] != "failed" or "exited with status 3" not in b["failure"]["reason"]:
+    bad.append(f"bad: {b['status']} {b['failure']}")
+if bad:
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+PY
+
 # Progress lines are plain log lines when stderr is not a terminal.
 run 2 "$MIGBENCH" run "$TMP/exp.yaml" --results "$TMP/res"
 expect_err 'already holds results; add --resume'

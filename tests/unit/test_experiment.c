@@ -179,6 +179,9 @@ static void test_errors(void **state)
          "  - {name: r, mode: timeslice, jobs: [a]}\nmeasure:\n  ci_target: 0.02\n",
          "exp.yaml:7: field 'measure.ci_target': only with duration: stable"},
         {"version: 1\nname: x\nworkloads: {a: {command: [a]}}\nruns:\n"
+         "  - {name: r, mode: timeslice, jobs: [a]}\nmeasure:\n  max_duration: 5m\n",
+         "exp.yaml:7: field 'measure.max_duration': only with duration: stable or completion"},
+        {"version: 1\nname: x\nworkloads: {a: {command: [a]}}\nruns:\n"
          "  - {name: r, mode: timeslice, jobs: [a]}\nmeasure:\n  repetitions: 0\n",
          "exp.yaml:7: field 'measure.repetitions': 0 is out of range 1..1000"},
         {"version: 1\nname: x\nworkloads: {a: {command: [a]}}\nruns:\n"
@@ -267,6 +270,9 @@ static void test_amounts(void **state)
     assert_int_equal(mb_amount_parse("stable", true, true, &a, &err), MB_OK);
     assert_int_equal(a.kind, MB_AMOUNT_STABLE);
     assert_int_equal(mb_amount_parse("nan s", true, true, &a, &err), MB_EPARSE);
+    assert_int_equal(mb_amount_parse("completion", true, true, &a, &err), MB_OK);
+    assert_int_equal(a.kind, MB_AMOUNT_COMPLETION);
+    assert_int_equal(mb_amount_parse("completion", true, false, &a, &err), MB_EPARSE);
     char buf[32];
     a.kind = MB_AMOUNT_TIME;
     a.ns = 1500000000LL;
