@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "migbench/catalog.h"
 #include "migbench/device.h"
+#include "migbench/fileio.h"
 #include "migbench/layout.h"
 #include "migbench/migcfg.h"
 
@@ -128,22 +129,16 @@ static int owned_load(const struct target *t, struct owned *o)
     snprintf(o->device_uuid, sizeof(o->device_uuid), "%s", t->info.uuid);
     if (!o->path[0])
         return MB_EXIT_OK;
-    FILE *f = fopen(o->path, "rb");
-    if (!f) {
-        if (errno == ENOENT)
-            return MB_EXIT_OK;
-        mb_cli_error(NAME, "%s: cannot read the record of instances migbench made: %s", o->path,
-                     strerror(errno));
+    struct mb_error err;
+    mb_error_clear(&err);
+    char *buf = NULL;
+    int rc = mb_file_read(o->path, OWNED_FILE_MAX, &buf, NULL, &err);
+    if (rc == MB_ENOTFOUND)
+        return MB_EXIT_OK;
+    if (rc != MB_OK) {
+        mb_cli_error(NAME, "cannot read the record of instances migbench made: %s", err.msg);
         return MB_EXIT_FAIL;
     }
-    char *buf = malloc(OWNED_FILE_MAX + 1);
-    size_t len = buf ? fread(buf, 1, OWNED_FILE_MAX, f) : 0;
-    fclose(f);
-    if (!buf) {
-        mb_cli_error(NAME, "out of memory");
-        return MB_EXIT_FAIL;
-    }
-    buf[len] = '\0';
     cJSON *root = cJSON_Parse(buf);
     free(buf);
     const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(root, "device_uuid");
@@ -208,27 +203,12 @@ static int owned_save(const struct owned *o)
         cJSON_AddNumberToObject(e, "size", o->gi[i].placement.size);
         cJSON_AddItemToArray(arr, e);
     }
-    char *text = cJSON_Print(root);
+    struct mb_error err;
+    mb_error_clear(&err);
+    int st = mb_file_write_json_atomic(o->path, root, 0666, &err);
     cJSON_Delete(root);
-    char tmp[PATH_MAX_LEN + 32];
-    int w = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", o->path, (long)getpid());
-    if (w < 0 || (size_t)w >= sizeof(tmp)) {
-        free(text);
-        mb_cli_error(NAME, "%s: path too long", o->path);
-        return MB_EXIT_FAIL;
-    }
-    FILE *f = text ? fopen(tmp, "w") : NULL;
-    bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    if (f) {
-        ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && ok;
-        ok = fclose(f) == 0 && ok;
-    }
-    free(text);
-    if (!ok || rename(tmp, o->path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        mb_cli_error(NAME, "%s: cannot write the record of instances migbench made: %s", o->path,
-                     strerror(e));
+    if (st != MB_OK) {
+        mb_cli_error(NAME, "cannot write the record of instances migbench made: %s", err.msg);
         return MB_EXIT_FAIL;
     }
     return MB_EXIT_OK;

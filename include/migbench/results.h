@@ -92,8 +92,9 @@ int mb_journal_leftovers(const cJSON *events, struct mb_leftovers *out, struct m
 int mb_results_mkdirs(const char *path, mode_t mode, struct mb_error *err);
 
 /*
- * Writes obj as formatted JSON to path atomically: to "path.tmp.<pid>", fsync, rename over path,
- * fsync the directory. A crash leaves either the old file or the new one, never a part.
+ * Writes obj as formatted JSON to path atomically (mb_file_write_atomic: a temporary file next to
+ * it, fsync, rename over path, fsync the directory). A crash leaves either the old file or the
+ * new one, never a part.
  */
 int mb_results_write_json(const char *path, const cJSON *obj, struct mb_error *err);
 

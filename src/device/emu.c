@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "device/backends.h"
+#include "migbench/fileio.h"
 
 #define EMU_MAX_GI 15 /* GI ids 0..14 (mig-geometry.md §8.1) */
 #define EMU_MAX_CI 8  /* CI ids 0..7 */
@@ -605,79 +606,34 @@ static cJSON *state_to_json(const struct emu *e)
 static int state_load(struct emu *e, bool *found, struct mb_error *err)
 {
     *found = false;
-    int fd = open(e->state_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return MB_OK;
-        return mb_error_set(err, MB_EIO, "%s: %s", e->state_path, strerror(errno));
-    }
-    int rc = MB_OK;
     char *buf = NULL;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || sb.st_size < 0 || (unsigned long long)sb.st_size > EMU_STATE_MAX) {
-        rc =
-            mb_error_set(err, MB_EPARSE, "%s: not a migbench emulator state (size)", e->state_path);
-        goto done;
-    }
-    size_t size = (size_t)sb.st_size;
-    buf = malloc(size + 1);
-    if (!buf) {
-        rc = mb_error_set(err, MB_ENOMEM, "%s: out of memory", e->state_path);
-        goto done;
-    }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            rc = mb_error_set(err, MB_EIO, "%s: read failed", e->state_path);
-            goto done;
-        }
-        got += (size_t)r;
-    }
-    buf[got] = '\0';
+    int rc = mb_file_read(e->state_path, EMU_STATE_MAX, &buf, NULL, err);
+    if (rc == MB_ENOTFOUND)
+        return MB_OK;
+    if (rc == MB_ERANGE)
+        return mb_error_set(err, MB_EPARSE, "%s: not a migbench emulator state (size)",
+                            e->state_path);
+    if (rc != MB_OK)
+        return rc;
     struct emu_state st;
     rc = state_from_json(e, buf, &st, err);
     if (rc == MB_OK) {
         e->st = st;
         *found = true;
     }
-done:
     free(buf);
-    close(fd);
     return rc;
 }
 
-/* Writes the state atomically: a temporary file in the same directory, then rename. */
+/* Writes the state atomically, so a process that dies mid-write leaves the previous state. */
 static int state_save(struct emu *e, struct mb_error *err)
 {
-    char tmp[EMU_PATH_MAX + 32];
-    int n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", e->state_path, (long)getpid());
-    if (n < 0 || (size_t)n >= sizeof(tmp))
-        return mb_error_set(err, MB_EINVAL, "%s: path too long", e->state_path);
     cJSON *root = state_to_json(e);
-    char *text = root ? cJSON_Print(root) : NULL;
+    int rc = root ? mb_file_write_json_atomic(e->state_path, root, 0666, err)
+                  : mb_error_set(err, MB_ENOMEM, "%s: out of memory", e->state_path);
     cJSON_Delete(root);
-    if (!text)
-        return mb_error_set(err, MB_ENOMEM, "%s: out of memory", e->state_path);
-    int rc = MB_OK;
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        rc = mb_error_set(err, MB_EIO, "%s: %s", tmp, strerror(errno));
-        goto done;
-    }
-    bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fsync(fileno(f)) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, e->state_path) != 0) {
-        rc =
-            mb_error_set(err, MB_EIO, "%s: cannot write state: %s", e->state_path, strerror(errno));
-        unlink(tmp);
-    }
-done:
-    cJSON_free(text);
+    if (rc != MB_OK)
+        mb_error_prefix(err, "cannot write the emulator state: ");
     return rc;
 }
 

@@ -1,0 +1,47 @@
+/*
+ * Whole-file input and output shared by the library and the CLI: an atomic replace for files
+ * that readers must never see half-written (results, state, records, emitted configurations,
+ * reports), and a bounded reader for files that come from outside.
+ *
+ * Threads: both functions are safe to call from several threads at once, also on one path.
+ */
+#ifndef MIGBENCH_FILEIO_H
+#define MIGBENCH_FILEIO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "migbench/status.h"
+
+/*
+ * Replaces the file at path with the len bytes at data, so that a reader sees either the old
+ * file or the complete new one: the bytes go to a new temporary file in the same directory
+ * (created with mode, less the umask), which is fsync'd and renamed over path, and then the
+ * directory is fsync'd so the rename survives a crash. On failure the temporary file is
+ * removed and path is left as it was. Returns MB_OK, MB_ERANGE (path too long) or MB_EIO with
+ * the path and the reason in err.
+ */
+int mb_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                         struct mb_error *err);
+
+/*
+ * Writes obj as formatted JSON with a final newline to path through mb_file_write_atomic.
+ * Returns its statuses, or MB_ENOMEM when the text cannot be made.
+ */
+int mb_file_write_json_atomic(const char *path, const cJSON *obj, mode_t mode,
+                              struct mb_error *err);
+
+/*
+ * Reads the whole file at path, at most max_bytes of it, into a new NUL-terminated buffer at
+ * *out that the caller frees with free(); *len_out (may be NULL) gets its length without the
+ * terminator. Returns MB_OK; MB_ENOTFOUND when path does not exist; MB_ERANGE when the file is
+ * larger than max_bytes; MB_EIO when it cannot be opened or read; MB_ENOMEM. On failure *out is
+ * NULL and err says "PATH: cannot open: REASON", "PATH: larger than N bytes" or
+ * "PATH: read error: REASON".
+ */
+int mb_file_read(const char *path, size_t max_bytes, char **out, size_t *len_out,
+                 struct mb_error *err);
+
+#endif
