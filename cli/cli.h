@@ -49,6 +49,23 @@ const struct mb_cmd *mb_cli_find(const char *name);
 /* Maps a library status to an exit status: input problems are usage errors (2), the rest 1. */
 int mb_cli_exit_for(int status);
 
+/*
+ * An output file (-o, --emit-*) composed in memory and written whole by mb_file_write_atomic,
+ * so a failure part-way leaves the old file, or none, and never a half-written one.
+ * mb_cli_outfile_open starts it (0, or 1 after printing why not); write to o->f; then either
+ * mb_cli_outfile_commit (0 when written, 1 after printing why not) or mb_cli_outfile_abort.
+ * Both free what open took. cmd names the subcommand in messages.
+ */
+struct mb_cli_outfile {
+    FILE *f;
+    char *buf;
+    size_t len;
+    const char *path;
+};
+int mb_cli_outfile_open(struct mb_cli_outfile *o, const char *cmd, const char *path);
+int mb_cli_outfile_commit(struct mb_cli_outfile *o, const char *cmd);
+void mb_cli_outfile_abort(struct mb_cli_outfile *o);
+
 /* The table entries, one per cmd_<name>.c. */
 extern const struct mb_cmd mb_cmd_help;
 extern const struct mb_cmd mb_cmd_layouts;

@@ -13,8 +13,10 @@
 
 #include "cli.h"
 #include "migbench/catalog.h"
+#include "migbench/fileio.h"
 #include "migbench/layout.h"
 #include "migbench/plan.h"
+#include "migbench/results.h"
 
 #define NAME "plan"
 #define SOURCES_MAX 16
@@ -452,30 +454,8 @@ static cJSON *plan_json(const struct ctx *c, const struct mb_plan *p)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Emitted files: written to a temporary name, then renamed, so a failure leaves nothing half-done
+ * Emitted files: written whole (mb_cli_outfile), so a failure leaves nothing half-done
  */
-
-static FILE *open_tmp(const char *path, char *tmp, size_t cap)
-{
-    snprintf(tmp, cap, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        mb_cli_error(NAME, "%s: cannot write: %s", tmp, strerror(errno));
-    return f;
-}
-
-static int close_tmp(FILE *f, const char *tmp, const char *path)
-{
-    bool bad = ferror(f) != 0;
-    if (fclose(f) != 0)
-        bad = true;
-    if (bad || rename(tmp, path) != 0) {
-        mb_cli_error(NAME, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-        return MB_EXIT_FAIL;
-    }
-    return MB_EXIT_OK;
-}
 
 /* A YAML double-quoted scalar (JSON string syntax is a subset of it). */
 static void yq(FILE *f, const char *s)
@@ -495,10 +475,10 @@ static void yq(FILE *f, const char *s)
 
 static int emit_mig_parted(const struct ctx *c, const struct mb_plan *p, const char *path)
 {
-    char tmp[PATH_MAX_LEN];
-    FILE *f = open_tmp(path, tmp, sizeof(tmp));
-    if (!f)
+    struct mb_cli_outfile out;
+    if (mb_cli_outfile_open(&out, NAME, path) != MB_EXIT_OK)
         return MB_EXIT_FAIL;
+    FILE *f = out.f;
     fprintf(f,
             "# Written by migbench plan for %u x %s; apply with `migbench mig apply` or\n"
             "# nvidia-mig-parted apply -f FILE -c migbench-plan\n",
@@ -506,8 +486,7 @@ static int emit_mig_parted(const struct ctx *c, const struct mb_plan *p, const c
     fprintf(f, "version: v1\nmig-configs:\n  migbench-plan:\n");
     bool *done = calloc(p->count, sizeof(bool));
     if (!done) {
-        fclose(f);
-        remove(tmp);
+        mb_cli_outfile_abort(&out);
         mb_cli_error(NAME, "out of memory");
         return MB_EXIT_FAIL;
     }
@@ -547,7 +526,7 @@ static int emit_mig_parted(const struct ctx *c, const struct mb_plan *p, const c
         fprintf(f, "%s\n", any ? "" : " {}");
     }
     free(done);
-    return close_tmp(f, tmp, path);
+    return mb_cli_outfile_commit(&out, NAME);
 }
 
 /* The command of workload w: the jobs file's `workloads:` entry; NULL if there is none. */
@@ -563,8 +542,6 @@ static const struct mb_plan_workload *find_workload(const struct mb_plan_jobset 
  * A workload's argv as a results directory recorded it (cell.json jobs[].argv of a cell that ran
  * the workload). Returns a cJSON array owned by *doc, or NULL.
  */
-static char *slurp(const char *path, size_t max);
-
 static cJSON *results_argv(const char *const *dirs, size_t n_dirs, const char *workload,
                            cJSON **doc)
 {
@@ -589,11 +566,9 @@ static cJSON *results_argv(const char *const *dirs, size_t n_dirs, const char *w
                 int w = snprintf(cpath, sizeof(cpath), "%s/%s/cell.json", rpath, rep->d_name);
                 if (w < 0 || (size_t)w >= sizeof(cpath))
                     continue;
-                char *text = slurp(cpath, JSON_MAX_BYTES);
-                if (!text)
+                cJSON *root = NULL;
+                if (mb_results_read_json(cpath, JSON_MAX_BYTES, &root, NULL) != MB_OK)
                     continue;
-                cJSON *root = cJSON_Parse(text);
-                free(text);
                 cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
                 cJSON *job;
                 cJSON_ArrayForEach(job, jobs)
@@ -641,10 +616,10 @@ static int emit_experiment(const struct ctx *c, const struct mb_plan *p, const s
                      w, o->jobs, o->n_results ? " (the results directories do not record it)" : "");
         return MB_EXIT_USAGE;
     }
-    char tmp[PATH_MAX_LEN];
-    FILE *f = open_tmp(path, tmp, sizeof(tmp));
-    if (!f)
+    struct mb_cli_outfile out;
+    if (mb_cli_outfile_open(&out, NAME, path) != MB_EXIT_OK)
         return MB_EXIT_FAIL;
+    FILE *f = out.f;
     fprintf(f,
             "# Written by migbench plan: runs the plan for %u x %s so that\n"
             "# `migbench plan --verify RESULTS --plan PLAN.json` can check its predictions.\n"
@@ -728,46 +703,12 @@ static int emit_experiment(const struct ctx *c, const struct mb_plan *p, const s
     }
     fprintf(f, "measure: {warmup: 20s, duration: 120s, repetitions: 3, sample_interval: 100ms, "
                "idle: 5s}\n");
-    return close_tmp(f, tmp, path);
+    return mb_cli_outfile_commit(&out, NAME);
 }
 
 /* ---------------------------------------------------------------------------------------------
  * --verify: measured against predicted
  */
-
-static char *slurp(const char *path, size_t max)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            if (cap >= max) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
-        if (got == 0) {
-            buf[n] = '\0';
-            break;
-        }
-    }
-    fclose(f);
-    return buf;
-}
 
 struct measured {
     double thr_sum, dyn_w_sum, idle_sum;
@@ -812,11 +753,10 @@ static int read_measurements(const char *dir, const cJSON *pjobs, struct measure
             int w = snprintf(cpath, sizeof(cpath), "%s/%s/cell.json", rpath, rep->d_name);
             if (w < 0 || (size_t)w >= sizeof(cpath))
                 continue;
-            char *text = slurp(cpath, JSON_MAX_BYTES);
-            if (!text)
+            cJSON *root = NULL;
+            int st = mb_results_read_json(cpath, JSON_MAX_BYTES, &root, NULL);
+            if (st != MB_OK && st != MB_EPARSE)
                 continue;
-            cJSON *root = cJSON_Parse(text);
-            free(text);
             if (!root) {
                 mb_cli_error(NAME, "--verify %s: not valid JSON", cpath);
                 closedir(rd);
@@ -891,9 +831,11 @@ static int read_measurements(const char *dir, const cJSON *pjobs, struct measure
 
 static int run_verify(const struct opts *o, const struct mb_catalog *cat)
 {
-    char *text = slurp(o->plan, JSON_MAX_BYTES);
-    if (!text) {
-        mb_cli_error(NAME, "--plan %s: cannot read: %s", o->plan, strerror(errno));
+    struct mb_error rerr;
+    mb_error_clear(&rerr);
+    char *text = NULL;
+    if (mb_file_read(o->plan, JSON_MAX_BYTES, &text, NULL, &rerr) != MB_OK) {
+        mb_cli_error(NAME, "--plan %s", rerr.msg);
         return MB_EXIT_USAGE;
     }
     cJSON *plan = cJSON_Parse(text);

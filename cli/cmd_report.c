@@ -635,27 +635,15 @@ static int report_run(int argc, char **argv)
         return mb_cli_exit_for(st);
     }
 
-    /* Write to a temporary file next to -o FILE, then rename: no half-written reports. */
-    char tmp[4096];
+    /* -o FILE is written whole at the end: no half-written reports. */
+    struct mb_cli_outfile file;
     FILE *out = stdout;
     if (outpath) {
-        int n = snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", outpath);
-        int fd = n > 0 && (size_t)n < sizeof(tmp) ? mkstemp(tmp) : -1;
-        /* mkstemp makes the file 0600; a report is an ordinary file, so honour the umask. */
-        mode_t mask = umask(0);
-        umask(mask);
-        if (fd >= 0)
-            (void)fchmod(fd, 0666 & ~mask);
-        out = fd >= 0 ? fdopen(fd, "w") : NULL;
-        if (!out) {
-            mb_cli_error("report", "cannot write '%s': %s", outpath, strerror(errno));
-            if (fd >= 0) {
-                close(fd);
-                unlink(tmp);
-            }
+        if (mb_cli_outfile_open(&file, "report", outpath) != MB_EXIT_OK) {
             mb_analysis_destroy(a);
             return MB_EXIT_FAIL;
         }
+        out = file.f;
     }
     st = MB_OK;
     switch (fmt) {
@@ -676,19 +664,17 @@ static int report_run(int argc, char **argv)
         break;
     }
     mb_analysis_destroy(a);
-    int bad = st != MB_OK || ferror(out);
     if (outpath) {
-        bad |= fclose(out) != 0;
-        if (!bad && rename(tmp, outpath) != 0)
-            bad = 1;
-        if (bad)
-            unlink(tmp);
-    } else {
-        bad |= fflush(out) != 0;
+        if (st == MB_OK)
+            return mb_cli_outfile_commit(&file, "report");
+        mb_cli_outfile_abort(&file);
+    } else if (st == MB_OK && (ferror(out) || fflush(out) != 0)) {
+        mb_cli_error("report", "cannot write standard output: %s", strerror(errno));
+        return MB_EXIT_FAIL;
     }
-    if (bad) {
+    if (st != MB_OK) {
         mb_cli_error("report", "cannot write %s: %s", outpath ? outpath : "standard output",
-                     st == MB_ENOMEM ? "out of memory" : strerror(errno));
+                     mb_status_str(st));
         return MB_EXIT_FAIL;
     }
     return MB_EXIT_OK;
