@@ -5,16 +5,14 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "migbench/catalog.h"
+#include "migbench/clock.h"
 #include "migbench/layout.h"
 
 static double now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+    return (double)mb_clock_monotonic_ns() * 1e-3;
 }
 
 /* Layouts are consumed so the work cannot be skipped. */

@@ -10,15 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "migbench/clock.h"
 #include "migbench/device.h"
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)mb_clock_monotonic_ns() * 1e-9;
 }
 
 static void report(const char *label, int n, double dt)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "migbench/clock.h"
 #include "migbench/plan.h"
 
 static uint64_t rng = 0x5eed5eedull;
@@ -24,9 +25,7 @@ static double urand(void)
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)mb_clock_monotonic_ns() * 1e-9;
 }
 
 /* CPU time of this process: on a shared machine, closer to what the search itself costs. */

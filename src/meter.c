@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "migbench/clock.h"
 #include "migbench/stats.h"
 
 /* One time series (power or energy counter): the last point folded in. */
@@ -75,9 +76,7 @@ struct mb_meter {
 
 int64_t mb_meter_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return mb_clock_monotonic_ns();
 }
 
 static int64_t min64(int64_t a, int64_t b)

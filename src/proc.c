@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "migbench/clock.h"
+
 extern char **environ;
 
 #define NFDS 3           /* stdout, stderr, progress */
@@ -47,9 +49,7 @@ struct mb_proc {
 
 int64_t mb_proc_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return mb_clock_monotonic_ns();
 }
 
 /* Moves fd above 2 (so dup2 onto 0..2 in the child never clobbers it) and makes it CLOEXEC. */

@@ -126,7 +126,7 @@ void mb_meter_device(const struct mb_meter *m, struct mb_device_info *info,
 int64_t mb_meter_interval_ns(const struct mb_meter *m);
 int64_t mb_meter_min_window_ns(const struct mb_meter *m);
 
-/* CLOCK_MONOTONIC now in ns: the time base for windows. */
+/* CLOCK_MONOTONIC now in ns (mb_clock_monotonic_ns): the time base for windows. */
 int64_t mb_meter_now_ns(void);
 
 /*

@@ -136,7 +136,7 @@ uint64_t mb_proc_log_omitted_bytes(const struct mb_proc *p);
  */
 void mb_proc_destroy(struct mb_proc *p);
 
-/* CLOCK_MONOTONIC now, in ns. */
+/* CLOCK_MONOTONIC now, in ns (mb_clock_monotonic_ns). */
 int64_t mb_proc_now_ns(void);
 
 #endif

@@ -37,7 +37,4 @@ int mb__spec_double(const char *key, const char *val, double *out, struct mb_err
 int mb__device_open_ops(const struct mb_device_ops *ops, const char *args, const char *spec,
                         struct mb_device **out, struct mb_error *err);
 
-/* CLOCK_MONOTONIC in nanoseconds. */
-long long mb__now_ns(void);
-
 #endif

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "device/backends.h"
 
@@ -21,13 +20,6 @@ static const struct mb_device_ops *const backends[] = {
 };
 
 #define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))
-
-long long mb__now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 const char *mb_power_kind_str(enum mb_power_kind k)
 {

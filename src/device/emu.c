@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "device/backends.h"
+#include "migbench/clock.h"
 #include "migbench/fileio.h"
 
 #define EMU_MAX_GI 15 /* GI ids 0..14 (mig-geometry.md §8.1) */
@@ -173,7 +174,7 @@ struct emu {
     /* Clock. */
     bool manual_clock;
     int64_t manual_ns;
-    long long open_ns;
+    int64_t open_ns;
     /* Faults. */
     size_t n_faults;
     struct emu_fault faults[EMU_MAX_FAULTS];
@@ -227,7 +228,7 @@ static const struct mb_gi_profile *profile_by_id(const struct emu *e, unsigned d
 
 static int64_t emu_now(const struct emu *e)
 {
-    return e->manual_clock ? e->manual_ns : (int64_t)(mb__now_ns() - e->open_ns);
+    return e->manual_clock ? e->manual_ns : (int64_t)(mb_clock_monotonic_ns() - e->open_ns);
 }
 
 static double trace_power(const struct emu *e, double t)
@@ -1070,7 +1071,7 @@ int mb__emu_open(const char *args, struct mb_device **out, struct mb_error *err)
         if (rc != MB_OK)
             goto fail;
     }
-    e->open_ns = mb__now_ns();
+    e->open_ns = mb_clock_monotonic_ns();
     e->n_seg = 1;
     double l = e->load_fixed ? e->load : auto_load(e);
     e->seg[0] = (struct emu_segment){0, 0.0, e->idle_w + l * (e->max_w - e->idle_w)};
@@ -1148,7 +1149,7 @@ static int emu_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct
         return rc;
     memset(out, 0, sizeof(*out));
     int64_t now = emu_now(e);
-    out->t_ns = e->manual_clock ? e->open_ns + now : mb__now_ns();
+    out->t_ns = e->manual_clock ? e->open_ns + now : mb_clock_monotonic_ns();
     double inst = sensor_reading(e, now, e->sensor == MB_POWER_INSTANT ? e->avg_ms : 25);
     out->power_instant_mw = to_mw(inst);
     out->valid |= MB_TEL_POWER_INSTANT;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "device/backends.h"
+#include "migbench/clock.h"
 
 #define HOST_PATH_MAX 512
 #define HOST_MAX_DOMAINS 16
@@ -309,7 +310,7 @@ static int host_open(const char *args, struct mb_device **out, struct mb_error *
     unsigned long long pkg, dram;
     if (h->rapl_ok && rapl_update(h, &pkg, &dram) == 0) {
         h->have_prev = true;
-        h->prev_t_ns = mb__now_ns();
+        h->prev_t_ns = mb_clock_monotonic_ns();
         h->prev_pkg_uj = pkg;
     }
     if (read_stat(h, &h->stat_total, &h->stat_idle) == 0)
@@ -352,7 +353,7 @@ static int host_telemetry(struct mb_device *dev, struct mb_telemetry *out, struc
 {
     struct host *h = as_host(dev);
     memset(out, 0, sizeof(*out));
-    out->t_ns = mb__now_ns();
+    out->t_ns = mb_clock_monotonic_ns();
     if (h->rapl_ok) {
         unsigned long long pkg = 0, dram = 0;
         int rc = rapl_update(h, &pkg, &dram);

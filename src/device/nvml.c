@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "device/backends.h"
+#include "migbench/clock.h"
 #include "device/nvml_types.h"
 #include "migbench/catalog.h"
 #include "migbench/device.h"
@@ -203,13 +203,6 @@ struct nvml_dev {
 static struct nvml_dev *to_nv(struct mb_device *dev)
 {
     return (struct nvml_dev *)dev;
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static const char *nv_str(const struct nvml_dev *d, nvmlReturn_t r)
@@ -580,7 +573,7 @@ static int nvml_telemetry(struct mb_device *dev, struct mb_telemetry *out, struc
 {
     struct nvml_dev *d = to_nv(dev);
     memset(out, 0, sizeof(*out));
-    out->t_ns = now_ns();
+    out->t_ns = mb_clock_monotonic_ns();
     nvmlReturn_t r;
     /* Any reading that says the GPU is gone fails the whole call; anything else unsupported or
      * failing just leaves its field invalid. */
