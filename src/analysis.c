@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "migbench/fileio.h"
+
 /* Bounds on outside input: a cell.json is small; telemetry is read line by line. */
 #define CELL_JSON_MAX (16u << 20)
 #define TELEMETRY_LINE_MAX 4096
@@ -152,29 +154,10 @@ static int join(char *out, size_t cap, const char *a, const char *b)
 
 static int read_file(const char *path, char **out, struct mb_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mb_error_set(err, errno == ENOENT ? MB_ENOTFOUND : MB_EIO, "%s: %s", path,
-                            strerror(errno));
-    char *buf = malloc(CELL_JSON_MAX + 1);
-    if (!buf) {
-        fclose(f);
-        return mb_error_set(err, MB_ENOMEM, "%s: out of memory", path);
-    }
-    size_t n = fread(buf, 1, CELL_JSON_MAX + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return mb_error_set(err, MB_EIO, "%s: read error", path);
-    }
-    if (n > CELL_JSON_MAX) {
-        free(buf);
-        return mb_error_set(err, MB_EPARSE, "%s: larger than %u bytes", path, CELL_JSON_MAX);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    return MB_OK;
+    int rc = mb_file_read(path, CELL_JSON_MAX, out, NULL, err);
+    if (rc == MB_ERANGE) /* a cell that large is not one migbench wrote */
+        rc = mb_error_restatus(err, MB_EPARSE);
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------- */

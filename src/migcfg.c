@@ -10,6 +10,8 @@
 #include <strings.h>
 #include <yaml.h>
 
+#include "migbench/fileio.h"
+
 /* A config file larger than this is refused (mig-parted's own default file is ~20 KB). */
 #define MIGCFG_FILE_MAX (1u << 20)
 #define SOURCE_MAX 256
@@ -352,24 +354,18 @@ fail:
 int mb_migcfg_load(const char *path, struct mb_migcfg **out, struct mb_error *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mb_error_set(err, MB_EIO, "%s: cannot open: %s", path, strerror(errno));
-    char *text = malloc(MIGCFG_FILE_MAX + 1);
-    int rc;
-    if (!text) {
-        rc = mb_error_set(err, MB_ENOMEM, "out of memory");
-        goto done;
-    }
-    size_t len = fread(text, 1, MIGCFG_FILE_MAX + 1, f);
-    if (ferror(f)) {
-        rc = mb_error_set(err, MB_EIO, "%s: read error", path);
-        goto done;
-    }
+    char *text = NULL;
+    size_t len = 0;
+    int rc = mb_file_read(path, MIGCFG_FILE_MAX, &text, &len, err);
+    if (rc == MB_ERANGE)
+        return mb_error_set(err, MB_EPARSE, "%s: larger than %u bytes; not a MIG config", path,
+                            MIGCFG_FILE_MAX);
+    if (rc == MB_ENOTFOUND)
+        rc = mb_error_restatus(err, MB_EIO); /* the contract: every unreadable file is MB_EIO */
+    if (rc != MB_OK)
+        return rc;
     rc = mb_migcfg_parse(text, len, path, out, err);
-done:
     free(text);
-    fclose(f);
     return rc;
 }
 

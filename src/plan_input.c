@@ -12,6 +12,8 @@
 #include <strings.h>
 #include <yaml.h>
 
+#include "migbench/fileio.h"
+
 /* Input files are small; anything larger is refused rather than read without bound. */
 #define MAX_FILE_BYTES (64u << 20)
 #define CSV_MAX_FIELDS 32
@@ -118,46 +120,10 @@ int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *ca
 /* Reads a whole file, NUL-terminated, refusing anything over MAX_FILE_BYTES. */
 static int read_file(const char *path, char **out, size_t *len, struct mb_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mb_error_set(err, MB_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf)
-        goto nomem;
-    for (;;) {
-        if (n + 1 >= cap) {
-            if (cap >= MAX_FILE_BYTES) {
-                free(buf);
-                fclose(f);
-                return mb_error_set(err, MB_EIO, "%s: larger than %u MiB", path,
-                                    MAX_FILE_BYTES >> 20);
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                goto nomem;
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(f)) {
-        free(buf);
-        fclose(f);
-        return mb_error_set(err, MB_EIO, "%s: read error", path);
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return MB_OK;
-nomem:
-    free(buf);
-    fclose(f);
-    return mb_error_set(err, MB_ENOMEM, "out of memory");
+    int rc = mb_file_read(path, MAX_FILE_BYTES, out, len, err);
+    if (rc == MB_ENOTFOUND || rc == MB_ERANGE)
+        rc = mb_error_restatus(err, MB_EIO); /* the contract: every unreadable file is MB_EIO */
+    return rc;
 }
 
 /* Splits one CSV line in place (RFC 4180 quotes, no embedded newlines). */

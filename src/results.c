@@ -45,7 +45,7 @@ int mb_results_read_json(const char *path, size_t max_bytes, cJSON **out, struct
     char *buf = NULL;
     int rc = mb_file_read(path, max_bytes, &buf, NULL, err);
     if (rc == MB_ERANGE) /* this function's contract says MB_EIO for an oversized file */
-        rc = mb_error_set(err, MB_EIO, "%s: larger than %zu bytes", path, max_bytes);
+        rc = mb_error_restatus(err, MB_EIO);
     if (rc != MB_OK)
         return rc;
     *out = cJSON_Parse(buf);

@@ -69,3 +69,10 @@ int mb_error_prefix(struct mb_error *err, const char *fmt, ...)
     }
     return err->status;
 }
+
+int mb_error_restatus(struct mb_error *err, int status)
+{
+    if (err)
+        err->status = status;
+    return status;
+}

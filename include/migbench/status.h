@@ -72,4 +72,10 @@ int mb_error_set(struct mb_error *err, int status, const char *fmt, ...)
 int mb_error_prefix(struct mb_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/*
+ * Changes the status recorded in err (if not NULL) to status, keeping its message, and returns
+ * status: for a caller whose contract reports a callee's failure under another code.
+ */
+int mb_error_restatus(struct mb_error *err, int status);
+
 #endif

@@ -35,6 +35,17 @@ static void test_error_set_and_prefix(void **state)
     mb_error_clear(NULL);
 }
 
+static void test_error_restatus(void **state)
+{
+    (void)state;
+    struct mb_error err;
+    mb_error_set(&err, MB_ERANGE, "f: larger than 9 bytes");
+    assert_int_equal(mb_error_restatus(&err, MB_EIO), MB_EIO);
+    assert_int_equal(err.status, MB_EIO);
+    assert_string_equal(err.msg, "f: larger than 9 bytes");
+    assert_int_equal(mb_error_restatus(NULL, MB_EPARSE), MB_EPARSE);
+}
+
 static void test_error_truncates(void **state)
 {
     (void)state;
@@ -54,6 +65,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strings),
         cmocka_unit_test(test_error_set_and_prefix),
+        cmocka_unit_test(test_error_restatus),
         cmocka_unit_test(test_error_truncates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
