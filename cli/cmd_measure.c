@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "migbench/experiment.h"
 #include "migbench/meter.h"
 #include "migbench/proc.h"
 #include "migbench/progress.h"
@@ -53,48 +54,39 @@ struct job {
 };
 
 /*
- * Parses a duration: a number with ns, us, ms, s or m, or a bare number of seconds. Returns false
- * on anything else, on a negative value, or beyond a day.
+ * A duration as experiment files write it (mb_amount_parse: "100ms", "1.5m"), plus the bare
+ * number of seconds that measure documents; at most a day. With steps, also "20steps".
  */
-static bool parse_duration(const char *s, int64_t *out)
+static bool parse_amount(const char *s, bool steps, int64_t *ns, uint64_t *n_steps)
 {
+    char secs[64];
     char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !(v >= 0))
+    (void)strtod(s, &end);
+    if (end != s && !*end) {
+        int n = snprintf(secs, sizeof(secs), "%ss", s);
+        if (n < 0 || (size_t)n >= sizeof(secs))
+            return false;
+        s = secs;
+    }
+    struct mb_amount a;
+    if (mb_amount_parse(s, steps, false, &a, NULL) != MB_OK)
         return false;
-    double scale;
-    if (!*end || !strcmp(end, "s"))
-        scale = 1e9;
-    else if (!strcmp(end, "ms"))
-        scale = 1e6;
-    else if (!strcmp(end, "us"))
-        scale = 1e3;
-    else if (!strcmp(end, "ns"))
-        scale = 1;
-    else if (!strcmp(end, "m") || !strcmp(end, "min"))
-        scale = 60e9;
-    else
+    if (a.kind == MB_AMOUNT_STEPS) { /* only when steps */
+        *ns = 0;
+        *n_steps = a.steps;
+        return true;
+    }
+    if (a.ns > 86400LL * 1000000000LL)
         return false;
-    if (v * scale > 86400e9)
-        return false;
-    *out = (int64_t)llround(v * scale);
+    *ns = a.ns;
+    if (n_steps)
+        *n_steps = 0;
     return true;
 }
 
-/* --warmup: a duration, or N followed by "steps". */
-static bool parse_warmup(const char *s, int64_t *ns, uint64_t *steps)
+static bool parse_duration(const char *s, int64_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(s, &end, 10);
-    if (end != s && !errno && s[0] != '-' && (!strcmp(end, "steps") || !strcmp(end, "step"))) {
-        *steps = n;
-        *ns = 0;
-        return true;
-    }
-    *steps = 0;
-    return parse_duration(s, ns);
+    return parse_amount(s, false, out, NULL);
 }
 
 static void on_data(void *ctx, enum mb_proc_stream s, const char *buf, size_t n, int64_t t_ns)
@@ -476,7 +468,7 @@ static int parse(int argc, char **argv, struct opts *o)
                                           "--idle '%s': expected a duration (e.g. 5s)", optarg);
             break;
         case 'w':
-            if (!parse_warmup(optarg, &o->warmup_ns, &o->warmup_steps))
+            if (!parse_amount(optarg, true, &o->warmup_ns, &o->warmup_steps))
                 return mb_cli_usage_error(&mb_cmd_measure,
                                           "--warmup '%s': expected a duration (10s) or steps "
                                           "(20steps)",

@@ -28,6 +28,17 @@ expect_err "interval '0.5ms'"
 run 2 "$MIGBENCH" measure --interval 11s -- true
 run 2 "$MIGBENCH" measure --warmup tenseconds -- true
 expect_err "warmup 'tenseconds'"
+# The documented duration syntax: ns/us/ms/s/m or a bare number of seconds, at most a day; the
+# warm-up also takes Nsteps. Options are read before --help answers, so each is checked alone.
+for ok in "--interval 0.001" "--interval 1ms" "--idle 2" "--idle 1.5m" "--idle 24h" \
+    "--warmup 20steps" "--warmup 3" "--min-window 500us"; do
+    # shellcheck disable=SC2086 # the option and its value are two words
+    run 0 "$MIGBENCH" measure $ok --help
+done
+for bad in "--idle 25h" "--idle -1s" "--idle 5x" "--idle nan" "--min-window 0"; do
+    # shellcheck disable=SC2086
+    run 2 "$MIGBENCH" measure $bad -- true
+done
 run 2 "$MIGBENCH" measure --samples-per-step 8 -- true
 expect_err 'goes with --progress-regex'
 run 2 "$MIGBENCH" measure --progress-regex 'iter ([0-9]+' -- true
