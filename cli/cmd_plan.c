@@ -539,57 +539,81 @@ static const struct mb_plan_workload *find_workload(const struct mb_plan_jobset 
 }
 
 /*
- * A workload's argv as a results directory recorded it (cell.json jobs[].argv of a cell that ran
- * the workload). Returns a cJSON array owned by *doc, or NULL.
+ * Calls fn(cpath, root, arg) for every DIR/<run>/<rep>/cell.json, root being its JSON or NULL when
+ * it is not valid JSON (unreadable cells are passed over); fn keeps nothing of root. Stops at the
+ * first fn that returns non-zero and returns that; -1 when dir cannot be opened (errno says why).
  */
-static cJSON *results_argv(const char *const *dirs, size_t n_dirs, const char *workload,
-                           cJSON **doc)
+static int each_cell(const char *dir, int (*fn)(const char *cpath, cJSON *root, void *arg),
+                     void *arg)
 {
-    for (size_t d = 0; d < n_dirs; d++) {
-        DIR *top = opendir(dirs[d]);
-        if (!top)
+    DIR *top = opendir(dir);
+    if (!top)
+        return -1;
+    int rc = 0;
+    struct dirent *run;
+    while (rc == 0 && (run = readdir(top))) {
+        if (run->d_name[0] == '.')
             continue;
-        struct dirent *run;
-        while ((run = readdir(top))) {
-            if (run->d_name[0] == '.')
+        char rpath[PATH_MAX_LEN];
+        snprintf(rpath, sizeof(rpath), "%s/%s", dir, run->d_name);
+        DIR *rd = opendir(rpath);
+        if (!rd)
+            continue;
+        struct dirent *rep;
+        while (rc == 0 && (rep = readdir(rd))) {
+            if (rep->d_name[0] == '.')
                 continue;
-            char rpath[PATH_MAX_LEN];
-            snprintf(rpath, sizeof(rpath), "%s/%s", dirs[d], run->d_name);
-            DIR *rd = opendir(rpath);
-            if (!rd)
+            char cpath[PATH_MAX_LEN];
+            int w = snprintf(cpath, sizeof(cpath), "%s/%s/cell.json", rpath, rep->d_name);
+            if (w < 0 || (size_t)w >= sizeof(cpath))
                 continue;
-            struct dirent *rep;
-            while ((rep = readdir(rd))) {
-                if (rep->d_name[0] == '.')
-                    continue;
-                char cpath[PATH_MAX_LEN];
-                int w = snprintf(cpath, sizeof(cpath), "%s/%s/cell.json", rpath, rep->d_name);
-                if (w < 0 || (size_t)w >= sizeof(cpath))
-                    continue;
-                cJSON *root = NULL;
-                if (mb_results_read_json(cpath, JSON_MAX_BYTES, &root, NULL) != MB_OK)
-                    continue;
-                cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
-                cJSON *job;
-                cJSON_ArrayForEach(job, jobs)
-                {
-                    cJSON *wl = cJSON_GetObjectItemCaseSensitive(job, "workload");
-                    cJSON *argv = cJSON_GetObjectItemCaseSensitive(job, "argv");
-                    if (cJSON_IsString(wl) && strcmp(wl->valuestring, workload) == 0 &&
-                        cJSON_IsArray(argv) && cJSON_GetArraySize(argv) > 0) {
-                        closedir(rd);
-                        closedir(top);
-                        *doc = root;
-                        return argv;
-                    }
-                }
-                cJSON_Delete(root);
-            }
-            closedir(rd);
+            cJSON *root = NULL;
+            int st = mb_results_read_json(cpath, JSON_MAX_BYTES, &root, NULL);
+            if (st != MB_OK && st != MB_EPARSE)
+                continue;
+            rc = fn(cpath, root, arg);
+            cJSON_Delete(root);
         }
-        closedir(top);
+        closedir(rd);
     }
-    return NULL;
+    closedir(top);
+    return rc;
+}
+
+struct argv_search {
+    const char *workload;
+    cJSON *argv;
+};
+
+static int find_argv(const char *cpath, cJSON *root, void *arg)
+{
+    (void)cpath;
+    struct argv_search *q = arg;
+    cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
+    cJSON *job;
+    cJSON_ArrayForEach(job, jobs)
+    {
+        cJSON *wl = cJSON_GetObjectItemCaseSensitive(job, "workload");
+        cJSON *argv = cJSON_GetObjectItemCaseSensitive(job, "argv");
+        if (cJSON_IsString(wl) && strcmp(wl->valuestring, q->workload) == 0 &&
+            cJSON_IsArray(argv) && cJSON_GetArraySize(argv) > 0) {
+            q->argv = cJSON_DetachItemViaPointer(job, argv);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * A workload's argv as a results directory recorded it (cell.json jobs[].argv of a cell that ran
+ * the workload). Returns a cJSON array owned by the caller (cJSON_Delete), or NULL.
+ */
+static cJSON *results_argv(const char *const *dirs, size_t n_dirs, const char *workload)
+{
+    struct argv_search q = {workload, NULL};
+    for (size_t d = 0; d < n_dirs && !q.argv; d++)
+        each_cell(dirs[d], find_argv, &q);
+    return q.argv;
 }
 
 static int emit_experiment(const struct ctx *c, const struct mb_plan *p, const struct opts *o,
@@ -605,9 +629,9 @@ static int emit_experiment(const struct ctx *c, const struct mb_plan *p, const s
         const char *w = js->jobs[j].workload;
         if (find_workload(js, w))
             continue;
-        cJSON *doc = NULL;
-        if (results_argv(o->results, o->n_results, w, &doc)) {
-            cJSON_Delete(doc);
+        cJSON *argv = results_argv(o->results, o->n_results, w);
+        if (argv) {
+            cJSON_Delete(argv);
             continue;
         }
         mb_cli_error(NAME,
@@ -642,8 +666,7 @@ static int emit_experiment(const struct ctx *c, const struct mb_plan *p, const s
                 yq(f, w->argv[k]);
             }
         } else {
-            cJSON *doc = NULL;
-            cJSON *argv = results_argv(o->results, o->n_results, job->workload, &doc);
+            cJSON *argv = results_argv(o->results, o->n_results, job->workload);
             cJSON *a;
             bool first = true;
             cJSON_ArrayForEach(a, argv)
@@ -653,7 +676,7 @@ static int emit_experiment(const struct ctx *c, const struct mb_plan *p, const s
                 first = false;
                 yq(f, cJSON_IsString(a) ? a->valuestring : "");
             }
-            cJSON_Delete(doc);
+            cJSON_Delete(argv);
         }
         fprintf(f, "]\n    unit: ");
         yq(f, w && w->unit[0] ? w->unit : r->unit);
@@ -727,106 +750,93 @@ static const char *jstr(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* Reads every ok cell of dir; per plan job: measured throughput and its share of dynamic power. */
+struct verify_walk {
+    const cJSON *pjobs;
+    struct measured *m;
+    const struct mb_gpu_model *model;
+    double plan_idle;
+    size_t cells;
+};
+
+/* One cell: per plan job, its measured throughput and its share of dynamic power. */
+static int add_cell(const char *cpath, cJSON *root, void *arg)
+{
+    struct verify_walk *q = arg;
+    if (!root) {
+        mb_cli_error(NAME, "--verify %s: not valid JSON", cpath);
+        return MB_EXIT_USAGE;
+    }
+    const char *status = jstr(root, "status");
+    cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
+    cJSON *energy = cJSON_GetObjectItemCaseSensitive(root, "energy");
+    if (!status || strcmp(status, "ok") != 0 || !cJSON_IsArray(jobs))
+        return 0;
+    q->cells++;
+    double mean_w = jnum(energy, "mean_power_w");
+    double idle_w = jnum(energy, "idle_power_w");
+    double idle = isfinite(idle_w) ? idle_w : q->plan_idle;
+    /* The cell's dynamic power is split by compute slices (MIG) or equally. */
+    double total_slices = 0;
+    cJSON *job;
+    cJSON_ArrayForEach(job, jobs)
+    {
+        const cJSON *inst = cJSON_GetObjectItemCaseSensitive(job, "instance");
+        const char *prof = jstr(inst, "profile");
+        const struct mb_gi_profile *gp = prof ? mb_model_profile(q->model, prof) : NULL;
+        total_slices += gp ? gp->compute_slices : 1;
+    }
+    cJSON_ArrayForEach(job, jobs)
+    {
+        const char *name = jstr(job, "name");
+        const char *wl = jstr(job, "workload");
+        cJSON *thr = cJSON_GetObjectItemCaseSensitive(job, "throughput");
+        double mean = jnum(thr, "mean");
+        int k = 0;
+        const cJSON *pj;
+        int hit = -1;
+        cJSON_ArrayForEach(pj, q->pjobs)
+        {
+            const char *pn = jstr(pj, "name");
+            if (pn && ((wl && strcmp(pn, wl) == 0) || (name && strcmp(pn, name) == 0)))
+                hit = k;
+            k++;
+        }
+        if (hit < 0 || !isfinite(mean))
+            continue;
+        const cJSON *inst = cJSON_GetObjectItemCaseSensitive(job, "instance");
+        const char *prof = jstr(inst, "profile");
+        const struct mb_gi_profile *gp = prof ? mb_model_profile(q->model, prof) : NULL;
+        double share = (gp ? gp->compute_slices : 1) / total_slices;
+        const char *mode = jstr(root, "mode");
+        if (mode && strcmp(mode, "exclusive") == 0)
+            share = 1; /* one job at a time: the cell power is that job's */
+        struct measured *x = &q->m[hit];
+        x->thr_sum += mean;
+        x->n++;
+        if (isfinite(mean_w)) {
+            x->dyn_w_sum += (mean_w - idle) * share;
+            x->n_power++;
+        }
+        if (isfinite(idle_w)) {
+            x->idle_sum += idle_w;
+            x->n_idle++;
+        }
+    }
+    return 0;
+}
+
+/* Reads every ok cell of dir into m (one entry per plan job); *cells counts them. */
 static int read_measurements(const char *dir, const cJSON *pjobs, struct measured *m,
                              const struct mb_gpu_model *model, double plan_idle, size_t *cells)
 {
-    DIR *top = opendir(dir);
-    if (!top) {
+    struct verify_walk q = {pjobs, m, model, plan_idle, 0};
+    int rc = each_cell(dir, add_cell, &q);
+    if (rc < 0) {
         mb_cli_error(NAME, "--verify %s: %s", dir, strerror(errno));
         return MB_EXIT_USAGE;
     }
-    struct dirent *run;
-    while ((run = readdir(top))) {
-        if (run->d_name[0] == '.')
-            continue;
-        char rpath[PATH_MAX_LEN];
-        snprintf(rpath, sizeof(rpath), "%s/%s", dir, run->d_name);
-        DIR *rd = opendir(rpath);
-        if (!rd)
-            continue;
-        struct dirent *rep;
-        while ((rep = readdir(rd))) {
-            if (rep->d_name[0] == '.')
-                continue;
-            char cpath[PATH_MAX_LEN];
-            int w = snprintf(cpath, sizeof(cpath), "%s/%s/cell.json", rpath, rep->d_name);
-            if (w < 0 || (size_t)w >= sizeof(cpath))
-                continue;
-            cJSON *root = NULL;
-            int st = mb_results_read_json(cpath, JSON_MAX_BYTES, &root, NULL);
-            if (st != MB_OK && st != MB_EPARSE)
-                continue;
-            if (!root) {
-                mb_cli_error(NAME, "--verify %s: not valid JSON", cpath);
-                closedir(rd);
-                closedir(top);
-                return MB_EXIT_USAGE;
-            }
-            const char *status = jstr(root, "status");
-            cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
-            cJSON *energy = cJSON_GetObjectItemCaseSensitive(root, "energy");
-            if (!status || strcmp(status, "ok") != 0 || !cJSON_IsArray(jobs)) {
-                cJSON_Delete(root);
-                continue;
-            }
-            (*cells)++;
-            double mean_w = jnum(energy, "mean_power_w");
-            double idle_w = jnum(energy, "idle_power_w");
-            double idle = isfinite(idle_w) ? idle_w : plan_idle;
-            /* The cell's dynamic power is split by compute slices (MIG) or equally. */
-            double total_slices = 0;
-            cJSON *job;
-            cJSON_ArrayForEach(job, jobs)
-            {
-                const cJSON *inst = cJSON_GetObjectItemCaseSensitive(job, "instance");
-                const char *prof = jstr(inst, "profile");
-                const struct mb_gi_profile *gp = prof ? mb_model_profile(model, prof) : NULL;
-                total_slices += gp ? gp->compute_slices : 1;
-            }
-            cJSON_ArrayForEach(job, jobs)
-            {
-                const char *name = jstr(job, "name");
-                const char *wl = jstr(job, "workload");
-                cJSON *thr = cJSON_GetObjectItemCaseSensitive(job, "throughput");
-                double mean = jnum(thr, "mean");
-                int k = 0;
-                const cJSON *pj;
-                int hit = -1;
-                cJSON_ArrayForEach(pj, pjobs)
-                {
-                    const char *pn = jstr(pj, "name");
-                    if (pn && ((wl && strcmp(pn, wl) == 0) || (name && strcmp(pn, name) == 0)))
-                        hit = k;
-                    k++;
-                }
-                if (hit < 0 || !isfinite(mean))
-                    continue;
-                const cJSON *inst = cJSON_GetObjectItemCaseSensitive(job, "instance");
-                const char *prof = jstr(inst, "profile");
-                const struct mb_gi_profile *gp = prof ? mb_model_profile(model, prof) : NULL;
-                double share = (gp ? gp->compute_slices : 1) / total_slices;
-                const char *mode = jstr(root, "mode");
-                if (mode && strcmp(mode, "exclusive") == 0)
-                    share = 1; /* one job at a time: the cell power is that job's */
-                struct measured *x = &m[hit];
-                x->thr_sum += mean;
-                x->n++;
-                if (isfinite(mean_w)) {
-                    x->dyn_w_sum += (mean_w - idle) * share;
-                    x->n_power++;
-                }
-                if (isfinite(idle_w)) {
-                    x->idle_sum += idle_w;
-                    x->n_idle++;
-                }
-            }
-            cJSON_Delete(root);
-        }
-        closedir(rd);
-    }
-    closedir(top);
-    return MB_EXIT_OK;
+    *cells = q.cells;
+    return rc;
 }
 
 static int run_verify(const struct opts *o, const struct mb_catalog *cat)
