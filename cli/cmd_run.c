@@ -183,6 +183,25 @@ static bool needs_python(const struct mb_experiment *exp, const struct mb_cell *
     return false;
 }
 
+/*
+ * What the cells' commands refer to: {python} when one uses it (else python is ""), and
+ * {workloads}. Returns MB_EXIT_OK, or MB_EXIT_USAGE after saying why python cannot be found.
+ */
+static int resolve_tools(const struct mb_experiment *exp, const struct mb_cell *cells, size_t n,
+                         char python[MB_EXP_PATH_MAX], char wdir[PATH_MAX])
+{
+    struct mb_error err;
+    mb_error_clear(&err);
+    python[0] = '\0';
+    if (needs_python(exp, cells, n) &&
+        mb_experiment_resolve_python(exp, NULL, python, MB_EXP_PATH_MAX, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        return MB_EXIT_USAGE;
+    }
+    workloads_dir(wdir, PATH_MAX);
+    return MB_EXIT_OK;
+}
+
 /* Per-cell time the plan can know in advance; *unknown is set when steps or "stable" decide. */
 static double cell_seconds(const struct mb_experiment *exp, const struct mb_exp_run *r,
                            bool *unknown)
@@ -304,15 +323,11 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
             goto out;
         }
     }
-    char python[MB_EXP_PATH_MAX] = "";
-    if (needs_python(exp, cells, n_cells) &&
-        mb_experiment_resolve_python(exp, NULL, python, sizeof(python), &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
+    char python[MB_EXP_PATH_MAX], wdir[PATH_MAX];
+    if (resolve_tools(exp, cells, n_cells, python, wdir) != MB_EXIT_OK) {
         code = MB_EXIT_USAGE;
         goto out;
     }
-    char wdir[PATH_MAX];
-    workloads_dir(wdir, sizeof(wdir));
 
     printf("experiment: %s (%s, sha %s)\n", exp->name, exp->path, exp->sha);
     printf("device: %s\n", t.label);
@@ -802,15 +817,11 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
             mb_cli_info(CMD, "journal: skipped %zu torn line%s", skipped_lines,
                         skipped_lines == 1 ? "" : "s");
     }
-    char python[MB_EXP_PATH_MAX] = "";
-    if (needs_python(exp, cells, n_cells) &&
-        mb_experiment_resolve_python(exp, NULL, python, sizeof(python), &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
+    char python[MB_EXP_PATH_MAX], wdir[PATH_MAX];
+    if (resolve_tools(exp, cells, n_cells, python, wdir) != MB_EXIT_OK) {
         code = MB_EXIT_USAGE;
         goto out;
     }
-    char wdir[PATH_MAX];
-    workloads_dir(wdir, sizeof(wdir));
     struct progress_ctx pctx = {.tty = isatty(2) == 1, .n_cells = n_cells};
     struct mb_runner_opts ro = {
         .exp = exp,
