@@ -836,6 +836,20 @@ static double max_without(const struct top3 *t, size_t a, size_t b)
     return 0;
 }
 
+/*
+ * The cost change of a move that leaves instances a and b at loads Ba and Bb and the dynamic
+ * energy at D2, from base. Makespan plateaus: also rewards unloading the busier of the two.
+ */
+static double move_delta(const struct heur *h, const struct top3 *t3, size_t a, size_t b, double Ba,
+                         double Bb, double D2, double base)
+{
+    double M2 = fmax(max_without(t3, a, b), fmax(Ba, Bb));
+    double delta = hcost(h, M2, D2) - base;
+    if (h->P->obj == MB_PLAN_MAKESPAN && M2 <= h->M)
+        delta += 1e-3 * (fmax(Ba, Bb) - fmax(h->B[a], h->B[b]));
+    return delta;
+}
+
 /* One pass of single-job moves; returns the number of improving moves made. */
 static size_t local_moves(struct heur *h)
 {
@@ -858,11 +872,8 @@ static size_t local_moves(struct heur *h)
                     continue;
                 P->nodes++;
                 double Ba = h->B[a] - T(P, j, sa), Bb = h->B[b] + T(P, j, sb);
-                double M2 = fmax(max_without(&t3, a, b), fmax(Ba, Bb));
-                double delta = hcost(h, M2, h->D - Dy(P, j, sa) + Dy(P, j, sb)) - base;
-                /* Makespan plateaus: also reward unloading the busier of the two instances. */
-                if (P->obj == MB_PLAN_MAKESPAN && M2 <= h->M)
-                    delta += 1e-3 * (fmax(Ba, Bb) - fmax(h->B[a], h->B[b]));
+                double delta =
+                    move_delta(h, &t3, a, b, Ba, Bb, h->D - Dy(P, j, sa) + Dy(P, j, sb), base);
                 if (delta < best) {
                     best = delta;
                     bi = b;
@@ -992,11 +1003,8 @@ static size_t swap_moves(struct heur *h)
             P->nodes++;
             double Ba = h->B[a] - T(P, j, sa) + T(P, q, sa);
             double Bb = h->B[b] - T(P, q, sb) + T(P, j, sb);
-            double M2 = fmax(max_without(&t3, a, b), fmax(Ba, Bb));
             double D2 = h->D - Dy(P, j, sa) - Dy(P, q, sb) + Dy(P, j, sb) + Dy(P, q, sa);
-            double delta = hcost(h, M2, D2) - base;
-            if (P->obj == MB_PLAN_MAKESPAN && M2 <= h->M)
-                delta += 1e-3 * (fmax(Ba, Bb) - fmax(h->B[a], h->B[b]));
+            double delta = move_delta(h, &t3, a, b, Ba, Bb, D2, base);
             if (delta < best) {
                 best = delta;
                 bj = q;
