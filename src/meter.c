@@ -91,16 +91,24 @@ static int64_t max64(int64_t a, int64_t b)
 
 /* ---- folding samples into windows (caller holds mu) ---------------------------------------- */
 
+/* The part [lo, hi) of the interval [a, b) that falls in open window x; false when none. */
+static bool overlap(const struct window *x, int64_t a, int64_t b, int64_t *lo, int64_t *hi)
+{
+    if (!x->used || x->done)
+        return false;
+    *lo = max64(a, x->t0);
+    *hi = min64(b, x->end_set ? x->t1 : INT64_MAX);
+    return *hi > *lo;
+}
+
 static void fold_power(struct mb_meter *m, int64_t t, double w)
 {
     if (m->pch.have && t > m->pch.t) {
         int64_t a = m->pch.t, b = t;
         for (int i = 0; i < MB_METER_MAX_WINDOWS; i++) {
             struct window *x = &m->win[i];
-            if (!x->used || x->done)
-                continue;
-            int64_t lo = max64(a, x->t0), hi = min64(b, x->end_set ? x->t1 : INT64_MAX);
-            if (hi <= lo)
+            int64_t lo, hi;
+            if (!overlap(x, a, b, &lo, &hi))
                 continue;
             double ylo = mb_stats_lerp((double)a, m->pch.v, (double)b, w, (double)lo);
             double yhi = mb_stats_lerp((double)a, m->pch.v, (double)b, w, (double)hi);
@@ -135,10 +143,8 @@ static void fold_energy(struct mb_meter *m, int64_t t, uint64_t mj)
         }
         for (int i = 0; i < MB_METER_MAX_WINDOWS; i++) {
             struct window *x = &m->win[i];
-            if (!x->used || x->done)
-                continue;
-            int64_t lo = max64(a, x->t0), hi = min64(b, x->end_set ? x->t1 : INT64_MAX);
-            if (hi <= lo)
+            int64_t lo, hi;
+            if (!overlap(x, a, b, &lo, &hi))
                 continue;
             if (reset) {
                 x->e_lost_ns += hi - lo;
