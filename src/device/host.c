@@ -199,11 +199,17 @@ static int rapl_update(struct host *h, unsigned long long *pkg_uj, unsigned long
     return 0;
 }
 
-static int read_stat(const struct host *h, unsigned long long *total, unsigned long long *idle)
+/* Opens <proc root>/name for reading; NULL when it cannot. */
+static FILE *open_proc(const struct host *h, const char *name)
 {
     char p[HOST_PATH_MAX + 16];
-    snprintf(p, sizeof(p), "%s/stat", h->proc);
-    FILE *f = fopen(p, "r");
+    snprintf(p, sizeof(p), "%s/%s", h->proc, name);
+    return fopen(p, "r");
+}
+
+static int read_stat(const struct host *h, unsigned long long *total, unsigned long long *idle)
+{
+    FILE *f = open_proc(h, "stat");
     if (!f)
         return -1;
     char line[HOST_LINE_MAX];
@@ -229,9 +235,7 @@ static int read_stat(const struct host *h, unsigned long long *total, unsigned l
 static int read_meminfo(const struct host *h, unsigned long long *total_kb,
                         unsigned long long *avail_kb)
 {
-    char p[HOST_PATH_MAX + 16];
-    snprintf(p, sizeof(p), "%s/meminfo", h->proc);
-    FILE *f = fopen(p, "r");
+    FILE *f = open_proc(h, "meminfo");
     if (!f)
         return -1;
     char line[HOST_LINE_MAX];
@@ -248,10 +252,8 @@ static int read_meminfo(const struct host *h, unsigned long long *total_kb,
 
 static void cpu_model(const struct host *h, char *out, size_t cap)
 {
-    char p[HOST_PATH_MAX + 16];
-    snprintf(p, sizeof(p), "%s/cpuinfo", h->proc);
     snprintf(out, cap, "unknown CPU");
-    FILE *f = fopen(p, "r");
+    FILE *f = open_proc(h, "cpuinfo");
     if (!f)
         return;
     char line[HOST_LINE_MAX];
