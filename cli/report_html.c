@@ -37,6 +37,12 @@ static void esc(FILE *out, const char *s)
     }
 }
 
+/* An unrecorded text field shows as "n/a", never as nothing. */
+static void esc_na(FILE *out, const char *s)
+{
+    esc(out, s[0] ? s : "n/a");
+}
+
 static const char *colour(size_t i)
 {
     return palette[i % NPAL];
@@ -552,11 +558,11 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
     fputs(" on ", out);
     esc(out, e->model[0] ? e->model : "unknown device");
     fputs("</h2>\n<p class=\"ctx\">", out);
-    esc(out, e->device_name[0] ? e->device_name : "n/a");
+    esc_na(out, e->device_name);
     fputs(" · backend ", out);
-    esc(out, e->backend[0] ? e->backend : "n/a");
+    esc_na(out, e->backend);
     fputs(" · driver ", out);
-    esc(out, e->driver_version[0] ? e->driver_version : "n/a");
+    esc_na(out, e->driver_version);
     fputs(" · power limit ", out);
     opt_text(out, e->power_limit_w, "W");
     fputs(" · results <code>", out);
@@ -719,13 +725,13 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
     fputs("</div>\n", out);
 
     fputs("<h3>Device and measurement quality</h3>\n<ul class=\"quality\">\n<li>Sensor: ", out);
-    esc(out, e->sensor[0] ? e->sensor : "n/a");
+    esc_na(out, e->sensor);
     fputs("</li>\n<li>UUID ", out);
-    esc(out, e->uuid[0] ? e->uuid : "n/a");
+    esc_na(out, e->uuid);
     fputs(", experiment sha ", out);
-    esc(out, e->sha[0] ? e->sha : "n/a");
+    esc_na(out, e->sha);
     fputs(", migbench ", out);
-    esc(out, e->migbench_version[0] ? e->migbench_version : "n/a");
+    esc_na(out, e->migbench_version);
     fprintf(out,
             "</li>\n<li>%zu cells: %zu failed, %zu started but unfinished, %zu without energy, "
             "%zu with the counter vs integrated energy gap flagged; %.0f missed sensor "
