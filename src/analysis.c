@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "migbench/fileio.h"
+#include "text_internal.h"
 
 /* Bounds on outside input: a cell.json is small; telemetry is read line by line. */
 #define CELL_JSON_MAX (16u << 20)
@@ -74,17 +75,6 @@ int mb_analysis_split(int64_t total_mj, const int64_t *weights, size_t n, int64_
 
 /* ---------------------------------------------------------------------------------------- */
 /* Small helpers                                                                              */
-
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    if (!src)
-        src = "";
-    size_t n = strlen(src);
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
 
 static const char *json_str(const cJSON *obj, const char *key)
 {
@@ -298,7 +288,7 @@ static int load_telemetry(struct mb_an_cell *c, const char *path, struct tel_row
     *nrows_out = 0;
     FILE *f = fopen(path, "r");
     if (!f) {
-        copy_str(c->timeline_note, sizeof(c->timeline_note), "no telemetry.csv");
+        mb__copy_str(c->timeline_note, sizeof(c->timeline_note), "no telemetry.csv");
         return MB_OK;
     }
     char line[TELEMETRY_LINE_MAX];
@@ -311,7 +301,7 @@ static int load_telemetry(struct mb_an_cell *c, const char *path, struct tel_row
     size_t n = 0, cap = 0;
     int st = MB_OK;
     if (!fgets(line, sizeof(line), f)) {
-        copy_str(c->timeline_note, sizeof(c->timeline_note), "telemetry.csv is empty");
+        mb__copy_str(c->timeline_note, sizeof(c->timeline_note), "telemetry.csv is empty");
         goto done;
     }
     int nf = split_csv(line, fields, TELEMETRY_COLS_MAX);
@@ -348,8 +338,8 @@ static int load_telemetry(struct mb_an_cell *c, const char *path, struct tel_row
         }
     }
     if (t_col < 0) {
-        copy_str(c->timeline_note, sizeof(c->timeline_note),
-                 "telemetry.csv has no t_ns or t_s column");
+        mb__copy_str(c->timeline_note, sizeof(c->timeline_note),
+                     "telemetry.csv has no t_ns or t_s column");
         goto done;
     }
     while (fgets(line, sizeof(line), f)) {
@@ -390,8 +380,8 @@ static int load_telemetry(struct mb_an_cell *c, const char *path, struct tel_row
         n++;
     }
     if (p_col < 0)
-        copy_str(c->timeline_note, sizeof(c->timeline_note),
-                 "telemetry.csv has no power_mw or power_w column");
+        mb__copy_str(c->timeline_note, sizeof(c->timeline_note),
+                     "telemetry.csv has no power_mw or power_w column");
 done:
     fclose(f);
     if (st != MB_OK) {
@@ -411,7 +401,7 @@ static int build_timeline(struct mb_an_cell *c, const struct tel_row *rows, size
         np += rows[i].has_power != 0;
     if (np == 0) {
         if (!c->timeline_note[0])
-            copy_str(c->timeline_note, sizeof(c->timeline_note), "no power samples");
+            mb__copy_str(c->timeline_note, sizeof(c->timeline_note), "no power samples");
         return MB_OK;
     }
     size_t per = (np + MB_AN_TIMELINE_MAX - 1) / MB_AN_TIMELINE_MAX;
@@ -479,11 +469,11 @@ static void read_device(struct mb_an_experiment *e, const cJSON *dev)
 {
     if (!cJSON_IsObject(dev) || e->backend[0])
         return;
-    copy_str(e->backend, sizeof(e->backend), json_str(dev, "backend"));
-    copy_str(e->device_name, sizeof(e->device_name), json_str(dev, "name"));
-    copy_str(e->model, sizeof(e->model), json_str(dev, "model"));
-    copy_str(e->uuid, sizeof(e->uuid), json_str(dev, "uuid"));
-    copy_str(e->driver_version, sizeof(e->driver_version), json_str(dev, "driver_version"));
+    mb__copy_str(e->backend, sizeof(e->backend), json_str(dev, "backend"));
+    mb__copy_str(e->device_name, sizeof(e->device_name), json_str(dev, "name"));
+    mb__copy_str(e->model, sizeof(e->model), json_str(dev, "model"));
+    mb__copy_str(e->uuid, sizeof(e->uuid), json_str(dev, "uuid"));
+    mb__copy_str(e->driver_version, sizeof(e->driver_version), json_str(dev, "driver_version"));
     e->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "emulated")) ||
                   strcmp(e->backend, "emu") == 0;
     struct mb_opt pl = json_num(dev, "power_limit_mw");
@@ -542,9 +532,10 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
                             "reads 1)",
                             path, schema.v);
     }
-    copy_str(c->path, sizeof(c->path), path);
-    copy_str(m->run, sizeof(m->run), json_str(root, "run") ? json_str(root, "run") : dirname_run);
-    copy_str(m->mode, sizeof(m->mode), json_str(root, "mode"));
+    mb__copy_str(c->path, sizeof(c->path), path);
+    mb__copy_str(m->run, sizeof(m->run),
+                 json_str(root, "run") ? json_str(root, "run") : dirname_run);
+    mb__copy_str(m->mode, sizeof(m->mode), json_str(root, "mode"));
     if (!m->mode[0]) {
         cJSON_Delete(root);
         return mb_error_set(err, MB_EPARSE, "%s: field 'mode': missing", path);
@@ -560,10 +551,10 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
                  reason ? reason : (status ? status : "no status"));
     }
     if (!e->name[0]) {
-        copy_str(e->name, sizeof(e->name), json_str(root, "experiment"));
-        copy_str(e->sha, sizeof(e->sha), json_str(root, "experiment_sha"));
-        copy_str(e->migbench_version, sizeof(e->migbench_version),
-                 json_str(root, "migbench_version"));
+        mb__copy_str(e->name, sizeof(e->name), json_str(root, "experiment"));
+        mb__copy_str(e->sha, sizeof(e->sha), json_str(root, "experiment_sha"));
+        mb__copy_str(e->migbench_version, sizeof(e->migbench_version),
+                     json_str(root, "migbench_version"));
     }
     read_device(e, cJSON_GetObjectItemCaseSensitive(root, "device"));
     c->t0_ns = json_i64(root, "t0_ns");
@@ -585,8 +576,8 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
     c->peak_power_w = json_num(en, "peak_power_w");
     c->samples = json_num(en, "samples");
     c->missed_updates = json_num(en, "missed_updates");
-    copy_str(c->energy_flag, sizeof(c->energy_flag), json_str(en, "flag"));
-    copy_str(c->refused_reason, sizeof(c->refused_reason), json_str(en, "refused_reason"));
+    mb__copy_str(c->energy_flag, sizeof(c->energy_flag), json_str(en, "flag"));
+    mb__copy_str(c->refused_reason, sizeof(c->refused_reason), json_str(en, "refused_reason"));
     if (!c->gap_pct.valid && c->counter_j.valid && c->integrated_j.valid && c->counter_j.v > 0) {
         c->gap_pct.valid = 1;
         c->gap_pct.v = 100.0 * (c->integrated_j.v - c->counter_j.v) / c->counter_j.v;
@@ -627,15 +618,15 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
             cJSON_Delete(root);
             return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].name': missing", path, i);
         }
-        copy_str(cj->name, sizeof(cj->name), name);
-        copy_str(m->job[i], sizeof(m->job[i]), name);
-        copy_str(m->workload[i], sizeof(m->workload[i]),
-                 json_str(j, "workload") ? json_str(j, "workload") : name);
+        mb__copy_str(cj->name, sizeof(cj->name), name);
+        mb__copy_str(m->job[i], sizeof(m->job[i]), name);
+        mb__copy_str(m->workload[i], sizeof(m->workload[i]),
+                     json_str(j, "workload") ? json_str(j, "workload") : name);
         const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "throughput");
         cj->throughput = json_num(tp, "mean");
         const char *ups = json_str(tp, "unit_per_s");
         if (ups)
-            copy_str(m->unit[i], sizeof(m->unit[i]), ups);
+            mb__copy_str(m->unit[i], sizeof(m->unit[i]), ups);
         else if (json_str(j, "unit"))
             snprintf(m->unit[i], sizeof(m->unit[i]), "%.100s/s", json_str(j, "unit"));
         cj->steps = json_num(j, "steps");
@@ -695,7 +686,7 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
         if (!prof)
             prof = json_str(cJSON_GetArrayItem(mig_inst, (int)i), "profile");
         if (prof)
-            copy_str(m->instance[i], sizeof(m->instance[i]), prof);
+            mb__copy_str(m->instance[i], sizeof(m->instance[i]), prof);
         struct mb_opt pct = json_num(j, "thread_percentage");
         if (!pct.valid) {
             const cJSON *p = cJSON_GetArrayItem(mps_pct, (int)i);
@@ -980,10 +971,10 @@ static void fill_run_jobs(struct mb_an_run *r, const struct run_meta *m)
     r->njobs = m->njobs;
     for (size_t i = 0; i < m->njobs; i++) {
         struct mb_an_job *j = &r->jobs[i];
-        copy_str(j->name, sizeof(j->name), m->job[i]);
-        copy_str(j->workload, sizeof(j->workload), m->workload[i]);
-        copy_str(j->unit, sizeof(j->unit), m->unit[i][0] ? m->unit[i] : "units/s");
-        copy_str(j->instance, sizeof(j->instance), m->instance[i]);
+        mb__copy_str(j->name, sizeof(j->name), m->job[i]);
+        mb__copy_str(j->workload, sizeof(j->workload), m->workload[i]);
+        mb__copy_str(j->unit, sizeof(j->unit), m->unit[i][0] ? m->unit[i] : "units/s");
+        mb__copy_str(j->instance, sizeof(j->instance), m->instance[i]);
         j->thread_percentage = m->pct[i];
         j->compute_weight = 0;
         if (strcmp(r->mode, "mig") == 0)
@@ -1046,8 +1037,8 @@ static int load_cell(struct mb_an_experiment *e, const char *rundir, const char 
         e->runs = nr;
         r = &e->runs[e->nruns++];
         memset(r, 0, sizeof(*r));
-        copy_str(r->name, sizeof(r->name), meta->run);
-        copy_str(r->mode, sizeof(r->mode), meta->mode);
+        mb__copy_str(r->name, sizeof(r->name), meta->run);
+        mb__copy_str(r->mode, sizeof(r->mode), meta->mode);
         fill_run_jobs(r, meta);
     } else if (r->nok == 0 && cell.ok) {
         fill_run_jobs(r, meta); /* prefer a successful cell's job description */
@@ -1083,7 +1074,7 @@ fail:
 static int load_cell_telemetry(struct mb_an_run *r, struct mb_an_cell *c, struct mb_error *err)
 {
     char telpath[MB_AN_PATH_MAX];
-    copy_str(telpath, sizeof(telpath), c->path);
+    mb__copy_str(telpath, sizeof(telpath), c->path);
     char *slash = strrchr(telpath, '/');
     if (!slash)
         return MB_OK;
@@ -1258,18 +1249,18 @@ static void aggregate_jobs(struct mb_an_run *r)
             any = 1;
             if (!c->attr[m].available) {
                 all = 0;
-                copy_str(ra->note, sizeof(ra->note), c->attr[m].note);
+                mb__copy_str(ra->note, sizeof(ra->note), c->attr[m].note);
                 continue;
             }
             if (!ra->note[0])
-                copy_str(ra->note, sizeof(ra->note), c->attr[m].note);
+                mb__copy_str(ra->note, sizeof(ra->note), c->attr[m].note);
             ra->total_mj += c->attr[m].total_mj;
             for (size_t i = 0; i < r->njobs; i++)
                 ra->job_mj[i] += c->attr[m].job_mj[i];
         }
         ra->available = any && all;
         if (!any)
-            copy_str(ra->note, sizeof(ra->note), "no cell with measured energy");
+            mb__copy_str(ra->note, sizeof(ra->note), "no cell with measured energy");
         if (!ra->available) {
             ra->total_mj = 0;
             memset(ra->job_mj, 0, sizeof(ra->job_mj));
@@ -1572,7 +1563,7 @@ static int add_experiment(struct mb_analysis *a, const char *dir, struct mb_erro
     a->exps = ne;
     struct mb_an_experiment *e = &a->exps[a->nexp++];
     memset(e, 0, sizeof(*e));
-    copy_str(e->dir, sizeof(e->dir), dir);
+    mb__copy_str(e->dir, sizeof(e->dir), dir);
     int st = load_experiment(e, dir, err);
     if (st != MB_OK)
         return st;
@@ -1580,7 +1571,7 @@ static int add_experiment(struct mb_analysis *a, const char *dir, struct mb_erro
         return mb_error_set(err, MB_ENOTFOUND, "%s: no cell.json found under <run>/<rep>/", dir);
     if (!e->name[0]) {
         const char *base = strrchr(dir, '/');
-        copy_str(e->name, sizeof(e->name), base && base[1] ? base + 1 : dir);
+        mb__copy_str(e->name, sizeof(e->name), base && base[1] ? base + 1 : dir);
     }
     return analyse_experiment(e, err);
 }

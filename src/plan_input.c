@@ -13,6 +13,7 @@
 #include <yaml.h>
 
 #include "migbench/fileio.h"
+#include "text_internal.h"
 
 /* Input files are small; anything larger is refused rather than read without bound. */
 #define MAX_FILE_BYTES (64u << 20)
@@ -55,13 +56,6 @@ const struct mb_plan_profile *mb_plan_profiles_get(const struct mb_plan_profiles
     return i < p->n ? &p->rows[i] : NULL;
 }
 
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    size_t n = strnlen(src, cap - 1);
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *cat,
                          const struct mb_plan_profile *row, struct mb_error *err)
 {
@@ -72,16 +66,16 @@ int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *ca
     int st = mb_catalog_find(cat, r.gpu, &model, err);
     if (st != MB_OK)
         return mb_error_prefix(err, "field 'gpu': ");
-    copy_str(r.gpu, sizeof(r.gpu), model->name);
+    mb__copy_str(r.gpu, sizeof(r.gpu), model->name);
     if (strcasecmp(r.partition, MB_PLAN_FULL) == 0) {
-        copy_str(r.partition, sizeof(r.partition), MB_PLAN_FULL);
+        mb__copy_str(r.partition, sizeof(r.partition), MB_PLAN_FULL);
     } else {
         const struct mb_gi_profile *gp = mb_model_profile(model, r.partition);
         if (!gp)
             return mb_error_set(err, MB_EINVAL,
                                 "field 'partition': '%s' is not a MIG profile of %s (nor 'full')",
                                 r.partition, model->name);
-        copy_str(r.partition, sizeof(r.partition), gp->name);
+        mb__copy_str(r.partition, sizeof(r.partition), gp->name);
     }
     if (!isfinite(r.throughput) || r.throughput <= 0)
         return mb_error_set(err, MB_EINVAL, "field 'throughput': must be a number > 0");
@@ -92,7 +86,7 @@ int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *ca
     if (!isnan(r.peak_mem_mib) && (!isfinite(r.peak_mem_mib) || r.peak_mem_mib < 0))
         return mb_error_set(err, MB_EINVAL, "field 'peak_mem_mib': must be a number >= 0");
     if (!r.unit[0])
-        copy_str(r.unit, sizeof(r.unit), "units");
+        mb__copy_str(r.unit, sizeof(r.unit), "units");
     for (size_t i = 0; i < p->n; i++) {
         const struct mb_plan_profile *o = &p->rows[i];
         if (strcmp(o->workload, r.workload) == 0 && strcmp(o->gpu, r.gpu) == 0 &&
@@ -309,10 +303,10 @@ int mb_plan_profiles_load_csv(struct mb_plan_profiles *p, const struct mb_catalo
             v[c] = pos[c] >= 0 ? trim(fields[pos[c]]) : "";
         struct mb_plan_profile row;
         memset(&row, 0, sizeof(row));
-        copy_str(row.workload, sizeof(row.workload), v[C_WORKLOAD]);
-        copy_str(row.gpu, sizeof(row.gpu), v[C_GPU]);
-        copy_str(row.partition, sizeof(row.partition), v[C_PARTITION]);
-        copy_str(row.unit, sizeof(row.unit), v[C_UNIT]);
+        mb__copy_str(row.workload, sizeof(row.workload), v[C_WORKLOAD]);
+        mb__copy_str(row.gpu, sizeof(row.gpu), v[C_GPU]);
+        mb__copy_str(row.partition, sizeof(row.partition), v[C_PARTITION]);
+        mb__copy_str(row.unit, sizeof(row.unit), v[C_UNIT]);
         int badc = -1;
         if (!parse_num(v[C_THR], false, &row.throughput))
             badc = C_THR;
@@ -584,7 +578,7 @@ static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
     if (!have_work)
         return yfail(c, n, field, "missing 'work' (a number of units, or 'continuous')");
     if (!job->name[0])
-        copy_str(job->name, sizeof(job->name), job->workload);
+        mb__copy_str(job->name, sizeof(job->name), job->workload);
     return MB_OK;
 }
 
@@ -623,7 +617,7 @@ static int parse_jobs(const struct yctx *c, const yaml_node_t *n, struct mb_plan
                 if (strlen(nm) >= sizeof(j->name))
                     return yfail(c, e, "jobs", "name '%s' too long with its replica number",
                                  job.name);
-                copy_str(j->name, sizeof(j->name), nm);
+                mb__copy_str(j->name, sizeof(j->name), nm);
             }
             for (size_t i = 0; i < js->n_jobs; i++)
                 if (strcmp(js->jobs[i].name, j->name) == 0) {

@@ -15,10 +15,11 @@
 #include <string.h>
 
 #include "device/backends.h"
-#include "migbench/clock.h"
 #include "device/nvml_types.h"
 #include "migbench/catalog.h"
+#include "migbench/clock.h"
 #include "migbench/device.h"
+#include "text_internal.h"
 
 #define NVML_DEFAULT_LIBRARY "libnvidia-ml.so.1"
 #define NVML_LIBRARY_ENV "MIGBENCH_NVML_LIBRARY"
@@ -288,13 +289,6 @@ static int nv_missing(const struct nvml_dev *d, const char *what, const char *sy
                         d->index, what, sym);
 }
 
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    size_t n = strnlen(src, cap - 1);
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 /* ---- loading ------------------------------------------------------------------------------ */
 
 static int load_library(struct nvml_dev *d, struct mb_error *err)
@@ -443,7 +437,7 @@ static int nvml_open(const char *args, struct mb_device **out, struct mb_error *
     if (mb_catalog_create(&cat, NULL) == MB_OK) {
         const struct mb_gpu_model *model = NULL;
         if (mb_catalog_find(cat, d->name, &model, NULL) == MB_OK && model)
-            copy_str(d->model, sizeof(d->model), model->name);
+            mb__copy_str(d->model, sizeof(d->model), model->name);
         mb_catalog_destroy(cat);
     }
     *out = &d->base;
@@ -457,9 +451,9 @@ static int nvml_info(struct mb_device *dev, struct mb_device_info *out, struct m
 {
     struct nvml_dev *d = to_nv(dev);
     memset(out, 0, sizeof(*out));
-    copy_str(out->backend, sizeof(out->backend), "nvml");
+    mb__copy_str(out->backend, sizeof(out->backend), "nvml");
     out->index = d->index;
-    copy_str(out->name, sizeof(out->name), d->name);
+    mb__copy_str(out->name, sizeof(out->name), d->name);
     nvmlReturn_t r = d->f.uuid(d->h, out->uuid, sizeof(out->uuid));
     if (r == NVML_ERROR_GPU_IS_LOST)
         return nv_fail(d, r, "read the UUID", err);
@@ -478,7 +472,7 @@ static int nvml_info(struct mb_device *dev, struct mb_device_info *out, struct m
     memset(&pci, 0, sizeof(pci));
     if (d->f.pci_info && d->f.pci_info(d->h, &pci) == NVML_SUCCESS) {
         pci.busId[sizeof(pci.busId) - 1] = '\0';
-        copy_str(out->pci_bus_id, sizeof(out->pci_bus_id), pci.busId);
+        mb__copy_str(out->pci_bus_id, sizeof(out->pci_bus_id), pci.busId);
     }
     nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
     nvmlMemory_t m1;
@@ -492,7 +486,7 @@ static int nvml_info(struct mb_device *dev, struct mb_device_info *out, struct m
     unsigned cur, pend;
     out->mig_capable = d->f.get_mig_mode && d->f.get_mig_mode(d->h, &cur, &pend) == NVML_SUCCESS;
 
-    copy_str(out->model, sizeof(out->model), d->model);
+    mb__copy_str(out->model, sizeof(out->model), d->model);
     return MB_OK;
 }
 
@@ -752,7 +746,7 @@ static int nvml_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct
     if (out->has_energy_counter && ampere_or_later)
         out->energy_update_period_ms = 100;
     out->energy_wrap_mj = 0; /* a 64-bit millijoule counter: no wrap within a GPU's life */
-    copy_str(out->scope, sizeof(out->scope), is_grace_module(d) ? "module (GPU+CPU)" : "board");
+    mb__copy_str(out->scope, sizeof(out->scope), is_grace_module(d) ? "module (GPU+CPU)" : "board");
     snprintf(out->source, sizeof(out->source),
              "NVML docs (kind from %s); periods from the literature", basis);
     return MB_OK;
@@ -828,7 +822,7 @@ static void profile_name(char *dst, size_t cap, const char *nvml_name)
     const char *s = nvml_name;
     if (strncmp(s, "MIG ", 4) == 0)
         s += 4;
-    copy_str(dst, cap, s);
+    mb__copy_str(dst, cap, s);
 }
 
 /* Name rule of go-nvlib when the library gives no name: "<slices>g.<GB>gb". */
@@ -1006,7 +1000,7 @@ static int nvml_mig_profiles(struct mb_device *dev, struct mb_device_profile *ou
         const struct nv_profile *p = &d->profiles[i];
         struct mb_device_profile *o = &out[i];
         memset(o, 0, sizeof(*o));
-        copy_str(o->name, sizeof(o->name), p->name);
+        mb__copy_str(o->name, sizeof(o->name), p->name);
         o->nvml_enum = p->nvml_enum;
         o->driver_id = p->id;
         o->compute_slices = p->slices;
@@ -1334,7 +1328,7 @@ static int nvml_mig_instances(struct mb_device *dev, struct mb_mig_instance *out
             memset(&base, 0, sizeof(base));
             base.gi_id = gin.id;
             base.profile_id = gin.profileId;
-            copy_str(base.profile_name, sizeof(base.profile_name), p->name);
+            mb__copy_str(base.profile_name, sizeof(base.profile_name), p->name);
             base.placement.start = gin.placement.start;
             base.placement.size = gin.placement.size;
             size_t before = *n;
@@ -1368,7 +1362,7 @@ static int nvml_mig_instances(struct mb_device *dev, struct mb_mig_instance *out
                     inst.ci_slices = cpi.sliceCount;
                     for (size_t m = 0; m < n_migs; m++) {
                         if (migs[m].gi == gin.id && migs[m].ci == cin.id) {
-                            copy_str(inst.uuid, sizeof(inst.uuid), migs[m].uuid);
+                            mb__copy_str(inst.uuid, sizeof(inst.uuid), migs[m].uuid);
                             inst.mem_valid = migs[m].mem_valid;
                             inst.mem_total_bytes = migs[m].mem_total;
                             inst.mem_used_bytes = migs[m].mem_used;
