@@ -1,11 +1,9 @@
 /* The results directory: atomic JSON files and cell paths. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "migbench/fileio.h"
 #include "migbench/results.h"
