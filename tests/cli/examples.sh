@@ -26,7 +26,7 @@ if "$MIGBENCH" run --help >/dev/null 2>&1; then
         set -- $spec
         run 0 "$MIGBENCH" run --dry-run --device "emu:$1" --results "$TMP/results" "$ex/$2"
     done
-    # The quickstart is one file for every GPU: its MIG layout names sizes (4g, 3g), resolved per
+    # The quickstart is one file for every GPU: its MIG layout names sizes (3g, 4g), resolved per
     # model. Every catalog model passes; the A30, which has no 3g, is told why mig-4-3 is skipped.
     "$MIGBENCH" layouts --list-gpus | awk '!/^#/ {print $1}' >"$TMP/models"
     [ "$(wc -l <"$TMP/models")" -ge 9 ] || fail "layouts --list-gpus listed $(wc -l <"$TMP/models") models"
@@ -39,14 +39,14 @@ if "$MIGBENCH" run --help >/dev/null 2>&1; then
             expect_out '^cells: 3 '
         else
             expect_out "^layout mig-4-3 on $model "
-            expect_out '^  resnet18 +4g\.[0-9]+gb \(4g\) +memory slices 0-3 +4 compute slices'
-            expect_out '^  gpt2 +3g\.[0-9]+gb \(3g\) +memory slices 4-7 +3 compute slices'
+            expect_out '^  resnet18 +3g\.[0-9]+gb \(3g\) +memory slices 4-7 +3 compute slices'
+            expect_out '^  gpt2 +4g\.[0-9]+gb \(4g\) +memory slices 0-3 +4 compute slices'
             expect_out '^cells: 4 '
         fi
     done <"$TMP/models"
     run 0 "$MIGBENCH" run --dry-run --device emu:H200 --results "$TMP/results" "$ex/quickstart.yaml"
-    expect_out '^  resnet18 +4g\.71gb \(4g\) +memory slices 0-3 '
-    expect_out '^  gpt2 +3g\.71gb \(3g\) +memory slices 4-7 '
+    expect_out '^  resnet18 +3g\.71gb \(3g\) +memory slices 4-7 '
+    expect_out '^  gpt2 +4g\.71gb \(4g\) +memory slices 0-3 '
     run 0 "$MIGBENCH" run --dry-run --device host --results "$TMP/results" "$ex/quickstart.yaml"
     [ ! -e "$TMP/results" ] || fail "--dry-run wrote results"
 else
