@@ -6,10 +6,12 @@
    the job's time spent reporting.
 2. A/B (--ab): each workload for a fixed duration with no progress descriptor and with a real
    progress pipe read by this process, alternated, repeated; the mean throughput of each and the
-   difference. On a busy machine the run-to-run spread is far larger than the reporting cost;
+   difference. With --migbench PATH the second arm is the job run under
+   `PATH measure --device host --` instead (migbench reads the pipe, samples the device at
+   100 ms and keeps the job's log): the tool's whole cost to the job. On a busy machine the run-to-run spread is far larger than the reporting cost;
    the spread is printed so the difference can be read against it.
 
-Usage: /usr/bin/python3 bench/workloads_overhead.py [--ab] [--reps N] [--seconds S]
+Usage: /usr/bin/python3 bench/workloads_overhead.py [--ab] [--reps N] [--seconds S] [--migbench PATH]
 Needs torch (for the workloads). Prints a table to stdout.
 """
 
@@ -58,12 +60,16 @@ def report_cost(n=200000):
     return dt / n
 
 
-def run_job(script, args, seconds, with_pipe):
+def run_job(script, args, seconds, with_pipe, migbench=None):
     argv = [sys.executable, os.path.join(WL, script)] + args + [
         "--device", "cpu", "--threads", "1", "--log-every", "0", "--duration", str(seconds)]
     env = dict(os.environ)
     env.pop("MIGBENCH_PROGRESS_FD", None)
-    if not with_pipe:
+    if migbench:
+        p = subprocess.run([migbench, "measure", "--device", "host", "--"] + argv,
+                           capture_output=True, text=True, env=env)
+        err = p.stderr
+    elif not with_pipe:
         p = subprocess.run(argv, capture_output=True, text=True, env=env)
         err = p.stderr
     else:
@@ -93,6 +99,7 @@ def main():
     ap.add_argument("--ab", action="store_true", help="also run the A/B comparison of whole jobs")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=15)
+    ap.add_argument("--migbench", help="second A/B arm: the job under `migbench measure`")
     a = ap.parse_args()
 
     per_report = report_cost()
@@ -106,12 +113,13 @@ def main():
 
     if a.ab:
         print()
-        print("%-18s %22s %22s %9s" % ("workload", "bare (units/s)", "with pipe (units/s)", "diff"))
+        arm = "under migbench" if a.migbench else "with pipe"
+        print("%-18s %22s %22s %9s" % ("workload", "bare (units/s)", arm + " (units/s)", "diff"))
         for name, script, args in JOBS:
             bare, piped = [], []
             for _ in range(a.reps):
                 bare.append(run_job(script, args, a.seconds, False)[0])
-                piped.append(run_job(script, args, a.seconds, True)[0])
+                piped.append(run_job(script, args, a.seconds, True, a.migbench)[0])
             mb, mp = statistics.mean(bare), statistics.mean(piped)
             sb = statistics.stdev(bare) if len(bare) > 1 else float("nan")
             sp = statistics.stdev(piped) if len(piped) > 1 else float("nan")

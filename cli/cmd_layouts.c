@@ -86,16 +86,19 @@ static int parse_list(const struct mb_gpu_model *m, const char *opt, const char 
         }
         char name[MB_PROFILE_NAME_MAX];
         const struct mb_gi_profile *prof = NULL;
-        if (len < sizeof(name)) {
-            memcpy(name, s, len);
-            name[len] = '\0';
-            prof = mb_model_profile(m, name);
-        }
-        if (!prof) {
+        struct mb_error e;
+        if (len >= sizeof(name)) {
             char all[512];
             profile_names(m, all, sizeof(all));
-            mb_cli_error(NAME, "%s: unknown profile '%.*s' for %s; its profiles are: %s", opt,
-                         (int)(len > 40 ? 40 : len), s, m->name, all);
+            mb_cli_error(NAME, "%s: unknown profile '%.*s...' for %s; its profiles are: %s", opt,
+                         40, s, m->name, all);
+            return MB_EXIT_USAGE;
+        }
+        memcpy(name, s, len);
+        name[len] = '\0';
+        /* An exact profile name of the model, or a size such as 3g or 1g.2m. */
+        if (mb_model_profile_resolve(m, name, &prof, &e) != MB_OK) {
+            mb_cli_error(NAME, "%s: %s", opt, e.msg);
             return MB_EXIT_USAGE;
         }
         out[(*n)++] = (unsigned)(prof - m->profiles);
@@ -781,6 +784,9 @@ const struct mb_cmd mb_cmd_layouts = {
             "  --list-gpus        the catalog's models (with --gpu: that model's profiles)\n"
             "  --catalog FILE     load extra or corrected models (mig-catalog.json's shape);\n"
             "                     may be given up to 8 times\n\n"
+            "A profile in LIST is the model's name for it (3g.40gb) or a size that means the\n"
+            "same profile on every model: 1g 2g 3g 4g 7g (fewest memory slices), 1g+me (media\n"
+            "variant), 1g.2m (1g with 2 memory slices); e.g. --check 4g,3g.\n\n"
             "A layout is maximal when no further instance of a considered profile fits.\n"
             "Exit status: 0 ok (or --check fits), 1 --check does not fit, 2 bad input.\n",
     .run = layouts_run,

@@ -279,6 +279,17 @@ static int resolve_target(const char *spec, struct mb_catalog *cat, struct targe
     return MB_EXIT_OK;
 }
 
+/* Profile indices of a mig run's layout on model; the run has passed mb_experiment_check_cells. */
+static void layout_indices(const struct mb_gpu_model *model, const struct mb_exp_run *r,
+                           unsigned add[MB_EXP_MAX_JOBS])
+{
+    for (size_t k = 0; k < r->n_layout; k++) {
+        const struct mb_gi_profile *p = NULL;
+        mb_model_profile_resolve(model, r->layout[k], &p, NULL);
+        add[k] = p ? (unsigned)(p - model->profiles) : 0;
+    }
+}
+
 static int dry_run(const struct run_args *a, const struct mb_experiment *exp, const char *spec)
 {
     struct mb_catalog *cat = NULL;
@@ -294,27 +305,27 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
     struct target t;
     if ((code = resolve_target(spec, cat, &t)) != MB_EXIT_OK)
         goto out;
-    if (t.model && mb_experiment_check_model(exp, t.model, &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        code = MB_EXIT_USAGE;
-        goto out;
-    }
     if (mb_experiment_cells(exp, t.kind, a->only, &cells, &n_cells, &notes, &n_notes, &err) !=
         MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
         code = MB_EXIT_USAGE;
         goto out;
     }
+    /* Profile names are checked for the runs that would run here, as a real run does. */
+    if (t.model &&
+        mb_experiment_check_cells(exp, t.model, cells, &n_cells, &notes, &n_notes, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = MB_EXIT_USAGE;
+        goto out;
+    }
     /* Every layout must fit on an empty GPU of this model. */
-    for (size_t i = 0; i < exp->n_runs && t.model; i++) {
+    for (size_t c = 0; c < n_cells && t.model; c++) {
+        size_t i = cells[c].run;
         const struct mb_exp_run *r = &exp->runs[i];
-        if (r->mode != MB_MODE_MIG || !mb_exp_run_applies(r, t.kind, NULL, 0))
+        if (r->mode != MB_MODE_MIG || (c > 0 && cells[c - 1].run == i))
             continue;
         unsigned add[MB_EXP_MAX_JOBS];
-        for (size_t k = 0; k < r->n_layout; k++) {
-            const struct mb_gi_profile *p = mb_model_profile(t.model, r->layout[k]);
-            add[k] = (unsigned)(p - t.model->profiles);
-        }
+        layout_indices(t.model, r, add);
         struct mb_layout placed;
         if (mb_layout_place(t.model, NULL, add, r->n_layout, &placed, &err) != MB_OK) {
             mb_cli_error(CMD, "%s:%u: field 'runs[%zu].layout': does not fit on %s: %s", exp->path,
@@ -370,8 +381,7 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
         const struct mb_exp_run *r = &exp->runs[cells[c].run];
         if (r->mode == MB_MODE_MIG && t.model) {
             unsigned add[MB_EXP_MAX_JOBS];
-            for (size_t k = 0; k < r->n_layout; k++)
-                add[k] = (unsigned)(mb_model_profile(t.model, r->layout[k]) - t.model->profiles);
+            layout_indices(t.model, r, add);
             struct mb_layout placed;
             mb_layout_place(t.model, NULL, add, r->n_layout, &placed, &err);
             printf("\nlayout %s on %s (on an empty GPU; placed beside existing instances at run "
@@ -389,8 +399,13 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
                 const struct mb_gi_profile *p = &t.model->profiles[add[j]];
                 char sl[32];
                 mb_layout_slices_str(placed.items[k].placement, sl, sizeof(sl));
-                printf("  %-20s %-10s memory slices %-5s %2u compute slices", r->job_name[j],
-                       p->name, sl, p->compute_slices);
+                char shown[2 * MB_PROFILE_NAME_MAX + 8];
+                if (strcasecmp(p->name, r->layout[j]) == 0)
+                    snprintf(shown, sizeof(shown), "%s", p->name);
+                else
+                    snprintf(shown, sizeof(shown), "%s (%s)", p->name, r->layout[j]);
+                printf("  %-20s %-16s memory slices %-5s %2u compute slices", r->job_name[j], shown,
+                       sl, p->compute_slices);
                 if (p->memory_mib > 0)
                     printf(", %lld MiB", (long long)p->memory_mib);
                 const struct mb_exp_workload *w = &exp->workloads[r->job_workload[j]];
@@ -754,11 +769,6 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
     const struct mb_gpu_model *model = NULL;
     if (kind != MB_KIND_HOST && open_model(cat, &info, &model) != MB_OK)
         mb_cli_warn(CMD, "GPU model '%s' is not in the MIG catalog", info.model);
-    if (model && mb_experiment_check_model(exp, model, &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        code = MB_EXIT_USAGE;
-        goto out;
-    }
     if (mb_experiment_cells(exp, (enum mb_device_kind)kind, a->only, &cells, &n_cells, &notes,
                             &n_notes, &err) != MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
@@ -768,6 +778,16 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
     for (size_t i = 0; i < n_notes; i++)
         mb_cli_info(CMD, "%s", notes[i]);
     filter_by_mig_mode(exp, dev, (enum mb_device_kind)kind, cells, &n_cells);
+    /* Only the runs that will run here are held to this model's profile names. */
+    size_t shown_notes = n_notes;
+    if (model &&
+        mb_experiment_check_cells(exp, model, cells, &n_cells, &notes, &n_notes, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = MB_EXIT_USAGE;
+        goto out;
+    }
+    for (size_t i = shown_notes; i < n_notes; i++)
+        mb_cli_info(CMD, "%s", notes[i]);
     if (n_cells == 0) {
         mb_cli_error(CMD, "no run of %s applies to %s", exp->path, spec);
         code = MB_EXIT_USAGE;

@@ -881,3 +881,124 @@ const struct mb_gi_profile *mb_model_profile_by_driver_id(const struct mb_gpu_mo
             return &model->profiles[i];
     return NULL;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Model-independent sizes
+ */
+
+struct size_spec {
+    unsigned compute;
+    unsigned memory; /* 0: the fewest the model offers */
+    bool media;
+};
+
+/* Parses "<c>g[.<m>m][+me]" (case-insensitive); false when name is not spelled that way. */
+static bool parse_size(const char *name, struct size_spec *out)
+{
+    if (!name)
+        return false;
+    const char *p = name;
+    if (*p != '1' && *p != '2' && *p != '3' && *p != '4' && *p != '7')
+        return false;
+    out->compute = (unsigned)(*p - '0');
+    out->memory = 0;
+    out->media = false;
+    p++;
+    if (*p != 'g' && *p != 'G')
+        return false;
+    p++;
+    if (*p == '.') {
+        p++;
+        if (*p != '1' && *p != '2' && *p != '4' && *p != '8')
+            return false;
+        out->memory = (unsigned)(*p - '0');
+        p++;
+        if (*p != 'm' && *p != 'M')
+            return false;
+        p++;
+    }
+    if (*p == '+') {
+        if (strcasecmp(p, "+me") != 0)
+            return false;
+        out->media = true;
+        p += 3;
+    }
+    return *p == '\0';
+}
+
+bool mb_profile_is_size(const char *name)
+{
+    struct size_spec s;
+    return parse_size(name, &s);
+}
+
+/* The profile a size means on model, or NULL. */
+static const struct mb_gi_profile *size_profile(const struct mb_gpu_model *model,
+                                                const struct size_spec *s)
+{
+    const struct mb_gi_profile *best = NULL;
+    for (size_t i = 0; i < model->n_profiles; i++) {
+        const struct mb_gi_profile *p = &model->profiles[i];
+        if (p->compute_slices != s->compute || p->media_extension != s->media)
+            continue;
+        if (s->memory && p->memory_slices != s->memory)
+            continue;
+        if (!best || p->memory_slices < best->memory_slices)
+            best = p;
+    }
+    return best;
+}
+
+void mb_model_profile_size_name(const struct mb_gpu_model *model, const struct mb_gi_profile *p,
+                                char *buf, size_t cap)
+{
+    if (!cap)
+        return;
+    struct size_spec s = {.compute = p->compute_slices, .memory = 0, .media = p->media_extension};
+    const struct mb_gi_profile *plain = size_profile(model, &s);
+    if (plain == p)
+        snprintf(buf, cap, "%ug%s", p->compute_slices, p->media_extension ? "+me" : "");
+    else
+        snprintf(buf, cap, "%ug.%um%s", p->compute_slices, p->memory_slices,
+                 p->media_extension ? "+me" : "");
+}
+
+/* "1g.10gb, 1g.10gb+me, ..." and "1g, 1g+me, 1g.2m, ..." for messages. */
+static void profile_lists(const struct mb_gpu_model *model, char *names, size_t ncap, char *sizes,
+                          size_t scap)
+{
+    names[0] = sizes[0] = '\0';
+    for (size_t i = 0; i < model->n_profiles; i++) {
+        char sz[MB_SIZE_NAME_MAX];
+        mb_model_profile_size_name(model, &model->profiles[i], sz, sizeof(sz));
+        size_t n = strlen(names);
+        snprintf(names + n, ncap - n, "%s%s", i ? ", " : "", model->profiles[i].name);
+        n = strlen(sizes);
+        snprintf(sizes + n, scap - n, "%s%s", i ? ", " : "", sz);
+    }
+}
+
+int mb_model_profile_resolve(const struct mb_gpu_model *model, const char *name,
+                             const struct mb_gi_profile **out, struct mb_error *err)
+{
+    *out = NULL;
+    if (!model || !name)
+        return mb_error_set(err, MB_EINVAL, "no model or profile name");
+    const struct mb_gi_profile *p = mb_model_profile(model, name);
+    struct size_spec s;
+    bool is_size = !p && parse_size(name, &s);
+    if (is_size)
+        p = size_profile(model, &s);
+    if (p) {
+        *out = p;
+        return MB_OK;
+    }
+    char names[200], sizes[120];
+    profile_lists(model, names, sizeof(names), sizes, sizeof(sizes));
+    if (is_size)
+        return mb_error_set(err, MB_ENOTFOUND, "%s has no %s (its sizes: %s; its profiles: %s)",
+                            model->name, name, sizes, names);
+    return mb_error_set(err, MB_EINVAL,
+                        "%s has no profile '%.40s' (its profiles: %s; or a size: %s)", model->name,
+                        name, names, sizes);
+}

@@ -624,9 +624,10 @@ static int get_profiles(struct pctx *c, const struct ynode *n, const char *field
             return rc;
         for (char *p = out[i]; *p; p++)
             *p = (char)tolower((unsigned char)*p);
-        if (!profile_syntax(out[i]))
+        if (!profile_syntax(out[i]) && !mb_profile_is_size(out[i]))
             return perr(c, n->items[i]->line, n->items[i]->origin, f,
-                        "'%s' is not a MIG profile name (like 3g.40gb or 1g.10gb+me)",
+                        "'%s' is neither a MIG size (1g, 2g, 3g, 4g, 7g, 1g+me, 1g.2m) nor a "
+                        "profile name (like 3g.40gb or 1g.10gb+me)",
                         n->items[i]->str);
     }
     *n_out = n->n;
@@ -1111,51 +1112,114 @@ void mb_experiment_destroy(struct mb_experiment *exp)
 
 /* ---- model checks ------------------------------------------------------------------------ */
 
-/* Looks a profile up by name in the model's own table (names are stored lower-case). */
-static const struct mb_gi_profile *model_profile(const struct mb_gpu_model *model, const char *name)
+/* Whether run index i is in cells. */
+static bool run_in_cells(const struct mb_cell *cells, size_t n_cells, size_t i)
 {
-    for (size_t i = 0; i < model->n_profiles; i++)
-        if (strcasecmp(model->profiles[i].name, name) == 0)
-            return &model->profiles[i];
-    return NULL;
+    for (size_t k = 0; k < n_cells; k++)
+        if (cells[k].run == i)
+            return true;
+    return false;
 }
 
-int mb_experiment_check_model(const struct mb_experiment *exp, const struct mb_gpu_model *model,
-                              struct mb_error *err)
+/*
+ * Checks one run against model: MB_OK, MB_ENOTFOUND with the reason in why when it names a size
+ * the model does not have, or MB_EPARSE (file, line, field) for anything else.
+ */
+static int check_run(struct pctx *c, const struct mb_experiment *exp, size_t i,
+                     const struct mb_gpu_model *model, char *why, size_t cap)
+{
+    const struct mb_exp_run *r = &exp->runs[i];
+    char f[FIELD_MAX];
+    bool missing = false;
+    struct mb_error e;
+    for (size_t j = 0; j < r->n_layout; j++) {
+        fieldf(f, "runs[%zu].layout[%zu]", i, j);
+        const struct mb_gi_profile *p;
+        int rc = mb_model_profile_resolve(model, r->layout[j], &p, &e);
+        if (rc == MB_ENOTFOUND) {
+            if (!missing)
+                snprintf(why, cap, "%s", e.msg);
+            missing = true;
+            continue;
+        }
+        if (rc != MB_OK)
+            return perr(c, r->line, NULL, f, "%s", e.msg);
+        const struct mb_exp_workload *w = &exp->workloads[r->job_workload[j]];
+        if (w->memory_mib > 0 && p->memory_mib > 0 && w->memory_mib > p->memory_mib)
+            return perr(c, r->line, NULL, f,
+                        "job '%s' needs %lld MiB (workloads.%s.memory_mib) but %s (%s) on %s has "
+                        "%lld MiB",
+                        r->job_name[j], (long long)w->memory_mib, w->name, r->layout[j], p->name,
+                        model->name, (long long)p->memory_mib);
+    }
+    for (size_t j = 0; j < r->n_match_layout; j++) {
+        fieldf(f, "runs[%zu].match_layout[%zu]", i, j);
+        const struct mb_gi_profile *p;
+        int rc = mb_model_profile_resolve(model, r->match_layout[j], &p, &e);
+        if (rc == MB_ENOTFOUND) {
+            if (!missing)
+                snprintf(why, cap, "%s", e.msg);
+            missing = true;
+            continue;
+        }
+        if (rc != MB_OK)
+            return perr(c, r->line, NULL, f, "%s", e.msg);
+    }
+    return missing ? MB_ENOTFOUND : MB_OK;
+}
+
+int mb_experiment_check_cells(const struct mb_experiment *exp, const struct mb_gpu_model *model,
+                              struct mb_cell *cells, size_t *n_cells, char ***notes,
+                              size_t *n_notes, struct mb_error *err)
 {
     struct pctx c = {.path = exp->path, .err = err};
+    bool skip[MB_EXP_MAX_RUNS] = {false};
+    char *why[MB_EXP_MAX_RUNS] = {NULL};
+    size_t n_skip = 0;
+    int rc = MB_OK;
     for (size_t i = 0; i < exp->n_runs; i++) {
-        const struct mb_exp_run *r = &exp->runs[i];
-        char f[FIELD_MAX];
-        for (size_t j = 0; j < r->n_layout; j++) {
-            fieldf(f, "runs[%zu].layout[%zu]", i, j);
-            const struct mb_gi_profile *p = model_profile(model, r->layout[j]);
-            if (!p) {
-                char list[256] = "";
-                for (size_t k = 0; k < model->n_profiles; k++) {
-                    if (k)
-                        strncat(list, ", ", sizeof(list) - strlen(list) - 1);
-                    strncat(list, model->profiles[k].name, sizeof(list) - strlen(list) - 1);
-                }
-                return perr(&c, r->line, NULL, f, "%s has no profile '%s' (it has: %s)",
-                            model->name, r->layout[j], list);
+        if (!run_in_cells(cells, *n_cells, i))
+            continue;
+        char reason[MB_ERROR_MSG_MAX];
+        int st = check_run(&c, exp, i, model, reason, sizeof(reason));
+        if (st == MB_ENOTFOUND) {
+            size_t len = strlen(exp->runs[i].name) + strlen(reason) + 32;
+            why[i] = malloc(len);
+            if (!why[i]) {
+                rc = mb_error_set(err, MB_ENOMEM, "out of memory");
+                goto fail;
             }
-            const struct mb_exp_workload *w = &exp->workloads[r->job_workload[j]];
-            if (w->memory_mib > 0 && p->memory_mib > 0 && w->memory_mib > p->memory_mib)
-                return perr(&c, r->line, NULL, f,
-                            "job '%s' needs %lld MiB (workloads.%s.memory_mib) but %s on %s has "
-                            "%lld MiB",
-                            r->job_name[j], (long long)w->memory_mib, w->name, r->layout[j],
-                            model->name, (long long)p->memory_mib);
-        }
-        for (size_t j = 0; j < r->n_match_layout; j++) {
-            fieldf(f, "runs[%zu].match_layout[%zu]", i, j);
-            if (!model_profile(model, r->match_layout[j]))
-                return perr(&c, r->line, NULL, f, "%s has no profile '%s'", model->name,
-                            r->match_layout[j]);
+            snprintf(why[i], len, "run '%s' skipped: %s", exp->runs[i].name, reason);
+            skip[i] = true;
+            n_skip++;
+        } else if (st != MB_OK) {
+            rc = st;
+            goto fail;
         }
     }
-    return MB_OK;
+    if (n_skip) {
+        char **ns = realloc(*notes, (*n_notes + n_skip + 1) * sizeof(*ns));
+        if (!ns) {
+            rc = mb_error_set(err, MB_ENOMEM, "out of memory");
+            goto fail;
+        }
+        *notes = ns;
+        for (size_t i = 0; i < exp->n_runs; i++)
+            if (skip[i]) {
+                ns[(*n_notes)++] = why[i];
+                why[i] = NULL;
+            }
+        ns[*n_notes] = NULL;
+        size_t k = 0;
+        for (size_t i = 0; i < *n_cells; i++)
+            if (!skip[cells[i].run])
+                cells[k++] = cells[i];
+        *n_cells = k;
+    }
+fail:
+    for (size_t i = 0; i < exp->n_runs; i++)
+        free(why[i]);
+    return rc;
 }
 
 /* ---- interpreter ------------------------------------------------------------------------- */

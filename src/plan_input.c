@@ -70,11 +70,11 @@ int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *ca
     if (strcasecmp(r.partition, MB_PLAN_FULL) == 0) {
         mb__copy_str(r.partition, sizeof(r.partition), MB_PLAN_FULL);
     } else {
-        const struct mb_gi_profile *gp = mb_model_profile(model, r.partition);
-        if (!gp)
-            return mb_error_set(err, MB_EINVAL,
-                                "field 'partition': '%s' is not a MIG profile of %s (nor 'full')",
-                                r.partition, model->name);
+        /* The model's profile name or a size (3g, 1g.2m), stored as the exact name. */
+        const struct mb_gi_profile *gp = NULL;
+        struct mb_error e;
+        if (mb_model_profile_resolve(model, r.partition, &gp, &e) != MB_OK)
+            return mb_error_set(err, MB_EINVAL, "field 'partition': %s, nor 'full'", e.msg);
         mb__copy_str(r.partition, sizeof(r.partition), gp->name);
     }
     if (!isfinite(r.throughput) || r.throughput <= 0)

@@ -60,7 +60,8 @@ struct job {
 };
 
 struct inst {
-    char profile[MB_PROFILE_NAME_MAX];
+    char profile[MB_PROFILE_NAME_MAX];   /* the model's exact name, "3g.71gb" */
+    char requested[MB_PROFILE_NAME_MAX]; /* as the layout spells it, "3g" */
     struct mb_placement placement;
     unsigned gi_id, ci_id;
     bool gi_made, ci_made;
@@ -446,11 +447,11 @@ static int plan_mig(struct mb_device *dev, const struct mb_gpu_model *m, const s
         return rc;
     unsigned add[MB_EXP_MAX_JOBS];
     for (size_t i = 0; i < r->n_layout; i++) {
-        int p = model_profile_index(m, r->layout[i]);
-        if (p < 0)
-            return mb_error_set(err, MB_EINVAL, "run '%s': %s has no profile '%s'", r->name,
-                                m->name, r->layout[i]);
-        add[i] = (unsigned)p;
+        const struct mb_gi_profile *p;
+        struct mb_error e;
+        if (mb_model_profile_resolve(m, r->layout[i], &p, &e) != MB_OK)
+            return mb_error_set(err, MB_EINVAL, "run '%s': %s", r->name, e.msg);
+        add[i] = (unsigned)(p - m->profiles);
     }
     rc = mb_layout_place(m, &existing, add, r->n_layout, &out, err);
     if (rc != MB_OK)
@@ -514,6 +515,7 @@ static int prepare_mig(struct cell *c)
         struct inst *in = &c->inst[i];
         const struct mb_gi_profile *gp = &m->profiles[placed[i].profile];
         snprintf(in->profile, sizeof(in->profile), "%s", gp->name);
+        snprintf(in->requested, sizeof(in->requested), "%s", r->layout[i]);
         in->placement = placed[i].placement;
         c->n_inst = r->n_layout;
         const struct mb_device_profile *dprof = NULL;
@@ -1130,6 +1132,7 @@ static cJSON *device_json(struct cell *c)
             const struct inst *in = &c->inst[i];
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "profile", in->profile);
+            cJSON_AddStringToObject(o, "requested", in->requested);
             cJSON *pl = cJSON_AddObjectToObject(o, "placement");
             cJSON_AddNumberToObject(pl, "start", in->placement.start);
             cJSON_AddNumberToObject(pl, "size", in->placement.size);
@@ -1228,6 +1231,7 @@ static cJSON *job_json(struct cell *c, struct job *j)
     if (j->instance >= 0) {
         cJSON *in = cJSON_AddObjectToObject(o, "instance");
         cJSON_AddStringToObject(in, "profile", c->inst[j->instance].profile);
+        cJSON_AddStringToObject(in, "requested", c->inst[j->instance].requested);
         cJSON_AddStringToObject(in, "uuid", c->inst[j->instance].uuid);
     } else {
         cJSON_AddNullToObject(o, "instance");

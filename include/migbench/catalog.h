@@ -116,6 +116,39 @@ int mb_catalog_find(const struct mb_catalog *cat, const char *name, const struct
 /* Finds a profile of model by name, case-insensitively; NULL if none. */
 const struct mb_gi_profile *mb_model_profile(const struct mb_gpu_model *model, const char *name);
 
+/*
+ * Model-independent MIG sizes. Profile names carry the model's memory ("3g.40gb" on an 80 GB
+ * H100 is "3g.71gb" on an H200), so an experiment meant for any GPU names sizes instead:
+ *
+ *   <c>g[.<m>m][+me]     c compute slices: 1, 2, 3, 4 or 7; m memory slices: 1, 2, 4 or 8
+ *
+ * "<c>g" is the model's profile with c compute slices and the fewest memory slices, without the
+ * media extension ("3g" -> 3g.40gb on an H100, 3g.71gb on an H200). ".<m>m" asks for exactly m
+ * memory slices: "1g.2m" is the double-memory 1g (1g.20gb on an H100, 1g.35gb on an H200).
+ * "+me" asks for the media-extension variant ("1g+me" -> 1g.10gb+me). Case is ignored.
+ * The A30 (4 compute slices) has 1g, 2g and 4g only.
+ */
+#define MB_SIZE_NAME_MAX 16
+
+/* Whether name is spelled as a model-independent size (syntax only; no model consulted). */
+bool mb_profile_is_size(const char *name);
+
+/*
+ * Resolves a profile name the user wrote for model: an exact profile name of the model (any
+ * case), else a model-independent size (above). MB_OK with *out set; else *out is NULL and:
+ * MB_ENOTFOUND for a well-formed size the model does not have ("3g" on an A30), MB_EINVAL for
+ * anything else; err names the model, lists its profile names and its sizes.
+ */
+int mb_model_profile_resolve(const struct mb_gpu_model *model, const char *name,
+                             const struct mb_gi_profile **out, struct mb_error *err);
+
+/*
+ * Writes profile p's shortest model-independent spelling ("3g", "1g+me", "1g.2m") to buf
+ * (always terminated, cap >= MB_SIZE_NAME_MAX suffices).
+ */
+void mb_model_profile_size_name(const struct mb_gpu_model *model, const struct mb_gi_profile *p,
+                                char *buf, size_t cap);
+
 /* Finds a profile of model by driver profile id (info.id); NULL if none. */
 const struct mb_gi_profile *mb_model_profile_by_driver_id(const struct mb_gpu_model *model,
                                                           int driver_id);

@@ -153,14 +153,6 @@ int mb_amount_parse(const char *text, bool allow_steps, bool allow_stable, struc
 void mb_amount_format(const struct mb_amount *a, char *buf, size_t cap);
 
 /*
- * Checks every profile name of the experiment's mig layouts and mps match_layouts against
- * model, and each workload's memory_mib against the memory of the profile it is put on.
- * MB_EPARSE with file, line and field on the first problem.
- */
-int mb_experiment_check_model(const struct mb_experiment *exp, const struct mb_gpu_model *model,
-                              struct mb_error *err);
-
-/*
  * Finds the Python interpreter for {python}. When exp->python is "auto", tries `python3` on
  * path_env (a PATH-style list; NULL means the environment's PATH) and then /usr/bin/python3, and
  * takes the first that runs `import torch` successfully (run with an argv vector, no shell).
@@ -225,6 +217,22 @@ struct mb_cell {
 int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kind,
                         const char *only_runs, struct mb_cell **cells, size_t *n_cells,
                         char ***notes, size_t *n_notes, struct mb_error *err);
+
+/*
+ * Checks the runs that cells will run against the GPU model they run on; runs not in cells
+ * (skipped for the device, its MIG mode or --only) are not held to this model's profile names.
+ * Every mig layout and mps match_layout entry must resolve on model (mb_model_profile_resolve:
+ * an exact profile name of the model or a model-independent size such as "3g"), and each
+ * workload's memory_mib must fit the memory of the profile it is put on.
+ * A run naming a size the model does not have ("3g" or "7g" on an A30) is removed from cells
+ * (order kept, *n_cells shrinks) with a note "run 'x' skipped: A30-24GB has no 3g (...)" appended
+ * to *notes (heap strings as from mb_experiment_cells; *notes may start NULL with *n_notes 0).
+ * Anything else (a profile name of another model, a job too big for its instance): MB_EPARSE
+ * with file, line and field, and cells and notes are left as they were.
+ */
+int mb_experiment_check_cells(const struct mb_experiment *exp, const struct mb_gpu_model *model,
+                              struct mb_cell *cells, size_t *n_cells, char ***notes,
+                              size_t *n_notes, struct mb_error *err);
 
 /* Frees notes from mb_experiment_cells. */
 void mb_notes_free(char **notes, size_t n);

@@ -134,6 +134,18 @@ expect_out 'from a --catalog file'
 run 0 "$M" layouts --catalog "$TMP/cat.json" --list-gpus
 expect_out 'TINY-2GB .*\(from --catalog\)'
 
+# --- sizes: the same --check on every model names that model's own profiles -------------------
+run 0 "$M" layouts --gpu H200 --check 4g,3g
+expect_out '^fits on H200-141GB: 4g\.71gb,3g\.71gb$'
+run 0 "$M" layouts --gpu H100 --check 4G,2g,1G+ME
+expect_out '^fits on H100-SXM5-80GB: 4g\.40gb,2g\.20gb,1g\.10gb\+me$'
+run 0 "$M" layouts --gpu A100-40GB --check 1g.2m,3g.20gb,2g
+expect_out '^fits on A100-SXM4-40GB: 3g\.20gb,2g\.10gb,1g\.10gb$'
+run 1 "$M" layouts --gpu H200 --check 4g,4g
+expect_out '^does not fit on H200-141GB: 4g\.71gb,4g\.71gb$'
+run 0 "$M" layouts --gpu H200 --profiles 3g,1g.2m
+expect_out '^# profiles: 1g\.35gb 3g\.71gb$'
+
 # --- bad input: clear message, exit 2, nothing on stdout --------------------------------------
 bad() {
     local pattern=$1
@@ -146,8 +158,10 @@ bad "unknown GPU model 'H10'; did you mean H100-SXM5-80GB" --gpu H10
 bad "unknown GPU model 'B2000'; did you mean B200-180GB" --gpu B2000
 bad "'A100' is ambiguous: it could be A100-SXM4-40GB, A100-SXM4-80GB" --gpu A100
 bad "empty GPU model name" --gpu ''
-bad "unknown profile '1g.5gb' for H100-SXM5-80GB; its profiles are: 1g.10gb" --gpu H100 --check 1g.5gb
-bad "unknown profile 'bogus'" --gpu H100 --profiles 1g.10gb,bogus
+bad "--check: H100-SXM5-80GB has no profile '1g.5gb' \(its profiles: 1g.10gb, .*; or a size: 1g, 1g\+me, 1g.2m, 2g, 3g, 4g, 7g\)" --gpu H100 --check 1g.5gb
+bad "--profiles: H100-SXM5-80GB has no profile 'bogus'" --gpu H100 --profiles 1g.10gb,bogus
+bad "--check: A30-24GB has no 3g \(its sizes: 1g, 1g\+me, 2g, 2g\+me, 4g;" --gpu A30 --check 2g,3g
+bad "has no profile '5g'" --gpu H200 --check 5g
 bad "empty profile list" --gpu H100 --profiles ''
 bad "empty profile list" --gpu H100 --check '  '
 bad "entry 2 of '1g.10gb,,2g.20gb' is empty" --gpu H100 --check 1g.10gb,,2g.20gb

@@ -318,6 +318,108 @@ static const char *write_tmp(const char *body)
     " \"compute_slices\": 1, \"memory_slices\": 1, \"memory_mib\": 1024, \"max_count\": 2,"        \
     " \"placements\": [[0,1],[1,1]], \"placements_status\": \"UNVERIFIED\"}"
 
+/* Model-independent sizes resolve on every model; exact names keep working. */
+static void test_sizes(void **state)
+{
+    const struct mb_catalog *cat = *state;
+    struct mb_error err;
+    const struct mb_gi_profile *p;
+    for (size_t i = 0; i < mb_catalog_count(cat); i++) {
+        const struct mb_gpu_model *m = mb_catalog_model(cat, i);
+        bool a30 = m->compute_slices == 4;
+        /* Every profile: its exact name and its size spelling both resolve to it. */
+        for (size_t k = 0; k < m->n_profiles; k++) {
+            const struct mb_gi_profile *want = &m->profiles[k];
+            assert_int_equal(mb_model_profile_resolve(m, want->name, &p, &err), MB_OK);
+            assert_ptr_equal(p, want);
+            char sz[MB_SIZE_NAME_MAX];
+            mb_model_profile_size_name(m, want, sz, sizeof(sz));
+            assert_true(mb_profile_is_size(sz));
+            assert_int_equal(mb_model_profile_resolve(m, sz, &p, &err), MB_OK);
+            assert_ptr_equal(p, want);
+        }
+        /* The plain sizes: that many compute slices, the fewest memory slices, no +me. */
+        static const struct {
+            const char *size;
+            unsigned compute;
+            bool media;
+            bool on_a30;
+        } plain[] = {{"1g", 1, false, true}, {"2g", 2, false, true},    {"3g", 3, false, false},
+                     {"4g", 4, false, true}, {"7g", 7, false, false},   {"1g+me", 1, true, true},
+                     {"2G", 2, false, true}, {"1g.2m", 1, false, false}};
+        for (size_t k = 0; k < sizeof(plain) / sizeof(plain[0]); k++) {
+            int rc = mb_model_profile_resolve(m, plain[k].size, &p, &err);
+            if (a30 && !plain[k].on_a30) {
+                assert_int_equal(rc, MB_ENOTFOUND);
+                assert_null(p);
+                assert_non_null(strstr(err.msg, "A30-24GB has no"));
+                assert_non_null(strstr(err.msg, "1g, 1g+me, 2g, 2g+me, 4g"));
+                continue;
+            }
+            assert_int_equal(rc, MB_OK);
+            assert_int_equal(p->compute_slices, plain[k].compute);
+            assert_int_equal(p->media_extension, plain[k].media);
+            for (size_t j = 0; j < m->n_profiles; j++)
+                if (m->profiles[j].compute_slices == p->compute_slices &&
+                    m->profiles[j].media_extension == p->media_extension &&
+                    strcmp(plain[k].size, "1g.2m") != 0)
+                    assert_true(m->profiles[j].memory_slices >= p->memory_slices);
+            if (strcmp(plain[k].size, "1g.2m") == 0)
+                assert_int_equal(p->memory_slices, 2);
+        }
+        /* Not a size and not a profile of the model: MB_EINVAL naming both kinds of name. */
+        static const char *const bad[] = {"5g",     "6g",     "0g",     "3g.3m",  "3g+mx",
+                                          "3g.40",  "3g.4m.", "g",      "",       "3gb",
+                                          "1g.2m+", "13g",    "1g.16m", "3g.99gb"};
+        for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+            assert_false(mb_profile_is_size(bad[k]));
+            assert_int_equal(mb_model_profile_resolve(m, bad[k], &p, &err), MB_EINVAL);
+            assert_null(p);
+            assert_non_null(strstr(err.msg, m->name));
+            assert_non_null(strstr(err.msg, m->profiles[0].name));
+            assert_non_null(strstr(err.msg, "or a size: 1g,"));
+        }
+    }
+
+    /* The same file on different GPUs: sizes name each model's own profiles. */
+    static const struct {
+        const char *model, *size, *profile;
+    } cases[] = {
+        {"H200-141GB", "3g", "3g.71gb"},        {"H200-141GB", "4g", "4g.71gb"},
+        {"H200-141GB", "1g.2m", "1g.35gb"},     {"H200-141GB", "1g+me", "1g.18gb+me"},
+        {"H200-141GB", "7g", "7g.141gb"},       {"H100-SXM5-80GB", "3g", "3g.40gb"},
+        {"H100-SXM5-80GB", "1g", "1g.10gb"},    {"H100-SXM5-80GB", "1g.1m", "1g.10gb"},
+        {"A100-SXM4-40GB", "1g", "1g.5gb"},     {"A100-SXM4-40GB", "1g.2m", "1g.10gb"},
+        {"A100-SXM4-40GB", "4g.4m", "4g.20gb"}, {"A30-24GB", "2g+me", "2g.12gb+me"},
+        {"A30-24GB", "4g", "4g.24gb"},          {"B200-180GB", "3g", "3g.90gb"},
+        {"H200-141GB", "3G.71GB", "3g.71gb"},   {"A30-24GB", "1G+ME", "1g.6gb+me"},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const struct mb_gpu_model *m;
+        assert_int_equal(mb_catalog_find(cat, cases[k].model, &m, &err), MB_OK);
+        assert_int_equal(mb_model_profile_resolve(m, cases[k].size, &p, &err), MB_OK);
+        assert_string_equal(p->name, cases[k].profile);
+    }
+
+    /* Spellings: shortest first. */
+    const struct mb_gpu_model *h200;
+    assert_int_equal(mb_catalog_find(cat, "H200", &h200, &err), MB_OK);
+    char sz[MB_SIZE_NAME_MAX];
+    mb_model_profile_size_name(h200, mb_model_profile(h200, "1g.35gb"), sz, sizeof(sz));
+    assert_string_equal(sz, "1g.2m");
+    mb_model_profile_size_name(h200, mb_model_profile(h200, "1g.18gb+me"), sz, sizeof(sz));
+    assert_string_equal(sz, "1g+me");
+    mb_model_profile_size_name(h200, mb_model_profile(h200, "2g.35gb"), sz, sizeof(sz));
+    assert_string_equal(sz, "2g");
+
+    /* An exact name of another model is not a size: the message lists this model's names. */
+    assert_int_equal(mb_model_profile_resolve(h200, "3g.40gb", &p, &err), MB_EINVAL);
+    assert_non_null(strstr(err.msg, "H200-141GB has no profile '3g.40gb'"));
+    assert_non_null(strstr(err.msg, "3g.71gb"));
+    assert_non_null(strstr(err.msg, "1g, 1g+me, 1g.2m, 2g, 3g, 4g, 7g"));
+    assert_int_equal(mb_model_profile_resolve(h200, NULL, &p, &err), MB_EINVAL);
+}
+
 static void test_load_good(void **state)
 {
     (void)state;
@@ -454,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_statuses),
         cmocka_unit_test(test_aliases),
         cmocka_unit_test(test_ambiguous_and_unknown),
+        cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_load_good),
         cmocka_unit_test(test_load_bad),
     };

@@ -153,7 +153,7 @@ static void test_errors(void **state)
          "exp.yaml:5: field 'runs[0].layout': 1 profiles for 2 jobs"},
         {"version: 1\nname: x\nworkloads: {a: {command: [a]}}\nruns:\n"
          "  - name: r\n    mode: mig\n    jobs: [a]\n    layout: [3g.forty]\n",
-         "exp.yaml:8: field 'runs[0].layout[0]': '3g.forty' is not a MIG profile name"},
+         "exp.yaml:8: field 'runs[0].layout[0]': '3g.forty' is neither a MIG size"},
         {"version: 1\nname: x\nworkloads: {a: {command: [a]}}\nruns:\n"
          "  - {name: r, mode: mps, jobs: [a], thread_percentage: [150]}\n",
          "exp.yaml:5: field 'runs[0].thread_percentage[0]': 150 is out of range 1..100"},
@@ -323,6 +323,118 @@ static void test_cells(void **state)
     mb_experiment_destroy(exp);
 }
 
+/* Profile names are checked only for the runs that will run, against the model they run on. */
+static void test_check_cells(void **state)
+{
+    (void)state;
+    static const char *text =
+        "version: 1\n"
+        "name: sizes\n"
+        "workloads:\n"
+        "  a: {command: [/bin/a], memory_mib: 9000}\n"
+        "  b: {command: [/bin/b]}\n"
+        "  big: {command: [/bin/big], memory_mib: 30000}\n"
+        "runs:\n"
+        "  - {name: alone, mode: exclusive, jobs: [a, b]}\n"             /* runs[0] */
+        "  - {name: sizes, mode: mig, layout: [4g, 3G], jobs: [a, b]}\n" /* runs[1] */
+        "  - {name: h100, mode: mig, layout: [3g.40gb, 4g.40gb], jobs: [a, b]}\n"
+        "  - {name: matched, mode: mps, match_layout: [4g, 3g], jobs: [a, b]}\n"
+        "  - {name: seven, mode: mig, layout: [7g], jobs: [b]}\n"
+        "  - {name: media, mode: mig, layout: [1g+me, 1g.2m, 2g], jobs: [b, b, b]}\n"
+        "  - {name: large, mode: mig, layout: [3g], jobs: [big]}\n";
+    struct mb_error err;
+    struct mb_experiment *exp = parse(text, NULL, 0, &err);
+    if (!exp)
+        fail_msg("%s", err.msg);
+    assert_string_equal(exp->runs[1].layout[1], "3g");
+    struct mb_catalog *cat;
+    assert_int_equal(mb_catalog_create(&cat, &err), MB_OK);
+    const struct mb_gpu_model *h200, *h100, *a30, *a100_40;
+    assert_int_equal(mb_catalog_find(cat, "H200", &h200, &err), MB_OK);
+    assert_int_equal(mb_catalog_find(cat, "H100", &h100, &err), MB_OK);
+    assert_int_equal(mb_catalog_find(cat, "A30", &a30, &err), MB_OK);
+    assert_int_equal(mb_catalog_find(cat, "A100-40GB", &a100_40, &err), MB_OK);
+    struct mb_cell *cells;
+    size_t n, nn;
+    char **notes;
+
+    /* Every run on an H200: the H100 names are wrong there. Nothing changes on failure. */
+    assert_int_equal(mb_experiment_cells(exp, MB_KIND_EMU, NULL, &cells, &n, &notes, &nn, &err),
+                     MB_OK);
+    assert_int_equal(n, 7);
+    assert_int_equal(mb_experiment_check_cells(exp, h200, cells, &n, &notes, &nn, &err), MB_EPARSE);
+    assert_non_null(strstr(err.msg, "exp.yaml:10: field 'runs[2].layout[0]': H200-141GB has no "
+                                    "profile '3g.40gb'"));
+    assert_non_null(strstr(err.msg, "3g.71gb"));
+    assert_int_equal(n, 7);
+    assert_int_equal(nn, 0);
+    free(cells);
+    mb_notes_free(notes, nn);
+
+    /* Without the H100 run (--only), the H200 takes every size. */
+    const char *portable = "alone,sizes,matched,seven,media,large";
+    assert_int_equal(mb_experiment_cells(exp, MB_KIND_EMU, portable, &cells, &n, &notes, &nn, &err),
+                     MB_OK);
+    assert_int_equal(mb_experiment_check_cells(exp, h200, cells, &n, &notes, &nn, &err), MB_OK);
+    assert_int_equal(n, 6);
+    assert_int_equal(nn, 0);
+    free(cells);
+    mb_notes_free(notes, nn);
+
+    /* On the host the mig runs do not run, so their names are not held to any model. */
+    assert_int_equal(mb_experiment_cells(exp, MB_KIND_HOST, NULL, &cells, &n, &notes, &nn, &err),
+                     MB_OK);
+    assert_int_equal(mb_experiment_check_cells(exp, a30, cells, &n, &notes, &nn, &err), MB_OK);
+    assert_int_equal(n, 1);
+    free(cells);
+    mb_notes_free(notes, nn);
+
+    /* An H100 has both spellings. */
+    assert_int_equal(mb_experiment_cells(exp, MB_KIND_EMU, NULL, &cells, &n, &notes, &nn, &err),
+                     MB_OK);
+    assert_int_equal(mb_experiment_check_cells(exp, h100, cells, &n, &notes, &nn, &err), MB_OK);
+    assert_int_equal(n, 7);
+    free(cells);
+    mb_notes_free(notes, nn);
+
+    /* An A30 has no 3g or 7g: those runs are skipped with the reason; 1g.2m is missing too. */
+    assert_int_equal(mb_experiment_cells(exp, MB_KIND_EMU, portable, &cells, &n, &notes, &nn, &err),
+                     MB_OK);
+    assert_int_equal(mb_experiment_check_cells(exp, a30, cells, &n, &notes, &nn, &err), MB_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(cells[0].run, 0);
+    assert_int_equal(nn, 5);
+    assert_non_null(strstr(notes[0], "run 'sizes' skipped: A30-24GB has no 3g (its sizes: 1g, "
+                                     "1g+me, 2g, 2g+me, 4g;"));
+    assert_non_null(strstr(notes[1], "run 'matched' skipped: A30-24GB has no 3g"));
+    assert_non_null(strstr(notes[2], "run 'seven' skipped: A30-24GB has no 7g"));
+    assert_non_null(strstr(notes[3], "run 'media' skipped: A30-24GB has no 1g.2m"));
+    assert_non_null(strstr(notes[4], "run 'large' skipped: A30-24GB has no 3g"));
+    assert_null(notes[5]);
+    free(cells);
+    mb_notes_free(notes, nn);
+
+    /* Notes already there are kept; a job too big for its instance is an error. */
+    assert_int_equal(
+        mb_experiment_cells(exp, MB_KIND_HOST, "alone,sizes,large", &cells, &n, &notes, &nn, &err),
+        MB_OK);
+    assert_int_equal(nn, 2);
+    mb_notes_free(notes, nn);
+    free(cells);
+    assert_int_equal(
+        mb_experiment_cells(exp, MB_KIND_EMU, "alone,sizes,large", &cells, &n, &notes, &nn, &err),
+        MB_OK);
+    assert_int_equal(mb_experiment_check_cells(exp, a100_40, cells, &n, &notes, &nn, &err),
+                     MB_EPARSE);
+    assert_non_null(strstr(err.msg, "field 'runs[6].layout[0]': job 'big' needs 30000 MiB "
+                                    "(workloads.big.memory_mib) but 3g (3g.20gb) on "
+                                    "A100-SXM4-40GB has 19968 MiB"));
+    free(cells);
+    mb_notes_free(notes, nn);
+    mb_catalog_destroy(cat);
+    mb_experiment_destroy(exp);
+}
+
 static void test_argv(void **state)
 {
     (void)state;
@@ -416,7 +528,7 @@ int main(void)
         cmocka_unit_test(test_good_file), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_overrides), cmocka_unit_test(test_amounts),
         cmocka_unit_test(test_cells),     cmocka_unit_test(test_argv),
-        cmocka_unit_test(test_python),
+        cmocka_unit_test(test_python),    cmocka_unit_test(test_check_cells),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

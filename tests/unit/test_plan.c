@@ -490,12 +490,16 @@ static void test_csv(void **state)
     char *path = write_tmp(".csv", "# comment\n" HDR
                                    "resnet,H100-80GB,3g.40gb,812.5,images,310,70,9000,run1,false\n"
                                    "resnet,h100,full,1500,images,520,,,\"a, b\",\n"
-                                   "gpt,H100-SXM5-80GB,1G.10GB,90,tokens,150,71,,mps,true\n");
+                                   "gpt,H100-SXM5-80GB,1G.10GB,90,tokens,150,71,,mps,true\n"
+                                   "gpt,H200,3g,300,tokens,250,71,,sizes,false\n"
+                                   "gpt,H200,1g.2m,100,tokens,150,71,,sizes,false\n");
     struct mb_plan_profiles *p;
     assert_int_equal(mb_plan_profiles_create(&p, NULL), MB_OK);
     struct mb_error err;
     assert_int_equal(mb_plan_profiles_load_csv(p, cat, path, &err), MB_OK);
-    assert_int_equal(mb_plan_profiles_count(p), 3);
+    assert_int_equal(mb_plan_profiles_count(p), 5);
+    assert_string_equal(mb_plan_profiles_get(p, 3)->partition, "3g.71gb");
+    assert_string_equal(mb_plan_profiles_get(p, 4)->partition, "1g.35gb");
     const struct mb_plan_profile *r = mb_plan_profiles_get(p, 1);
     assert_string_equal(r->gpu, "H100-SXM5-80GB");
     assert_string_equal(r->partition, "full");
@@ -513,7 +517,14 @@ static void test_csv(void **state)
                      ":2: field 'throughput': 'fast' is not a number");
     expect_csv_error(HDR "resnet,H100,3g.40gb,-1,images,310,70,,,\n", ":2: field 'throughput'");
     expect_csv_error(HDR "resnet,H100,5g.50gb,1,images,310,70,,,\n",
-                     ":2: field 'partition': '5g.50gb' is not a MIG profile");
+                     ":2: field 'partition': H100-SXM5-80GB has no profile '5g.50gb' (its "
+                     "profiles: 1g.10gb,");
+    expect_csv_error(HDR "resnet,A30,3g,1,images,310,70,,,\n",
+                     ":2: field 'partition': A30-24GB has no 3g (its sizes: 1g, 1g+me, 2g,");
+    /* A size and the exact name it means are the same partition. */
+    expect_csv_error(HDR "resnet,H100,3g,1,images,310,70,,,\n"
+                         "resnet,H100,3g.40gb,2,images,310,70,,,\n",
+                     ":3: workload 'resnet' on H100-SXM5-80GB 3g.40gb is profiled twice");
     expect_csv_error(HDR "resnet,Z900,3g.40gb,1,images,310,70,,,\n", ":2: field 'gpu'");
     expect_csv_error(HDR "resnet,H100,3g.40gb,1,images,310,70,,,\n"
                          "resnet,H100,3g.40gb,2,images,310,70,,,\n",
