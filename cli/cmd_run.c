@@ -843,6 +843,7 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         goto out;
     }
     struct progress_ctx pctx = {.tty = isatty(2) == 1, .n_cells = n_cells};
+    struct mb_runner_power power = {0}; /* shared by the cells' cool-downs */
     struct mb_runner_opts ro = {
         .exp = exp,
         .dev = dev,
@@ -856,6 +857,7 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         .on_event = on_runner_event,
         .ctx = &pctx,
         .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32),
+        .power = &power,
     };
     /* Nothing has changed yet: refuse here what cannot run (mps off nvml, MIG disabled). */
     if (!a->resume && (rc = mb_runner_preflight(&ro, cells, n_cells, &err)) != MB_OK) {
@@ -935,12 +937,6 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         if (a->resume && mb_results_cell_done(dir, r->name, cells[i].rep)) {
             n_skipped++;
             continue;
-        }
-        if (i > 0 && exp->measure.cooldown_ns > 0 && n_ok + n_failed > 0) {
-            struct timespec ts = {(time_t)(exp->measure.cooldown_ns / 1000000000),
-                                  (long)(exp->measure.cooldown_ns % 1000000000)};
-            while (!stop_signal && nanosleep(&ts, &ts) != 0 && errno == EINTR)
-                ;
         }
         pctx.cell_index = i;
         pctx.cell_estimate_s = est;

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "migbench/fileio.h"
+
 extern const char mb__catalog_json[];
 extern const size_t mb__catalog_json_len;
 
@@ -548,24 +550,18 @@ int mb_catalog_load_file(struct mb_catalog *cat, const char *path, struct mb_err
     size_t n = 0;
     char *text = NULL;
     int rc = MB_OK;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mb_error_set(err, MB_EIO, "%s: cannot open: %s", path, strerror(errno));
-    text = malloc(CATALOG_FILE_MAX + 1);
-    if (!text) {
-        rc = mb_error_set(err, MB_ENOMEM, "%s: out of memory", path);
-        goto fail;
-    }
-    size_t len = fread(text, 1, CATALOG_FILE_MAX + 1, f);
-    if (ferror(f)) {
-        rc = mb_error_set(err, MB_EIO, "%s: read error", path);
-        goto fail;
-    }
-    if (len > CATALOG_FILE_MAX) {
+    size_t len = 0;
+    rc = mb_file_read(path, CATALOG_FILE_MAX, &text, &len, err);
+    if (rc == MB_ENOTFOUND) { /* documented: MB_EIO whenever it cannot be read */
+        rc = MB_EIO;
+        if (err)
+            err->status = MB_EIO;
+    } else if (rc == MB_ERANGE) {
         rc = mb_error_set(err, MB_EPARSE, "%s: larger than %u bytes; not a catalog", path,
                           CATALOG_FILE_MAX);
-        goto fail;
     }
+    if (rc != MB_OK)
+        goto fail;
     if (memchr(text, '\0', len)) {
         rc = mb_error_set(err, MB_EPARSE, "%s: contains a NUL byte; not a JSON catalog", path);
         goto fail;
@@ -599,7 +595,6 @@ int mb_catalog_load_file(struct mb_catalog *cat, const char *path, struct mb_err
     }
 fail:
     free(text);
-    fclose(f);
     return rc;
 }
 

@@ -20,6 +20,7 @@
 #include <yaml.h>
 
 #include "experiment_internal.h"
+#include "migbench/fileio.h"
 
 extern char **environ;
 
@@ -411,6 +412,27 @@ static int get_number(struct pctx *c, const struct ynode *n, const char *field, 
         return perr(c, n->line, n->origin, field, "'%s' is not a number", n->str);
     if (v < lo || v > hi)
         return perr(c, n->line, n->origin, field, "%s is out of range %g..%g", n->str, lo, hi);
+    *out = v;
+    return MB_OK;
+}
+
+/* A fraction written as "10%" or "0.1", within 0..1. */
+static int get_fraction(struct pctx *c, const struct ynode *n, const char *field, double *out)
+{
+    int rc = want(c, n, Y_SCALAR, field, "a fraction such as 10% or 0.1");
+    if (rc)
+        return rc;
+    char *end;
+    errno = 0;
+    double v = strtod(n->str, &end);
+    bool pct = end != n->str && *end == '%' && end[1] == '\0';
+    if (end == n->str || (*end && !pct) || errno || !isfinite(v))
+        return perr(c, n->line, n->origin, field, "'%s' is not a fraction (write 10%% or 0.1)",
+                    n->str);
+    if (pct)
+        v /= 100.0;
+    if (v < 0 || v > 1)
+        return perr(c, n->line, n->origin, field, "%s is out of range 0..1 (0%%..100%%)", n->str);
     *out = v;
     return MB_OK;
 }
@@ -877,7 +899,7 @@ static int parse_measure(struct pctx *c, const struct ynode *n, struct mb_exp_me
 {
     static const char *const keys[] = {
         "warmup", "duration", "ci_target", "max_duration",     "repetitions", "sample_interval",
-        "idle",   "cooldown", "grace",     "progress_timeout", NULL};
+        "idle",   "cooldown", "cooldown_margin", "grace", "progress_timeout", NULL};
     int rc = want(c, n, Y_MAP, "measure", "a mapping");
     if (rc || (rc = check_keys(c, n, "measure", keys)))
         return rc;
@@ -926,6 +948,9 @@ static int parse_measure(struct pctx *c, const struct ynode *n, struct mb_exp_me
         return rc;
     if ((v = map_get(n, "cooldown", NULL)) &&
         (rc = get_time(c, v, "measure.cooldown", 0, &m->cooldown_ns)))
+        return rc;
+    if ((v = map_get(n, "cooldown_margin", NULL)) &&
+        (rc = get_fraction(c, v, "measure.cooldown_margin", &m->cooldown_margin)))
         return rc;
     if ((v = map_get(n, "grace", NULL)) && (rc = get_time(c, v, "measure.grace", 0, &m->grace_ns)))
         return rc;
@@ -1010,6 +1035,7 @@ static void set_defaults(struct mb_experiment *exp)
     m->max_duration_ns = 600 * NS_PER_S;
     m->repetitions = -1;
     m->sample_interval_ns = 100000000;
+    m->cooldown_margin = 0.1;
     m->grace_ns = 10 * NS_PER_S;
     m->progress_timeout_ns = 120 * NS_PER_S;
 }
@@ -1071,23 +1097,16 @@ int mb_experiment_load(const char *path, const char *const *overrides, size_t n_
                        struct mb_experiment **out, struct mb_error *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mb_error_set(err, MB_EIO, "%s: cannot open: %s", path, strerror(errno));
-    char *buf = malloc(MB_EXP_FILE_MAX + 1);
-    if (!buf) {
-        fclose(f);
-        return mb_error_set(err, MB_ENOMEM, "out of memory");
-    }
-    size_t len = fread(buf, 1, MB_EXP_FILE_MAX + 1, f);
-    int rerr = ferror(f);
-    fclose(f);
-    int rc;
-    if (rerr)
-        rc = mb_error_set(err, MB_EIO, "%s: cannot read", path);
-    else if (len > MB_EXP_FILE_MAX)
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = mb_file_read(path, MB_EXP_FILE_MAX, &buf, &len, err);
+    if (rc == MB_ENOTFOUND) { /* documented: MB_EIO whenever it cannot be read */
+        rc = MB_EIO;
+        if (err)
+            err->status = MB_EIO;
+    } else if (rc == MB_ERANGE)
         rc = mb_error_set(err, MB_EPARSE, "%s: larger than %d bytes", path, MB_EXP_FILE_MAX);
-    else
+    if (rc == MB_OK)
         rc = mb_experiment_parse(path, buf, len, overrides, n_overrides, out, err);
     free(buf);
     return rc;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "migbench/clock.h"
 #include "migbench/layout.h"
 #include "migbench/meter.h"
 #include "migbench/proc.h"
@@ -33,6 +34,17 @@ extern char **environ;
 /* Energy is refused for windows shorter than this or than two sensor updates
  * (energy-measurement.md section 8, point 2); the meter applies the rule. */
 #define MIN_ENERGY_WINDOW_NS (5 * NS)
+
+/* One cool-down: how long it took and why it ended (docs/results.md, "cooldown"). */
+struct cooldown {
+    bool done;         /* one happened; else every field is null in cell.json */
+    double seconds;
+    const char *ended; /* "near_idle", "cap" or "no_power_reading" */
+    const char *reference; /* "idle_baseline", "lowest_seen"; NULL: none known */
+    double reference_w;
+    bool last_ok; /* the last power reading taken */
+    double last_w;
+};
 
 struct job {
     const struct mb_exp_workload *w;
@@ -57,6 +69,7 @@ struct job {
     bool has_cpus;
     int instance;   /* index into cell.inst, -1 none */
     int thread_pct; /* -1 none */
+    struct cooldown cool; /* exclusive: the cool-down before this job (not the first) */
 };
 
 struct inst {
@@ -103,14 +116,8 @@ struct cell {
     char fail[REASON_MAX];
     int fail_job; /* -1: the mode */
     int64_t next_tick_ns;
+    struct cooldown cool; /* before the cell */
 };
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
 
 static double wall_s(void)
 {
@@ -122,8 +129,24 @@ static double wall_s(void)
 static void emit(struct cell *c, enum mb_runner_event_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Keeps the lowest power reading of the experiment (the cool-down's fallback reference). */
+static void power_seen(struct cell *c, double w)
+{
+    struct mb_runner_power *p = c->o->power;
+    if (!p || !(w >= 0))
+        return;
+    if (!p->lowest_ok || w < p->lowest_w) {
+        p->lowest_w = w;
+        p->lowest_ok = true;
+    }
+}
+
 static void emit(struct cell *c, enum mb_runner_event_kind kind, const char *fmt, ...)
 {
+    struct mb_telemetry tel;
+    bool tel_ok = c->meter && mb_meter_latest(c->meter, &tel) && (tel.valid & MB_TEL_POWER);
+    if (tel_ok)
+        power_seen(c, tel.power_mw / 1000.0);
     if (!c->o->on_event)
         return;
     struct mb_runner_event ev;
@@ -139,12 +162,9 @@ static void emit(struct cell *c, enum mb_runner_event_kind kind, const char *fmt
     ev.kind = kind;
     ev.run = c->run->name;
     ev.rep = c->rep;
-    int64_t t = now_ns();
+    int64_t t = mb_clock_monotonic_ns();
     ev.elapsed_s = (double)(t - c->t0_ns) / 1e9;
-    ev.power_w = -1;
-    struct mb_telemetry tel;
-    if (c->meter && mb_meter_latest(c->meter, &tel) && (tel.valid & MB_TEL_POWER))
-        ev.power_w = tel.power_mw / 1000.0;
+    ev.power_w = tel_ok ? tel.power_mw / 1000.0 : -1;
     const struct mb_exp_measure *m = &c->o->exp->measure;
     for (size_t i = 0; i < c->n_jobs; i++) {
         struct job *j = &c->jobs[i];
@@ -168,6 +188,16 @@ static void emit(struct cell *c, enum mb_runner_event_kind kind, const char *fmt
         }
     }
     c->o->on_event(c->o->ctx, &ev);
+}
+
+static cJSON *num_or_null(bool ok, double v)
+{
+    return ok && isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static cJSON *str_or_null(const char *s)
+{
+    return s && s[0] ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
 static int jappend(struct cell *c, cJSON *o)
@@ -215,9 +245,9 @@ static void cell_fail(struct cell *c, int job, const char *fmt, ...)
 /* Waits up to ns (the meter samples meanwhile); returns early when stopped. */
 static void idle_wait(struct cell *c, int64_t ns)
 {
-    int64_t end = now_ns() + ns;
+    int64_t end = mb_clock_monotonic_ns() + ns;
     for (;;) {
-        int64_t t = now_ns();
+        int64_t t = mb_clock_monotonic_ns();
         if (t >= end || *c->o->stop)
             return;
         int64_t step = end - t;
@@ -226,6 +256,124 @@ static void idle_wait(struct cell *c, int64_t ns)
         struct timespec ts = {0, (long)step};
         nanosleep(&ts, NULL);
     }
+}
+
+/* The device's default power reading in W; false when it has none. */
+static bool read_power(struct cell *c, double *w)
+{
+    struct mb_telemetry tel;
+    if (mb_device_telemetry(c->o->dev, &tel, NULL) != MB_OK || !(tel.valid & MB_TEL_POWER))
+        return false;
+    *w = tel.power_mw / 1000.0;
+    return true;
+}
+
+/*
+ * The cool-down (docs/run.md): waits, at most measure.cooldown, until the device's power reading
+ * is within measure.cooldown_margin of the reference (the experiment's first idle baseline, else
+ * the lowest reading seen before it began), polling every sample interval; an averaged reading is
+ * not trusted before one averaging window has passed. Without a power reading it waits the fixed
+ * time and says so once. Returns early when stopped.
+ */
+static void cool_down(struct cell *c, struct cooldown *out)
+{
+    const struct mb_exp_measure *m = &c->o->exp->measure;
+    struct mb_runner_power *p = c->o->power;
+    memset(out, 0, sizeof(*out));
+    if (!p || m->cooldown_ns <= 0)
+        return;
+    int64_t t0 = mb_clock_monotonic_ns();
+    int64_t cap_end = t0 + m->cooldown_ns;
+    out->done = true;
+    if (p->idle_ok) {
+        out->reference = "idle_baseline";
+        out->reference_w = p->idle_w;
+    } else if (p->lowest_ok) {
+        out->reference = "lowest_seen";
+        out->reference_w = p->lowest_w;
+    }
+    double w;
+    bool none = c->sensor_ok && c->sensor.power_kind == MB_POWER_NONE;
+    if (none || !read_power(c, &w)) {
+        out->ended = "no_power_reading";
+        if (!p->fallback_noted) {
+            p->fallback_noted = true;
+            emit(c, MB_RUNNER_NOTE,
+                 "cool-down: the device has no power reading; waiting the fixed %.3g s instead",
+                 (double)m->cooldown_ns / 1e9);
+        }
+        idle_wait(c, m->cooldown_ns);
+        out->seconds = (double)(mb_clock_monotonic_ns() - t0) / 1e9;
+        return;
+    }
+    int64_t settle_end = t0;
+    if (c->sensor_ok && c->sensor.power_kind == MB_POWER_AVERAGED)
+        settle_end = t0 + (int64_t)c->sensor.power_avg_window_ms * 1000000;
+    double limit = out->reference_w * (1.0 + m->cooldown_margin);
+    out->ended = "cap";
+    for (;;) {
+        int64_t t = mb_clock_monotonic_ns();
+        if (*c->o->stop)
+            break;
+        if (t >= settle_end && read_power(c, &w)) {
+            out->last_ok = true;
+            out->last_w = w;
+            if (out->reference && w <= limit) {
+                out->ended = "near_idle";
+                break;
+            }
+        }
+        if (t >= cap_end)
+            break;
+        int64_t next = t + m->sample_interval_ns;
+        if (t < settle_end && settle_end < next)
+            next = settle_end;
+        if (next > cap_end)
+            next = cap_end;
+        idle_wait(c, next - t);
+    }
+    if (out->last_ok)
+        power_seen(c, out->last_w);
+    out->seconds = (double)(mb_clock_monotonic_ns() - t0) / 1e9;
+}
+
+static cJSON *cooldown_json(const struct cooldown *cd)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddItemToObject(o, "seconds", num_or_null(cd->done, cd->seconds));
+    cJSON_AddItemToObject(o, "ended", str_or_null(cd->done ? cd->ended : NULL));
+    cJSON_AddItemToObject(o, "reference", str_or_null(cd->done ? cd->reference : NULL));
+    cJSON_AddItemToObject(o, "reference_w",
+                          num_or_null(cd->done && cd->reference, cd->reference_w));
+    cJSON_AddItemToObject(o, "power_w", num_or_null(cd->done && cd->last_ok, cd->last_w));
+    return o;
+}
+
+/* Journals a cool-down that happened ("cooldown" event; job names the exclusive job after it). */
+static int journal_cooldown(struct cell *c, const struct cooldown *cd, const char *job)
+{
+    if (!cd->done)
+        return MB_OK;
+    cJSON *o = jevent("cooldown", c);
+    cJSON *d = cooldown_json(cd);
+    if (o && d) {
+        if (job)
+            cJSON_AddStringToObject(o, "before_job", job);
+        for (cJSON *it = d->child; it; it = it->next)
+            cJSON_AddItemToObject(o, it->string, cJSON_Duplicate(it, true));
+    }
+    cJSON_Delete(d);
+    if (!d) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    if (cd->ended && strcmp(cd->ended, "no_power_reading") != 0)
+        emit(c, MB_RUNNER_NOTE, "cool-down: %.1f s, ended %s (power %.1f W, reference %s %.1f W)",
+             cd->seconds, cd->ended, cd->last_ok ? cd->last_w : -1.0,
+             cd->reference ? cd->reference : "none", cd->reference ? cd->reference_w : -1.0);
+    return jappend(c, o);
 }
 
 static int start_meter(struct cell *c)
@@ -493,7 +641,7 @@ static int prepare_mig(struct cell *c)
         cell_fail(c, -1, "cannot list MIG profiles: %s", e.msg);
         return MB_OK;
     }
-    int64_t t_start = now_ns();
+    int64_t t_start = mb_clock_monotonic_ns();
     /* Create largest first (the order the layout engine chose), journaling each
      * object before going on, so that a crash at any point leaves a journal that
      * names everything. */
@@ -564,7 +712,7 @@ static int prepare_mig(struct cell *c)
         emit(c, MB_RUNNER_NOTE, "created %s at memory slices %s (GI %u, CI %u)", gp->name, sl,
              in->gi_id, in->ci_id);
     }
-    c->reconfigure_s = (double)(now_ns() - t_start) / 1e9;
+    c->reconfigure_s = (double)(mb_clock_monotonic_ns() - t_start) / 1e9;
     struct mb_mig_instance cur[MB_MAX_MIG_INSTANCES * 2];
     size_t n = 0;
     if (mb_device_mig_instances(c->o->dev, cur, sizeof(cur) / sizeof(cur[0]), &n, &e) != MB_OK) {
@@ -869,7 +1017,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
         spec.tee_stderr_fd = -1;
         spec.on_data = on_job_data;
         spec.ctx = j;
-        j->started_ns = now_ns();
+        j->started_ns = mb_clock_monotonic_ns();
         j->last_progress_ns = j->started_ns;
         int rc = mb_proc_spawn(&spec, &j->proc, &e);
         if (rc != MB_OK) {
@@ -888,7 +1036,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
             return rc;
     }
     emit(c, MB_RUNNER_PHASE_START, NULL);
-    int64_t phase_t0 = now_ns();
+    int64_t phase_t0 = mb_clock_monotonic_ns();
     int64_t win_start = 0, next_check = 0;
     int win_id = -1;
     bool interrupted = false;
@@ -898,7 +1046,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
             cell_fail(c, -1, "supervising jobs: %s", e.msg);
             break;
         }
-        int64_t t = now_ns();
+        int64_t t = mb_clock_monotonic_ns();
         if (*c->o->stop) {
             interrupted = true;
             break;
@@ -997,7 +1145,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
     }
     /* Stop: close every window now, then SIGTERM, SIGKILL after the grace period.
      */
-    int64_t t_end = now_ns();
+    int64_t t_end = mb_clock_monotonic_ns();
     emit(c, MB_RUNNER_STOPPING, NULL);
     for (size_t i = 0; i < n; i++) {
         struct job *j = js[i];
@@ -1021,7 +1169,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
         if (prc != MB_OK && prc != MB_EINTR)
             break;
     }
-    int64_t t = now_ns();
+    int64_t t = mb_clock_monotonic_ns();
     for (size_t i = 0; i < n; i++) {
         if (js[i]->proc && !js[i]->ended_ns)
             js[i]->ended_ns = t;
@@ -1045,16 +1193,6 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
 /* ---- cell.json
  * ---------------------------------------------------------------------------
  */
-
-static cJSON *num_or_null(bool ok, double v)
-{
-    return ok && isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
-
-static cJSON *str_or_null(const char *s)
-{
-    return s && s[0] ? cJSON_CreateString(s) : cJSON_CreateNull();
-}
 
 static void read_tail(const char *path, char *out, size_t cap)
 {
@@ -1244,6 +1382,7 @@ static cJSON *job_json(struct cell *c, struct job *j)
         cJSON_AddNullToObject(o, "cpus");
     }
     cJSON_AddItemToObject(o, "thread_percentage", num_or_null(j->thread_pct >= 0, j->thread_pct));
+    cJSON_AddItemToObject(o, "cooldown", cooldown_json(&j->cool));
     cJSON *ex = cJSON_AddObjectToObject(o, "exit");
     bool ran = j->proc && mb_proc_done(j->proc);
     int st = ran ? mb_proc_wait_status(j->proc) : 0;
@@ -1312,6 +1451,7 @@ static cJSON *cell_json(struct cell *c, double started_unix, double offset_s)
     cJSON_AddNumberToObject(o, "started_unix", started_unix);
     cJSON_AddNumberToObject(o, "t0_ns", (double)c->t0_ns);
     cJSON_AddNumberToObject(o, "start_offset_s", offset_s);
+    cJSON_AddItemToObject(o, "cooldown", cooldown_json(&c->cool));
     cJSON *w = cJSON_AddObjectToObject(o, "window");
     bool w_ok = c->win_first_ns && c->win_last_ns;
     double secs = 0;
@@ -1372,7 +1512,7 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
     c->rep = cellp->rep;
     c->err = err;
     c->fail_job = -1;
-    c->t0_ns = now_ns();
+    c->t0_ns = mb_clock_monotonic_ns();
     c->next_tick_ns = c->t0_ns + NS;
     double started_unix = wall_s();
     const struct mb_exp_measure *m = &opts->exp->measure;
@@ -1395,6 +1535,13 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
     if ((rc = jappend(c, o)) != MB_OK)
         goto out;
     emit(c, MB_RUNNER_CELL_START, NULL);
+
+    /* A quiet device first, when an earlier cell ran. */
+    if (opts->power && opts->power->cells_run) {
+        cool_down(c, &c->cool);
+        if ((rc = journal_cooldown(c, &c->cool, NULL)) != MB_OK)
+            goto out;
+    }
 
     double offset_s = random_offset_s(opts->seed, c->rep);
     if (offset_s > 0)
@@ -1432,14 +1579,19 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
     if (!c->failed)
         start_meter(c);
     if (!c->failed && m->idle_ns > 0) {
-        int64_t a = now_ns();
+        int64_t a = mb_clock_monotonic_ns();
         int id = window_begin(c, a);
         idle_wait(c, m->idle_ns);
         struct mb_energy e;
-        window_finish(c, id, a, now_ns(), &e);
+        window_finish(c, id, a, mb_clock_monotonic_ns(), &e);
         if (e.mean_power_valid && !e.refused) {
             c->idle_power_w = e.mean_power_w;
             c->idle_ok = true;
+            power_seen(c, e.mean_power_w);
+            if (opts->power && !opts->power->idle_ok) {
+                opts->power->idle_ok = true;
+                opts->power->idle_w = e.mean_power_w;
+            }
         }
     }
     if (*opts->stop)
@@ -1457,8 +1609,12 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
                     break;
                 }
                 /* The next job starts on a quiet device. */
-                if (i + 1 < c->n_jobs && m->cooldown_ns > 0 && !c->failed)
-                    idle_wait(c, m->cooldown_ns);
+                if (i + 1 < c->n_jobs && !c->failed && !*opts->stop) {
+                    cool_down(c, &c->jobs[i + 1].cool);
+                    if ((rc = journal_cooldown(c, &c->jobs[i + 1].cool, c->jobs[i + 1].name)) !=
+                        MB_OK)
+                        break;
+                }
             }
         } else {
             struct job *js[MB_EXP_MAX_JOBS];
@@ -1505,7 +1661,7 @@ teardown:;
         goto out;
     o = jevent(c->failed ? "cell_failed" : "cell_finished", c);
     if (o) {
-        cJSON_AddNumberToObject(o, "seconds", (double)(now_ns() - c->t0_ns) / 1e9);
+        cJSON_AddNumberToObject(o, "seconds", (double)(mb_clock_monotonic_ns() - c->t0_ns) / 1e9);
         if (c->failed)
             cJSON_AddStringToObject(o, "reason", c->fail);
     }
@@ -1514,6 +1670,8 @@ teardown:;
         emit(c, MB_RUNNER_NOTE, "cell failed: %s", c->fail);
     *failed = c->failed;
 out:
+    if (opts->power)
+        opts->power->cells_run = true;
     for (size_t i = 0; i < MB_EXP_MAX_JOBS; i++)
         free_job(&c->jobs[i]);
     mb_meter_destroy(c->meter);

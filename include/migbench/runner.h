@@ -2,9 +2,9 @@
  * The cell runner: runs one cell (a run x one repetition) of an experiment on an open device and
  * describes it as cell.json (docs/results.md).
  *
- * A cell: prepare the sharing mode (MIG instances, MPS daemon, CPU partitions) -> idle baseline ->
- * spawn the jobs (own process groups, bounded logs, progress pipes) -> warm-up -> measurement
- * window -> stop the jobs (SIGTERM, SIGKILL after the grace period) -> tear the mode down. In
+ * A cell: cool down (after an earlier cell) -> prepare the sharing mode (MIG instances, MPS
+ * daemon, CPU partitions) -> idle baseline -> spawn the jobs (own process groups, bounded logs,
+ * progress pipes) -> warm-up -> measurement window -> stop the jobs (SIGTERM, SIGKILL after the grace period) -> tear the mode down. In
  * exclusive mode the jobs run one after another, each with its own warm-up and window.
  * Telemetry is sampled from the device throughout and kept in the cell's telemetry.csv.
  *
@@ -56,6 +56,22 @@ struct mb_runner_event {
 
 typedef void (*mb_runner_event_fn)(void *ctx, const struct mb_runner_event *ev);
 
+/*
+ * What the cool-downs of one experiment share from cell to cell; the caller zeroes it once per
+ * invocation and passes the same one to every cell. A cell cools down first when an earlier
+ * cell of this invocation ran (cells_run): it waits, at most measure.cooldown, until the
+ * device's power reading is within measure.cooldown_margin of the reference: the first idle
+ * baseline of the experiment (measure.idle), else the lowest power reading seen so far.
+ */
+struct mb_runner_power {
+    bool idle_ok; /* the first idle baseline measured in this invocation */
+    double idle_w;
+    bool lowest_ok; /* the lowest power reading seen (telemetry, windows, cool-down polls) */
+    double lowest_w;
+    bool cells_run;      /* a cell ran: the next one cools down first */
+    bool fallback_noted; /* "no power reading, fixed wait" was said */
+};
+
 /* Everything a cell needs; all pointers are borrowed for the duration of the call. */
 struct mb_runner_opts {
     const struct mb_experiment *exp;
@@ -71,6 +87,7 @@ struct mb_runner_opts {
     mb_runner_event_fn on_event; /* may be NULL */
     void *ctx;
     uint64_t seed; /* for the random start offset of repetitions */
+    struct mb_runner_power *power; /* experiment-wide cool-down state; NULL: no cool-downs */
 };
 
 /*
