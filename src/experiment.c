@@ -897,9 +897,10 @@ static int parse_run(struct pctx *c, struct mb_experiment *exp, size_t idx, cons
 
 static int parse_measure(struct pctx *c, const struct ynode *n, struct mb_exp_measure *m)
 {
-    static const char *const keys[] = {
-        "warmup", "duration", "ci_target", "max_duration",     "repetitions", "sample_interval",
-        "idle",   "cooldown", "cooldown_margin", "grace", "progress_timeout", NULL};
+    static const char *const keys[] = {"warmup",       "duration",         "ci_target",
+                                       "max_duration", "repetitions",      "sample_interval",
+                                       "idle",         "cooldown",         "cooldown_margin",
+                                       "grace",        "progress_timeout", NULL};
     int rc = want(c, n, Y_MAP, "measure", "a mapping");
     if (rc || (rc = check_keys(c, n, "measure", keys)))
         return rc;

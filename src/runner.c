@@ -37,9 +37,9 @@ extern char **environ;
 
 /* One cool-down: how long it took and why it ended (docs/results.md, "cooldown"). */
 struct cooldown {
-    bool done;         /* one happened; else every field is null in cell.json */
+    bool done; /* one happened; else every field is null in cell.json */
     double seconds;
-    const char *ended; /* "near_idle", "cap" or "no_power_reading" */
+    const char *ended;     /* "near_idle", "cap" or "no_power_reading" */
     const char *reference; /* "idle_baseline", "lowest_seen"; NULL: none known */
     double reference_w;
     bool last_ok; /* the last power reading taken */
@@ -67,8 +67,8 @@ struct job {
     char fail[REASON_MAX];
     struct mb_cpuset cpus;
     bool has_cpus;
-    int instance;   /* index into cell.inst, -1 none */
-    int thread_pct; /* -1 none */
+    int instance;         /* index into cell.inst, -1 none */
+    int thread_pct;       /* -1 none */
     struct cooldown cool; /* exclusive: the cool-down before this job (not the first) */
 };
 

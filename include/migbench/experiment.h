@@ -103,11 +103,11 @@ struct mb_exp_measure {
     int64_t max_duration_ns;   /* STABLE: cap; COMPLETION: cap when > 0 */
     int repetitions;           /* -1: default (4 on nvml, 1 on host/emu) */
     int64_t sample_interval_ns;
-    int64_t idle_ns;     /* idle-power baseline before each cell; 0 none */
-    int64_t cooldown_ns; /* cap of the cool-down before a cell (and between exclusive jobs);
-                            0 none */
+    int64_t idle_ns;        /* idle-power baseline before each cell; 0 none */
+    int64_t cooldown_ns;    /* cap of the cool-down before a cell (and between exclusive jobs);
+                               0 none */
     double cooldown_margin; /* near idle: power <= reference x (1 + margin); default 0.1 */
-    int64_t grace_ns;    /* SIGTERM -> SIGKILL */
+    int64_t grace_ns;       /* SIGTERM -> SIGKILL */
     int64_t progress_timeout_ns;
 };
 

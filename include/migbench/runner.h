@@ -4,9 +4,10 @@
  *
  * A cell: cool down (after an earlier cell) -> prepare the sharing mode (MIG instances, MPS
  * daemon, CPU partitions) -> idle baseline -> spawn the jobs (own process groups, bounded logs,
- * progress pipes) -> warm-up -> measurement window -> stop the jobs (SIGTERM, SIGKILL after the grace period) -> tear the mode down. In
- * exclusive mode the jobs run one after another, each with its own warm-up and window.
- * Telemetry is sampled from the device throughout and kept in the cell's telemetry.csv.
+ * progress pipes) -> warm-up -> measurement window -> stop the jobs (SIGTERM, SIGKILL after the
+ * grace period) -> tear the mode down. In exclusive mode the jobs run one after another, each with
+ * its own warm-up and window. Telemetry is sampled from the device throughout and kept in the
+ * cell's telemetry.csv.
  *
  * Every MIG instance and MPS daemon is written to the journal before the runner goes on, and
  * removed (and journaled as removed) on every exit path, including interruption.
@@ -86,7 +87,7 @@ struct mb_runner_opts {
     volatile sig_atomic_t *stop; /* non-zero: stop now (holds the signal number) */
     mb_runner_event_fn on_event; /* may be NULL */
     void *ctx;
-    uint64_t seed; /* for the random start offset of repetitions */
+    uint64_t seed;                 /* for the random start offset of repetitions */
     struct mb_runner_power *power; /* experiment-wide cool-down state; NULL: no cool-downs */
 };
 
