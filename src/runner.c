@@ -354,8 +354,8 @@ static cJSON *cooldown_json(const struct cooldown *cd)
 /* Journals a cool-down that happened ("cooldown" event; job names the exclusive job after it). */
 static int journal_cooldown(struct cell *c, const struct cooldown *cd, const char *job)
 {
-    if (!cd->done)
-        return MB_OK;
+    if (!cd->done || *c->o->stop)
+        return MB_OK; /* stopped: the interruption is what the journal records */
     cJSON *o = jevent("cooldown", c);
     cJSON *d = cooldown_json(cd);
     if (o && d) {

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +281,94 @@ static void test_amounts(void **state)
     assert_string_equal(buf, "1500ms");
 }
 
+/* measure.cooldown_margin: "10%" or "0.1", 0..1, default 10 %; errors name line and field. */
+static void test_cooldown_margin(void **state)
+{
+    (void)state;
+    struct mb_error err;
+    struct mb_experiment *exp = parse(GOOD, NULL, 0, &err);
+    assert_non_null(exp);
+    assert_true(exp->measure.cooldown_margin > 0.0999 && exp->measure.cooldown_margin < 0.1001);
+    assert_int_equal(exp->measure.cooldown_ns, 0);
+    mb_experiment_destroy(exp);
+    static const struct {
+        const char *set;
+        double want;
+    } good[] = {{"measure.cooldown_margin=5%", 0.05},
+                {"measure.cooldown_margin=0.25", 0.25},
+                {"measure.cooldown_margin=0", 0.0},
+                {"measure.cooldown_margin=100%", 1.0}};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        const char *ov[] = {good[i].set, "measure.cooldown=45s"};
+        exp = parse(GOOD, ov, 2, &err);
+        if (!exp)
+            fail_msg("%s: %s", good[i].set, err.msg);
+        assert_true(fabs(exp->measure.cooldown_margin - good[i].want) < 1e-12);
+        assert_int_equal(exp->measure.cooldown_ns, 45000000000LL);
+        mb_experiment_destroy(exp);
+    }
+    static const struct {
+        const char *set, *msg;
+    } bad[] = {{"measure.cooldown_margin=150%", "out of range 0..1"},
+               {"measure.cooldown_margin=1.5", "out of range 0..1"},
+               {"measure.cooldown_margin=-0.1", "out of range 0..1"},
+               {"measure.cooldown_margin=10%%", "is not a fraction"},
+               {"measure.cooldown_margin=ten", "is not a fraction"},
+               {"measure.cooldown_margin=[1]", "expected a fraction"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *ov[] = {bad[i].set};
+        exp = parse(GOOD, ov, 1, &err);
+        assert_null(exp);
+        if (!strstr(err.msg, "field 'measure.cooldown_margin'") || !strstr(err.msg, bad[i].msg))
+            fail_msg("%s: %s", bad[i].set, err.msg);
+    }
+    /* In the file, the line is named. */
+    char text[2048];
+    snprintf(text, sizeof(text), "%s  cooldown_margin: 2\n", GOOD);
+    exp = parse(text, NULL, 0, &err);
+    assert_null(exp);
+    if (!strstr(err.msg, "exp.yaml:26: field 'measure.cooldown_margin'"))
+        fail_msg("%s", err.msg);
+}
+
+/* mb_experiment_load reads through mb_file_read and keeps its documented statuses. */
+static void test_load_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mb-test-load-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    struct mb_error err;
+    struct mb_experiment *exp = NULL;
+    snprintf(path, sizeof(path), "%s/missing.yaml", dir);
+    assert_int_equal(mb_experiment_load(path, NULL, 0, &exp, &err), MB_EIO);
+    assert_int_equal(err.status, MB_EIO);
+    assert_null(exp);
+    assert_non_null(strstr(err.msg, "missing.yaml: cannot open"));
+    snprintf(path, sizeof(path), "%s/good.yaml", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(GOOD, f);
+    fclose(f);
+    assert_int_equal(mb_experiment_load(path, NULL, 0, &exp, &err), MB_OK);
+    assert_non_null(exp);
+    assert_int_equal(exp->n_runs, 5);
+    mb_experiment_destroy(exp);
+    exp = NULL;
+    f = fopen(path, "a");
+    assert_non_null(f);
+    for (size_t i = 0; i < MB_EXP_FILE_MAX / 32; i++) /* 2 MiB of 64-byte lines */
+        fputs("# padding padding padding padding padding padding padding pad\n", f);
+    fclose(f);
+    assert_int_equal(mb_experiment_load(path, NULL, 0, &exp, &err), MB_EPARSE);
+    assert_null(exp);
+    if (!strstr(err.msg, "good.yaml: larger than 1048576 bytes"))
+        fail_msg("%s", err.msg);
+    assert_int_equal(mb_experiment_load(dir, NULL, 0, &exp, &err), MB_EIO);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_cells(void **state)
 {
     (void)state;
@@ -527,7 +616,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_file), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_overrides), cmocka_unit_test(test_amounts),
-        cmocka_unit_test(test_cells),     cmocka_unit_test(test_argv),
+        cmocka_unit_test(test_cells),     cmocka_unit_test(test_cooldown_margin),
+        cmocka_unit_test(test_load_file), cmocka_unit_test(test_argv),
         cmocka_unit_test(test_python),    cmocka_unit_test(test_check_cells),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
