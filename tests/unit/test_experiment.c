@@ -357,7 +357,7 @@ static void test_load_file(void **state)
     exp = NULL;
     f = fopen(path, "a");
     assert_non_null(f);
-    for (size_t i = 0; i < MB_EXP_FILE_MAX / 32; i++) /* 2 MiB of 64-byte lines */
+    for (size_t i = 0; i < MB_EXP_FILE_MAX / 32; i++) /* over 1 MiB */
         fputs("# padding padding padding padding padding padding padding pad\n", f);
     fclose(f);
     assert_int_equal(mb_experiment_load(path, NULL, 0, &exp, &err), MB_EPARSE);
