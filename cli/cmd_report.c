@@ -29,6 +29,17 @@ void mb__fmt_est(char *buf, size_t cap, const struct mb_estimate *e, int decimal
         snprintf(buf, cap, "%.*f", decimals, e->mean * scale);
 }
 
+const char *mb__device_label(char *buf, size_t cap, const struct mb_an_experiment *e)
+{
+    if (e->model[0])
+        snprintf(buf, cap, "%s", e->model);
+    else if (e->device_name[0])
+        snprintf(buf, cap, "%s (%s)", e->device_name, e->backend[0] ? e->backend : "n/a");
+    else
+        snprintf(buf, cap, "an unnamed device");
+    return buf;
+}
+
 void mb__run_label(char *buf, size_t cap, const struct mb_an_run *r)
 {
     if (r->layout[0] && strcmp(r->name, r->mode) == 0)
@@ -280,8 +291,9 @@ static void run_row(struct table *t, const struct mb_an_run *r, int md)
 
 static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int md)
 {
-    char title[MB_AN_NAME_MAX * 2 + 16], line[2048];
-    snprintf(title, sizeof(title), "%s on %s%s", e->name, e->model[0] ? e->model : "unknown device",
+    char title[MB_AN_NAME_MAX * 4 + 16], line[2048];
+    char dev[MB_AN_NAME_MAX * 2 + 8];
+    snprintf(title, sizeof(title), "%s on %s%s", e->name, mb__device_label(dev, sizeof(dev), e),
              e->emulated ? " (EMULATED)" : "");
     heading(out, md, 1, title);
     device_line(out, e, md);

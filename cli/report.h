@@ -23,6 +23,12 @@ void mb__fmt_est(char *buf, size_t cap, const struct mb_estimate *e, int decimal
  */
 void mb__fmt_headline(char *buf, size_t cap, const struct mb_an_run *r);
 
+/*
+ * What an experiment ran on, for titles: the catalog model ("H100-SXM5-80GB"), else the device's
+ * own name with its backend ("Intel(R) Xeon(R) Processor (host)"), else "an unnamed device".
+ */
+const char *mb__device_label(char *buf, size_t cap, const struct mb_an_experiment *e);
+
 /* A run's display label: "mig 4g.40gb+2g.20gb+1g.10gb", "mps 57/29/14%", "timeslice". */
 void mb__run_label(char *buf, size_t cap, const struct mb_an_run *r);
 

@@ -556,7 +556,8 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
     fputs("<h2>", out);
     esc(out, e->name);
     fputs(" on ", out);
-    esc(out, e->model[0] ? e->model : "unknown device");
+    char dev[MB_AN_NAME_MAX * 2 + 8];
+    esc(out, mb__device_label(dev, sizeof(dev), e));
     fputs("</h2>\n<p class=\"ctx\">", out);
     esc_na(out, e->device_name);
     fputs(" · backend ", out);

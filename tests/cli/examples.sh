@@ -36,7 +36,8 @@ if "$MIGBENCH" run --help >/dev/null 2>&1; then
         if [ "$model" = A30-24GB ]; then
             expect_out "^note: run 'mig-4-3' skipped: A30-24GB has no 3g \(its sizes: 1g, 1g\+me, 2g, 2g\+me, 4g;"
             grep -q '^layout mig-4-3' "$TMP/out" && fail "A30: mig-4-3 should be skipped"
-            expect_out '^cells: 3 '
+            expect_out "^note: run 'mps' skipped: A30-24GB has no 3g"
+            expect_out '^cells: 2 '
         else
             expect_out "^layout mig-4-3 on $model "
             expect_out '^  resnet18 +3g\.[0-9]+gb \(3g\) +memory slices 4-7 +3 compute slices'
