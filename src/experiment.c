@@ -1142,6 +1142,41 @@ static bool run_in_cells(const struct mb_cell *cells, size_t n_cells, size_t i)
 }
 
 /*
+ * Resolves one list of a run's profile names (`layout` or `match_layout`) on model. A name the
+ * model lacks sets *missing (the first reason goes to why); anything else wrong is MB_EPARSE. With
+ * check_memory, entry j must also hold job j's memory_mib.
+ */
+static int check_names(struct pctx *c, const struct mb_experiment *exp, size_t i, const char *key,
+                       const char (*names)[MB_PROFILE_NAME_MAX], size_t n, bool check_memory,
+                       const struct mb_gpu_model *model, bool *missing, char *why, size_t cap)
+{
+    const struct mb_exp_run *r = &exp->runs[i];
+    char f[FIELD_MAX];
+    struct mb_error e;
+    for (size_t j = 0; j < n; j++) {
+        fieldf(f, "runs[%zu].%s[%zu]", i, key, j);
+        const struct mb_gi_profile *p;
+        int rc = mb_model_profile_resolve(model, names[j], &p, &e);
+        if (rc == MB_ENOTFOUND) {
+            if (!*missing)
+                snprintf(why, cap, "%s", e.msg);
+            *missing = true;
+            continue;
+        }
+        if (rc != MB_OK)
+            return perr(c, r->line, NULL, f, "%s", e.msg);
+        const struct mb_exp_workload *w = &exp->workloads[r->job_workload[j]];
+        if (check_memory && w->memory_mib > 0 && p->memory_mib > 0 && w->memory_mib > p->memory_mib)
+            return perr(c, r->line, NULL, f,
+                        "job '%s' needs %lld MiB (workloads.%s.memory_mib) but %s (%s) on %s has "
+                        "%lld MiB",
+                        r->job_name[j], (long long)w->memory_mib, w->name, names[j], p->name,
+                        model->name, (long long)p->memory_mib);
+    }
+    return MB_OK;
+}
+
+/*
  * Checks one run against model: MB_OK, MB_ENOTFOUND with the reason in why when it names a size
  * the model does not have, or MB_EPARSE (file, line, field) for anything else.
  */
@@ -1149,42 +1184,14 @@ static int check_run(struct pctx *c, const struct mb_experiment *exp, size_t i,
                      const struct mb_gpu_model *model, char *why, size_t cap)
 {
     const struct mb_exp_run *r = &exp->runs[i];
-    char f[FIELD_MAX];
     bool missing = false;
-    struct mb_error e;
-    for (size_t j = 0; j < r->n_layout; j++) {
-        fieldf(f, "runs[%zu].layout[%zu]", i, j);
-        const struct mb_gi_profile *p;
-        int rc = mb_model_profile_resolve(model, r->layout[j], &p, &e);
-        if (rc == MB_ENOTFOUND) {
-            if (!missing)
-                snprintf(why, cap, "%s", e.msg);
-            missing = true;
-            continue;
-        }
-        if (rc != MB_OK)
-            return perr(c, r->line, NULL, f, "%s", e.msg);
-        const struct mb_exp_workload *w = &exp->workloads[r->job_workload[j]];
-        if (w->memory_mib > 0 && p->memory_mib > 0 && w->memory_mib > p->memory_mib)
-            return perr(c, r->line, NULL, f,
-                        "job '%s' needs %lld MiB (workloads.%s.memory_mib) but %s (%s) on %s has "
-                        "%lld MiB",
-                        r->job_name[j], (long long)w->memory_mib, w->name, r->layout[j], p->name,
-                        model->name, (long long)p->memory_mib);
-    }
-    for (size_t j = 0; j < r->n_match_layout; j++) {
-        fieldf(f, "runs[%zu].match_layout[%zu]", i, j);
-        const struct mb_gi_profile *p;
-        int rc = mb_model_profile_resolve(model, r->match_layout[j], &p, &e);
-        if (rc == MB_ENOTFOUND) {
-            if (!missing)
-                snprintf(why, cap, "%s", e.msg);
-            missing = true;
-            continue;
-        }
-        if (rc != MB_OK)
-            return perr(c, r->line, NULL, f, "%s", e.msg);
-    }
+    int rc =
+        check_names(c, exp, i, "layout", r->layout, r->n_layout, true, model, &missing, why, cap);
+    if (rc == MB_OK)
+        rc = check_names(c, exp, i, "match_layout", r->match_layout, r->n_match_layout, false,
+                         model, &missing, why, cap);
+    if (rc != MB_OK)
+        return rc;
     return missing ? MB_ENOTFOUND : MB_OK;
 }
 
