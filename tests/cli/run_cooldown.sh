@@ -7,7 +7,7 @@
 # MB_TEST_THREADS: migbench run samples telemetry on the meter thread.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 FX="$MB_BINARY_DIR/fixtures"
-[ -x "$FX/fx_steady" ] || { echo "skip: fixtures not built"; exit 0; }
+[ -x "$FX/fx_steady" ] || { echo "FAIL: fixtures not built in $FX" >&2; exit 1; }
 
 # 1. Power high after the first cell, then falling back to idle: the cool-down ends near idle.
 # The trace's clock starts when a handle opens: the meter's (opened at each cell) sees 80 W in

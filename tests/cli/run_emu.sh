@@ -2,7 +2,7 @@
 # cells; instances are created, given to the jobs and removed; mps is refused before anything runs.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 FX="$MB_BINARY_DIR/fixtures"
-[ -x "$FX/fx_steady" ] || { echo "skip: fixtures not built"; exit 0; }
+[ -x "$FX/fx_steady" ] || { echo "FAIL: fixtures not built in $FX" >&2; exit 1; }
 DEV="emu:H100-80GB:mig=on:state=$TMP/gpu.json"
 
 cat >"$TMP/exp.yaml" <<YAML

@@ -2,7 +2,7 @@
 # each fail their own cell with a reason and a log tail; the other cells still run; exit 1.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 FX="$MB_BINARY_DIR/fixtures"
-[ -x "$FX/fx_steady" ] || { echo "skip: fixtures not built"; exit 0; }
+[ -x "$FX/fx_steady" ] || { echo "FAIL: fixtures not built in $FX" >&2; exit 1; }
 
 cat >"$TMP/exp.yaml" <<YAML
 version: 1

@@ -3,7 +3,7 @@
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 FX="$MB_BINARY_DIR/fixtures"
 FAKE="$MB_BINARY_DIR/tests/fake-nvml/libnvidia-ml.so.1"
-[ -x "$FX/fx_steady" ] || { echo "skip: fixtures not built"; exit 0; }
+[ -x "$FX/fx_steady" ] || { echo "FAIL: fixtures not built in $FX" >&2; exit 1; }
 [ -r "$FAKE" ] || { echo "FAIL: fake NVML not built at $FAKE" >&2; exit 1; }
 export MIGBENCH_NVML_LIBRARY="$FAKE"
 # MIG mode off: the whole-GPU modes run, mig runs are skipped (migbench never resets a GPU).

@@ -3,7 +3,7 @@
 # only the unfinished cells, keeping the finished ones.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 FX="$MB_BINARY_DIR/fixtures"
-[ -x "$FX/fx_steady" ] || { echo "skip: fixtures not built"; exit 0; }
+[ -x "$FX/fx_steady" ] || { echo "FAIL: fixtures not built in $FX" >&2; exit 1; }
 DEV="emu:H100-80GB:mig=on:state=$TMP/gpu.json"
 
 cat >"$TMP/exp.yaml" <<YAML
