@@ -75,5 +75,6 @@ extern const struct mb_cmd mb_cmd_mig;
 extern const struct mb_cmd mb_cmd_report;
 extern const struct mb_cmd mb_cmd_run;
 extern const struct mb_cmd mb_cmd_plan;
+extern const struct mb_cmd mb_cmd_monitor;
 
 #endif
