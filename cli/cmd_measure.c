@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "migbench/experiment.h"
+#include "migbench/exporter.h"
 #include "migbench/meter.h"
 #include "migbench/proc.h"
 #include "migbench/progress.h"
@@ -39,6 +40,7 @@ struct opts {
     bool json;
     const char *csv;
     int64_t min_window_ns;
+    const char *prometheus; /* --prometheus FILE, or NULL */
     char **argv;
 };
 
@@ -195,6 +197,40 @@ static cJSON *window_json(const struct mb_energy *e)
 }
 
 /* The job's energy: the counter when there is one, else the integral. */
+/* --prometheus: a textfile with the device's live values, and at the end the job's energy. */
+static int measure_prom_open(const struct opts *o, struct mb_exporter **out, struct mb_error *err)
+{
+    struct mb_exporter_opts eo = {.path = o->prometheus, .device_spec = o->device};
+    int rc = mb_exporter_create(&eo, out, err);
+    if (rc == MB_OK)
+        rc = mb_exporter_write(*out, err);
+    if (rc != MB_OK)
+        mb_error_prefix(err, "--prometheus %s: ", o->prometheus);
+    return rc;
+}
+
+struct measure_prom {
+    struct mb_exporter *x; /* NULL without --prometheus */
+    int64_t last_ns;
+    bool warned;
+};
+
+/* Rewrites the textfile about once a second (always when final); a failure is said once. */
+static void measure_prom_tick(struct measure_prom *p, bool final)
+{
+    if (!p->x)
+        return;
+    int64_t now = mb_meter_now_ns();
+    if (!final && now - p->last_ns < 1000000000LL)
+        return;
+    p->last_ns = now;
+    struct mb_error err;
+    if (mb_exporter_write(p->x, &err) != MB_OK && !p->warned) {
+        mb_cli_warn(NAME, "--prometheus: %s", err.msg);
+        p->warned = true;
+    }
+}
+
 static bool best_energy(const struct mb_energy *e, double *j)
 {
     if (e->counter_valid)
@@ -441,6 +477,7 @@ static int parse(int argc, char **argv, struct opts *o)
         {"json", no_argument, NULL, 'j'},
         {"csv", required_argument, NULL, 'c'},
         {"min-window", required_argument, NULL, 'm'},
+        {"prometheus", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -501,6 +538,9 @@ static int parse(int argc, char **argv, struct opts *o)
                 return mb_cli_usage_error(
                     &mb_cmd_measure, "--min-window '%s': expected a positive duration", optarg);
             break;
+        case 'P':
+            o->prometheus = optarg;
+            break;
         case 'h':
             mb_cli_print_help(&mb_cmd_measure, stdout);
             return -1;
@@ -540,6 +580,7 @@ static int measure_run(int argc, char **argv)
     mb_error_clear(&err);
     int exit_code = EXIT_OWN_FAILURE;
     int job_id = -1, idle_id = -1;
+    struct measure_prom prom = {0};
 
     struct mb_progress_opts po = {0};
     if (mb_progress_create(&po, &j.pipe_prog, &err) != MB_OK)
@@ -564,6 +605,8 @@ static int measure_run(int argc, char **argv)
         goto fail;
     }
     mb_meter_device(j.meter, &r.info, &r.sensor);
+    if (o.prometheus && measure_prom_open(&o, &prom.x, &err) != MB_OK)
+        goto fail;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -621,6 +664,7 @@ static int measure_run(int argc, char **argv)
         rc = mb_proc_poll(&proc, 1, 100, &err);
         if (rc != MB_OK && rc != MB_EINTR)
             goto fail;
+        measure_prom_tick(&prom, false);
     }
     int64_t t_end = mb_meter_now_ns();
     r.exit_code = mb_proc_exit_code(proc);
@@ -663,6 +707,9 @@ static int measure_run(int argc, char **argv)
         r.static_j = r.idle.mean_power_w * r.job.duration_s;
         r.dynamic_j = job_j - r.static_j;
     }
+    if (prom.x && best_energy(&r.job, &job_j))
+        mb_exporter_job(prom.x, o.argv[0], job_j, r.job.counter_valid ? "counter" : "integrated");
+    measure_prom_tick(&prom, true);
     if (mb_cli_verbosity() > 0)
         print_summary(&r);
     if (o.json)
@@ -675,6 +722,7 @@ fail:
     exit_code = EXIT_OWN_FAILURE;
 out:
     mb_proc_destroy(proc);
+    mb_exporter_destroy(prom.x);
     mb_meter_destroy(j.meter);
     mb_progress_destroy(j.pipe_prog);
     mb_progress_destroy(j.regex_prog);
@@ -688,7 +736,8 @@ const struct mb_cmd mb_cmd_measure = {
              "[--warmup 10s|20steps]\n"
              "                        [--progress-regex RE --samples-per-step N] [--unit NAME] "
              "[--json]\n"
-             "                        [--csv FILE] [--min-window S] -- CMD [ARGS...]",
+             "                        [--csv FILE] [--min-window S] [--prometheus FILE] -- CMD "
+             "[ARGS...]",
     .help =
         "Runs CMD (no shell) with the meter sampling the device around it, then prints a summary\n"
         "to stderr: wall time, energy from the hardware counter and from integrated power with\n"
@@ -707,6 +756,8 @@ const struct mb_cmd mb_cmd_measure = {
         "  --csv FILE           write every sample to FILE\n"
         "  --min-window D       refuse energy for windows shorter than D (default: the larger\n"
         "                       of 2 x the sensor's update period and 1 s)\n"
+        "  --prometheus FILE    keep FILE as a node_exporter textfile: the device's live values\n"
+        "                       while CMD runs, then CMD's energy (docs/prometheus.md)\n"
         "\n"
         "CMD finds its progress pipe in MIGBENCH_PROGRESS_FD and writes lines such as\n"
         "'step=120 samples=7680'. SIGINT and SIGTERM are forwarded to CMD. The exit status is\n"

@@ -18,6 +18,7 @@
 #include "migbench/layout.h"
 #include "migbench/results.h"
 #include "migbench/runner.h"
+#include "run_export.h"
 
 #define CMD "run"
 
@@ -33,6 +34,7 @@ struct run_args {
     size_t n_sets;
     bool dry_run;
     bool resume;
+    const char *prometheus; /* --prometheus FILE, or NULL */
 };
 
 /* What the experiment will run on, as far as the dry run needs to know. */
@@ -45,10 +47,15 @@ struct target {
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
     static const struct option opts[] = {
-        {"device", required_argument, NULL, 'd'}, {"results", required_argument, NULL, 'r'},
-        {"set", required_argument, NULL, 's'},    {"dry-run", no_argument, NULL, 'n'},
-        {"resume", no_argument, NULL, 'R'},       {"only", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"device", required_argument, NULL, 'd'},
+        {"results", required_argument, NULL, 'r'},
+        {"set", required_argument, NULL, 's'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"resume", no_argument, NULL, 'R'},
+        {"only", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {"prometheus", required_argument, NULL, 'P'},
+        {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof(*a));
     optind = 1;
@@ -81,6 +88,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
             break;
         case 'o':
             a->only = optarg;
+            break;
+        case 'P':
+            a->prometheus = optarg;
             break;
         case 'h':
             mb_cli_print_help(&mb_cmd_run, stdout);
@@ -477,11 +487,14 @@ struct progress_ctx {
     double remaining_after_s; /* estimated time of the cells after this one */
     double cell_estimate_s;
     bool line_open;
+    struct mb_cli_run_export *ex; /* live file and --prometheus */
+    const char *mode;
 };
 
 static void on_runner_event(void *vctx, const struct mb_runner_event *ev)
 {
     struct progress_ctx *p = vctx;
+    mb_cli_run_export_event(p->ex, ev, p->mode, p->cell_index, p->n_cells);
     if (mb_cli_verbosity() < 1)
         return;
     if (ev->kind == MB_RUNNER_NOTE) {
@@ -744,6 +757,7 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
     size_t n_cells = 0, n_notes = 0;
     cJSON *events = NULL;
     int code = MB_EXIT_OK;
+    struct mb_cli_run_export ex = {0};
     if (mb_catalog_create(&cat, &err) != MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
         return MB_EXIT_FAIL;
@@ -842,7 +856,7 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         code = MB_EXIT_USAGE;
         goto out;
     }
-    struct progress_ctx pctx = {.tty = isatty(2) == 1, .n_cells = n_cells};
+    struct progress_ctx pctx = {.tty = isatty(2) == 1, .n_cells = n_cells, .ex = &ex};
     struct mb_runner_power power = {0}; /* shared by the cells' cool-downs */
     struct mb_runner_opts ro = {
         .exp = exp,
@@ -872,6 +886,10 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         goto out;
     }
     ro.journal = journal;
+    if (mb_cli_run_export_open(&ex, a->prometheus, spec, info.uuid, exp->name, dir) != 0) {
+        code = MB_EXIT_FAIL;
+        goto out;
+    }
     install_handlers();
     if (a->resume) {
         struct mb_leftovers *left = malloc(sizeof(*left));
@@ -941,6 +959,7 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         pctx.cell_index = i;
         pctx.cell_estimate_s = est;
         pctx.remaining_after_s = estimates_total;
+        pctx.mode = mb_exp_mode_str(r->mode);
         bool failed = false;
         if (!stop_signal)
             rc = mb_runner_run_cell(&ro, &cells[i], &failed, &err);
@@ -975,6 +994,7 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
             n_failed++;
         else
             n_ok++;
+        mb_cli_run_export_cell_done(&ex);
     }
     ev = cJSON_CreateObject();
     cJSON_AddStringToObject(ev, "event", "experiment_finished");
@@ -988,6 +1008,7 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
                 n_failed, n_skipped ? ", some already done before --resume" : "", dir);
     code = n_failed ? MB_EXIT_FAIL : MB_EXIT_OK;
 out:
+    mb_cli_run_export_close(&ex);
     cJSON_Delete(events);
     mb_journal_close(journal);
     free(cells);
@@ -1025,7 +1046,7 @@ const struct mb_cmd mb_cmd_run = {
     .name = "run",
     .summary = "Run an experiment: jobs under exclusive, time-slicing, MPS and MIG sharing.",
     .usage = "migbench run EXP.yaml [--device SPEC] [--results DIR] [--set KEY=VALUE]...\n"
-             "                    [--dry-run] [--resume] [--only RUN[,RUN...]]",
+             "                    [--dry-run] [--resume] [--only RUN[,RUN...]] [--prometheus FILE]",
     .help = "options:\n"
             "  --device SPEC      run on this device instead of the file's (host, nvml:0,\n"
             "                     nvml:GPU-uuid, emu:H100-80GB[:mig=on,state=PATH])\n"
@@ -1036,6 +1057,9 @@ const struct mb_cmd mb_cmd_run = {
             "  --resume           continue an interrupted experiment: remove what the dead run\n"
             "                     left on the GPU, then run only the unfinished cells\n"
             "  --only RUN,...     run only these runs\n"
+            "  --prometheus FILE  keep FILE as a node_exporter textfile while running: the\n"
+            "                     device's live values and each run's energy, attributed per job\n"
+            "                     (docs/prometheus.md)\n"
             "\nexit status: 0 all cells ok, 1 some cell failed or a device error, 2 bad input,\n"
             "130/143 interrupted by SIGINT/SIGTERM. See docs/run.md.\n",
     .run = run_main,
