@@ -163,10 +163,16 @@ int mb_exporter_write(struct mb_exporter *x, struct mb_error *err)
     if (rc == MB_OK)
         rc = add_results(x, err);
     if (rc == MB_OK && x->have_job) {
-        struct mb_prom_label l[3] = {
-            {"job", x->job}, {"method", "interval"}, {"source", x->source}};
+        const struct mb_monitor_gpu *g = x->snap.n_gpus ? &x->snap.gpus[0] : NULL;
+        struct mb_prom_label l[5] = {
+            {"job", x->job},
+            {"method", "interval"},
+            {"source", x->source},
+            {"backend", g ? g->info.backend : ""},
+            {"UUID", g ? g->info.uuid : ""},
+        };
         rc = mb_prom_add(x->prom, "migbench_job_energy_joules_total", MB_PROM_COUNTER,
-                         "Energy attributed to a job by the named method, in J.", l, 3, x->job_j,
+                         "Energy attributed to a job by the named method, in J.", l, 5, x->job_j,
                          err);
     }
     if (rc == MB_OK)
