@@ -142,6 +142,23 @@ static void sleep_until(int64_t deadline_ns)
     }
 }
 
+/*
+ * Draws a frame over the previous one: cursor home, each line cleared to its end as it is
+ * written, the rest of the screen cleared after it. No full clear, so the view does not flicker.
+ */
+static void put_frame(const char *text)
+{
+    fputs("\033[H", stdout);
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        fwrite(p, 1, n, stdout);
+        fputs("\033[K\n", stdout);
+        p += n + (nl ? 1 : 0);
+    }
+    fputs("\033[J", stdout);
+}
+
 static int monitor_run(int argc, char **argv)
 {
     struct opts o;
@@ -198,8 +215,9 @@ static int monitor_run(int argc, char **argv)
             break;
         }
         if (screen)
-            fputs("\033[H\033[2J", stdout); /* home, clear: the new frame replaces the old */
-        fputs(text, stdout);
+            put_frame(text);
+        else
+            fputs(text, stdout);
         free(text);
         if (fflush(stdout) != 0 || ferror(stdout)) {
             code = MB_EXIT_FAIL; /* the reader went away */
