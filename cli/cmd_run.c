@@ -158,7 +158,10 @@ static void print_argv(FILE *out, char *const *argv)
     fputc('\n', out);
 }
 
-/* Finds {workloads}: $MIGBENCH_WORKLOADS, else <dir of this executable>/../workloads. */
+/*
+ * Finds {workloads}: $MIGBENCH_WORKLOADS, else <dir of this executable>/../workloads (a build
+ * tree), else ../share/migbench/workloads (an installed prefix).
+ */
 static void workloads_dir(char *out, size_t cap)
 {
     const char *env = getenv("MIGBENCH_WORKLOADS");
@@ -177,6 +180,10 @@ static void workloads_dir(char *out, size_t cap)
     if (slash)
         *slash = '\0';
     snprintf(out, cap, "%.*s/../workloads", (int)(cap > 16 ? cap - 16 : 0), exe);
+    char installed[PATH_MAX + 40];
+    int m = snprintf(installed, sizeof(installed), "%s/../share/migbench/workloads", exe);
+    if (m > 0 && (size_t)m < cap && access(out, F_OK) != 0 && access(installed, F_OK) == 0)
+        memcpy(out, installed, (size_t)m + 1);
 }
 
 static bool needs_python(const struct mb_experiment *exp, const struct mb_cell *cells, size_t n)

@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: Apache-2.0
+# What `cmake --install` puts under the prefix, in the conventional places (GNUInstallDirs):
+#   bin/migbench, lib*/libmigbench.{a,so.0}, include/migbench/*.h, lib*/pkgconfig/migbench.pc,
+#   share/migbench/{mig-catalog.json,workloads/}, share/man/man1/migbench*.1,
+#   share/bash-completion/completions/migbench, share/zsh/site-functions/_migbench,
+#   share/doc/migbench/{LICENSE,README.md,docs/}
+# and `cpack -G DEB` packs the same tree as a .deb.
+include(GNUInstallDirs)
+
+# Man pages are generated from `migbench --help` and `migbench help CMD` (the same text as
+# --help), so they cannot drift from the options.
+set(MB_MAN_DIR ${CMAKE_BINARY_DIR}/man)
+file(GLOB MB_CLI_SOURCES_FOR_MAN CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/cli/*.c)
+add_custom_command(
+    OUTPUT ${MB_MAN_DIR}/migbench.1
+    COMMAND ${CMAKE_COMMAND} -E rm -rf ${MB_MAN_DIR}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${MB_MAN_DIR}
+    COMMAND ${CMAKE_SOURCE_DIR}/scripts/gen-man.sh $<TARGET_FILE:migbench> ${MB_MAN_DIR}
+            ${PROJECT_VERSION}
+    DEPENDS migbench ${CMAKE_SOURCE_DIR}/scripts/gen-man.sh ${MB_CLI_SOURCES_FOR_MAN}
+    COMMENT "Generating man pages from migbench help")
+add_custom_target(man ALL DEPENDS ${MB_MAN_DIR}/migbench.1)
+
+install(TARGETS migbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS migbench_lib migbench_shared
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Unspecified)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/migbench
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+
+# pkg-config: public headers include <cjson/cJSON.h>, so libcjson is a public requirement.
+set(MB_PC_LIBDIR ${CMAKE_INSTALL_LIBDIR})
+file(RELATIVE_PATH MB_PC_UP /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+set(MB_PC_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR})
+configure_file(${CMAKE_SOURCE_DIR}/cmake/migbench.pc.in ${CMAKE_BINARY_DIR}/migbench.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/migbench.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+install(FILES ${CMAKE_SOURCE_DIR}/data/mig-catalog.json
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/migbench)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/workloads/ DESTINATION ${CMAKE_INSTALL_DATADIR}/migbench/workloads
+    FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+install(DIRECTORY ${MB_MAN_DIR}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+    FILES_MATCHING PATTERN "*.1")
+install(FILES ${CMAKE_SOURCE_DIR}/completion/migbench.bash
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME migbench)
+install(FILES ${CMAKE_SOURCE_DIR}/completion/_migbench
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions)
+install(FILES ${CMAKE_SOURCE_DIR}/LICENSE ${CMAKE_SOURCE_DIR}/README.md
+    DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+
+# cpack -G DEB: one binary package; shlibdeps finds the libyaml and libcjson package names.
+set(CPACK_PACKAGE_NAME migbench)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "measure and plan deep-learning training on shared GPUs (time-slicing, MPS, MIG)")
+set(CPACK_PACKAGE_CONTACT "migbench maintainers <migbench@localhost>")
+set(CPACK_RESOURCE_FILE_LICENSE ${CMAKE_SOURCE_DIR}/LICENSE)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SECTION science)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+include(CPack)

@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: Apache-2.0
+# cmake --install into a temporary prefix: the files land in their conventional places, a small C
+# program builds against the installed library with pkg-config (shared and static), the man page
+# of each command carries the same text as `migbench help CMD`, bash completion works, and
+# cpack -G DEB makes a package that holds the same tree.
+. "$MB_SOURCE_DIR/tests/cli/lib.sh"
+for tool in cmake cc pkg-config man readelf cpack dpkg-deb; do
+    command -v "$tool" >/dev/null || { echo "FAIL: $tool is needed" >&2; exit 1; }
+done
+P="$TMP/prefix"
+run 0 cmake --install "$MB_BINARY_DIR" --prefix "$P"
+for f in bin/migbench include/migbench/device.h include/migbench/monitor.h \
+    share/migbench/mig-catalog.json share/migbench/workloads/vision.py \
+    share/man/man1/migbench.1 share/man/man1/migbench-run.1 share/man/man1/migbench-monitor.1 \
+    share/bash-completion/completions/migbench share/zsh/site-functions/_migbench \
+    share/doc/migbench/LICENSE; do
+    [ -e "$P/$f" ] || fail "not installed: $f"
+done
+PC=$(find "$P" -name migbench.pc)
+[ -n "$PC" ] || { fail "no migbench.pc"; finish; }
+LIBDIR=$(dirname "$(dirname "$PC")")
+[ -e "$LIBDIR/libmigbench.a" ] || fail "no static library in $LIBDIR"
+readelf -d "$LIBDIR/libmigbench.so.0" | grep -q 'Library soname: \[libmigbench.so.0\]' ||
+    fail "libmigbench.so.0 lacks its versioned SONAME"
+[ "$(readlink "$LIBDIR/libmigbench.so")" = libmigbench.so.0 ] || fail "libmigbench.so -> .so.0"
+grep -q 'Apache License' "$P/share/doc/migbench/LICENSE" || fail "LICENSE text"
+
+# A program against the installed library, found through pkg-config only.
+export PKG_CONFIG_PATH="$(dirname "$PC")"
+run 0 pkg-config --exists migbench
+run 0 pkg-config --modversion migbench
+expect_out "^$("$MIGBENCH" --version | cut -d' ' -f2)\$"
+cat >"$TMP/prog.c" <<'C'
+#include <stdio.h>
+#include <migbench/device.h>
+#include <migbench/layout.h>
+
+int main(void)
+{
+    struct mb_error err;
+    struct mb_device *dev = NULL;
+    if (mb_device_open("emu:A100-40GB:mig=on", &dev, &err) != MB_OK) {
+        fprintf(stderr, "open: %s\n", err.msg);
+        return 1;
+    }
+    struct mb_device_info info;
+    int rc = mb_device_info(dev, &info, &err);
+    if (rc == MB_OK)
+        printf("%s %s emulated=%d\n", info.backend, info.model, info.emulated);
+    mb_device_close(dev);
+    printf("%s\n", mb_status_str(MB_EUNSUPPORTED));
+    return rc == MB_OK ? 0 : 1;
+}
+C
+# shellcheck disable=SC2046 # pkg-config's output is meant to be split into words
+run 0 cc -std=c11 -Wall -Werror -o "$TMP/prog" "$TMP/prog.c" $(pkg-config --cflags --libs migbench)
+LD_LIBRARY_PATH="$LIBDIR" run 0 "$TMP/prog"
+expect_out '^emu A100-SXM4-40GB emulated=1$'
+expect_out '^not supported by this device$'
+LD_LIBRARY_PATH="$LIBDIR" run 0 ldd "$TMP/prog"
+expect_out "libmigbench\.so\.0 => $LIBDIR/libmigbench\.so\.0"
+# shellcheck disable=SC2046
+run 0 cc -std=c11 -o "$TMP/prog-static" "$TMP/prog.c" $(pkg-config --cflags migbench) \
+    "$LIBDIR/libmigbench.a" $(pkg-config --static --libs migbench | sed 's/-lmigbench//')
+run 0 "$TMP/prog-static"
+expect_out '^emu A100-SXM4-40GB emulated=1$'
+
+# The installed binary runs and finds its installed workloads.
+run 0 "$P/bin/migbench" layouts --list-gpus
+expect_out 'H100'
+
+# Man pages: the same text as `migbench help CMD`, line for line, for every command.
+for cmd in $("$MIGBENCH" --help | awk '/^commands:/{on=1;next} on&&/^$/{exit} on{print $1}'); do
+    MANWIDTH=250 man -M "$P/share/man" "migbench-$cmd" 2>"$TMP/man.err" | col -bx >"$TMP/man.txt" ||
+        { fail "man migbench-$cmd"; cat "$TMP/man.err" >&2; continue; }
+    "$MIGBENCH" help "$cmd" >"$TMP/help.txt"
+    python3 - "$TMP/help.txt" "$TMP/man.txt" "$cmd" <<'PY' || fail "man migbench-$cmd differs from help"
+import re, sys
+help_lines = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+man_lines = [l.strip() for l in open(sys.argv[2]) if l.strip()]
+opts = lambda ls: set(re.findall(r"--[a-z][a-z-]*", "\n".join(ls)))
+if opts(help_lines) != opts(man_lines):
+    sys.exit(f"{sys.argv[3]}: options {opts(help_lines) ^ opts(man_lines)} differ")
+i = 0
+for l in help_lines:  # every help line, in order, in the page
+    while i < len(man_lines) and man_lines[i] != l:
+        i += 1
+    if i == len(man_lines):
+        sys.exit(f"{sys.argv[3]}: man page lacks: {l}")
+PY
+done
+MANWIDTH=200 man -M "$P/share/man" migbench 2>/dev/null | col -bx >"$TMP/man.txt"
+grep -q 'migbench-monitor(1)' "$TMP/man.txt" || fail "migbench(1) does not list migbench-monitor(1)"
+grep -q -- '--version' "$TMP/man.txt" || fail "migbench(1) lacks --version"
+
+# bash completion: commands, and a command's options, from the installed binary.
+complete_words() {
+    PATH="$P/bin:$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+        _migbench; printf "%s\n" "${COMPREPLY[@]}"' _ "$P/share/bash-completion/completions/migbench" "$@"
+}
+[ "$(complete_words migbench mon)" = monitor ] || fail "completion of 'mon'"
+[ "$(complete_words migbench monitor --prom)" = --prometheus ] || fail "completion of --prom"
+[ "$(complete_words migbench mig s)" = show ] || fail "completion of 'mig s'"
+grep -q '^#compdef migbench' "$P/share/zsh/site-functions/_migbench" || fail "zsh #compdef"
+
+# cpack -G DEB: the same tree under /usr, with its library dependencies.
+(cd "$TMP" && cpack -G DEB --config "$MB_BINARY_DIR/CPackConfig.cmake" -B "$TMP/pkg" >"$TMP/cpack.log" 2>&1) ||
+    { fail "cpack -G DEB"; tail -20 "$TMP/cpack.log" >&2; }
+DEB=$(ls "$TMP"/pkg/migbench_*.deb 2>/dev/null | head -1)
+if [ -n "$DEB" ]; then
+    dpkg-deb -c "$DEB" >"$TMP/deb.txt"
+    for f in ./usr/bin/migbench ./usr/lib/libmigbench.so.0 ./usr/lib/pkgconfig/migbench.pc \
+        ./usr/share/man/man1/migbench-run.1 ./usr/include/migbench/device.h; do
+        grep -q " $f" "$TMP/deb.txt" || fail "package lacks $f"
+    done
+    dpkg-deb -f "$DEB" Depends | grep -q 'libcjson1' || fail "package Depends lacks libcjson1"
+else
+    fail "no .deb made"
+fi
+finish
