@@ -7,8 +7,7 @@ set -euo pipefail
 # What building and running migbench needs (the quickstart), and with --test what the test suite
 # needs too: cmocka, clang-format for the format check, python3-yaml for the examples check,
 # prometheus (promtool) for the textfile check, tmux for the monitor test, man-db for the man page
-# test, and
-# chromium, in which the tests open the HTML report.
+# test, and chromium, in which the tests open the HTML report.
 pkgs=(build-essential cmake pkg-config libyaml-dev libcjson-dev python3 python3-torch
       python3-torchvision)
 if [ "${1:-}" = "--test" ]; then
