@@ -145,7 +145,7 @@ static void account_energy(struct dev_state *s, const struct mb_telemetry *t)
     }
 }
 
-static void read_device(struct mb_monitor *m, struct dev_state *s, struct mb_monitor_gpu *g,
+static void read_device(struct dev_state *s, struct mb_monitor_gpu *g,
                         const struct mb_live_cell *cells, size_t n_cells)
 {
     memset(g, 0, sizeof(*g));
@@ -160,8 +160,8 @@ static void read_device(struct mb_monitor *m, struct dev_state *s, struct mb_mon
         s->last = g->tel;
         s->have_last = true;
     } else {
+        /* The counter bridges a failed read; the next good sample accounts for the gap. */
         snprintf(g->error, sizeof(g->error), "%s", err.msg);
-        s->energy_ok = s->energy_ok && !s->have_last ? false : s->energy_ok;
     }
     g->energy_ok = s->energy_ok && s->have_last;
     g->energy_j = s->energy_j;
@@ -193,7 +193,6 @@ static void read_device(struct mb_monitor *m, struct dev_state *s, struct mb_mon
         if (match)
             g->cells[g->n_cells++] = cells[c];
     }
-    (void)m;
 }
 
 int mb_monitor_sample(struct mb_monitor *m, struct mb_monitor_snapshot *out, struct mb_error *err)
@@ -218,7 +217,7 @@ int mb_monitor_sample(struct mb_monitor *m, struct mb_monitor_snapshot *out, str
     out->hostname[sizeof(out->hostname) - 1] = '\0';
     out->n_gpus = m->n;
     for (size_t i = 0; i < m->n; i++)
-        read_device(m, &m->d[i], &out->gpus[i], m->cells, n_cells);
+        read_device(&m->d[i], &out->gpus[i], m->cells, n_cells);
     return MB_OK;
 }
 

@@ -25,6 +25,11 @@ readelf -d "$LIBDIR/libmigbench.so.0" | grep -q 'Library soname: \[libmigbench.s
 [ "$(readlink "$LIBDIR/libmigbench.so")" = libmigbench.so.0 ] || fail "libmigbench.so -> .so.0"
 grep -q 'Apache License' "$P/share/doc/migbench/LICENSE" || fail "LICENSE text"
 
+# A library built with sanitizers (CI's ASan build) needs programs linked with them too.
+SAN=$(sed -n 's/^MB_SANITIZE:STRING=//p' "$MB_BINARY_DIR/CMakeCache.txt")
+SANFLAGS=()
+[ -z "$SAN" ] || SANFLAGS=("-fsanitize=$SAN")
+
 # A program against the installed library, found through pkg-config only.
 export PKG_CONFIG_PATH="$(dirname "$PC")"
 run 0 pkg-config --exists migbench
@@ -53,14 +58,16 @@ int main(void)
 }
 C
 # shellcheck disable=SC2046 # pkg-config's output is meant to be split into words
-run 0 cc -std=c11 -Wall -Werror -o "$TMP/prog" "$TMP/prog.c" $(pkg-config --cflags --libs migbench)
+run 0 cc -std=c11 -Wall -Werror ${SANFLAGS[@]+"${SANFLAGS[@]}"} -o "$TMP/prog" "$TMP/prog.c" \
+    $(pkg-config --cflags --libs migbench)
 LD_LIBRARY_PATH="$LIBDIR" run 0 "$TMP/prog"
 expect_out '^emu A100-SXM4-40GB emulated=1$'
 expect_out '^not supported by this device$'
 LD_LIBRARY_PATH="$LIBDIR" run 0 ldd "$TMP/prog"
 expect_out "libmigbench\.so\.0 => $LIBDIR/libmigbench\.so\.0"
 # shellcheck disable=SC2046
-run 0 cc -std=c11 -o "$TMP/prog-static" "$TMP/prog.c" $(pkg-config --cflags migbench) \
+run 0 cc -std=c11 ${SANFLAGS[@]+"${SANFLAGS[@]}"} -o "$TMP/prog-static" "$TMP/prog.c" \
+    $(pkg-config --cflags migbench) \
     "$LIBDIR/libmigbench.a" $(pkg-config --static --libs migbench | sed 's/-lmigbench//')
 run 0 "$TMP/prog-static"
 expect_out '^emu A100-SXM4-40GB emulated=1$'

@@ -2,6 +2,8 @@
 # Prometheus textfiles from monitor, run and measure: promtool check metrics (only dcgm-exporter's
 # own naming findings accepted), no whole-GPU power or energy on MIG rows, per-job attributed
 # energies summing to the GPU's energy over the same windows; and monitor showing a live run.
+# Starts threads (MB_TEST_THREADS): run and measure sample the device on the meter thread while
+# the exporter reads it from the main thread.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 command -v promtool >/dev/null || { echo "FAIL: promtool is needed (package prometheus)" >&2; exit 1; }
 FX="$MB_BINARY_DIR/fixtures"
