@@ -886,6 +886,11 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         code = rc == MB_EUNSUPPORTED ? MB_EXIT_USAGE : MB_EXIT_FAIL;
         goto out;
     }
+    /* Before the results directory exists: a textfile that cannot be written changes nothing. */
+    if (mb_cli_run_export_open(&ex, a->prometheus, spec, info.uuid, exp->name, dir) != 0) {
+        code = MB_EXIT_FAIL;
+        goto out;
+    }
     if (mb_results_mkdirs(dir, 0755, &err) != MB_OK ||
         mb_journal_open(jpath, &journal, &err) != MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
@@ -893,10 +898,6 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         goto out;
     }
     ro.journal = journal;
-    if (mb_cli_run_export_open(&ex, a->prometheus, spec, info.uuid, exp->name, dir) != 0) {
-        code = MB_EXIT_FAIL;
-        goto out;
-    }
     install_handlers();
     if (a->resume) {
         struct mb_leftovers *left = malloc(sizeof(*left));

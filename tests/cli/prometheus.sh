@@ -59,6 +59,14 @@ runs:
 measure: {warmup: 200ms, duration: 5200ms, sample_interval: 50ms, grace: 1s, progress_timeout: 10s, repetitions: 2}
 YAML
 run 0 "$MIGBENCH" mig clear --device "$STATE"
+# A textfile that cannot be written stops the run before anything is made or run.
+run 1 "$MIGBENCH" run "$TMP/exp.yaml" --device "$STATE" --results "$TMP/nores" \
+    --prometheus "$TMP/no/such/dir/run.prom"
+expect_err "--prometheus $TMP/no/such/dir/run.prom: .*No such file or directory"
+[ ! -e "$TMP/nores" ] || fail "a failed --prometheus left a results directory"
+run 125 "$MIGBENCH" measure --device emu:A100-40GB --prometheus "$TMP/no/such/dir/m.prom" -- \
+    touch "$TMP/ran"
+[ ! -e "$TMP/ran" ] || fail "measure ran its command although --prometheus failed"
 "$MIGBENCH" run "$TMP/exp.yaml" --device "$STATE" --results "$TMP/res" --only mix,ts \
     --set measure.repetitions=1 --prometheus "$TMP/run.prom" >"$TMP/run.out" 2>"$TMP/run.err" &
 RUN_PID=$!
