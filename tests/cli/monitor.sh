@@ -77,7 +77,7 @@ expect_out '^t=0\.000 gpu=0 device=nvml:0 backend=nvml power=[0-9.]+W '
 SOCK="$TMP/tmux.sock"
 tm() { tmux -S "$SOCK" "$@"; }
 tm new-session -d -s mon -x 160 -y 50 \
-    "'$MIGBENCH' monitor -d '$STATE' --interval 200ms; echo MONITOR-EXITED \$?; read x"
+    "'$MIGBENCH' monitor -d '$DEV' -d '$STATE' --interval 200ms; echo MONITOR-EXITED \$?; read x"
 seen=""
 for _ in $(seq 300); do
     tm capture-pane -p -t mon >"$TMP/pane" 2>/dev/null || true
@@ -89,7 +89,10 @@ done
 tm capture-pane -p -S - -t mon >"$TMP/all"
 [ "$(grep -c '^migbench monitor ' "$TMP/all")" -eq 1 ] ||
     fail "expected one header in the pane and its history (in-place refresh)"
-grep -q '^GPU 0  NVIDIA H100 80GB HBM3 (emulated' "$TMP/pane" || fail "no GPU line"
+grep -q "^GPU 0  NVIDIA H100 80GB HBM3 (emulated: modelled numbers)  \[$DEV\]" "$TMP/pane" ||
+    fail "no line for GPU 0"
+grep -q '^GPU 1  NVIDIA H100 80GB HBM3 (emulated' "$TMP/pane" || fail "no line for GPU 1"
+grep -q '^  MIG      on, 0 instances$' "$TMP/pane" || fail "GPU 0 has MIG on and no instances"
 grep -Eq '^ +[0-9]+ +0 +3g\.40gb ' "$TMP/pane" || fail "no 3g.40gb instance row"
 grep -q 'power .*(averaged, 1000 ms window)' "$TMP/pane" || fail "no power line with its window"
 if grep -q '^t=' "$TMP/pane"; then fail "plain lines on a terminal"; fi
