@@ -31,7 +31,8 @@ SANFLAGS=()
 [ -z "$SAN" ] || SANFLAGS=("-fsanitize=$SAN")
 
 # A program against the installed library, found through pkg-config only.
-export PKG_CONFIG_PATH="$(dirname "$PC")"
+PKG_CONFIG_PATH=$(dirname "$PC")
+export PKG_CONFIG_PATH
 run 0 pkg-config --exists migbench
 run 0 pkg-config --modversion migbench
 expect_out "^$("$MIGBENCH" --version | cut -d' ' -f2)\$"
@@ -113,7 +114,7 @@ grep -q '^#compdef migbench' "$P/share/zsh/site-functions/_migbench" || fail "zs
 # cpack -G DEB: the same tree under /usr, with its library dependencies.
 (cd "$TMP" && cpack -G DEB --config "$MB_BINARY_DIR/CPackConfig.cmake" -B "$TMP/pkg" >"$TMP/cpack.log" 2>&1) ||
     { fail "cpack -G DEB"; tail -20 "$TMP/cpack.log" >&2; }
-DEB=$(ls "$TMP"/pkg/migbench_*.deb 2>/dev/null | head -1)
+DEB=$(find "$TMP/pkg" -maxdepth 1 -name 'migbench_*.deb' 2>/dev/null | head -1)
 if [ -n "$DEB" ]; then
     dpkg-deb -c "$DEB" >"$TMP/deb.txt"
     for f in ./usr/bin/migbench ./usr/lib/libmigbench.so.0 ./usr/lib/pkgconfig/migbench.pc \

@@ -30,7 +30,9 @@ grep -Eq '^DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION\{.*\} [0-9]+$' "$TMP/mon.prom" |
 grep -Eq '^DCGM_FI_DEV_FB_USED\{.*GPU_I_ID="[0-9]+",GPU_I_PROFILE="3g\.40gb"\} 0$' "$TMP/mon.prom" ||
     fail "MIG FB_USED row"
 grep -q '^# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter$' "$TMP/mon.prom" || fail "counter"
-ls "$TMP" | grep -q 'mon.prom.tmp' && fail "temporary file left next to the textfile"
+for f in "$TMP"/mon.prom.tmp*; do
+    [ -e "$f" ] && fail "temporary file left next to the textfile: $f"
+done
 
 # The checker itself catches what it is there for.
 sed 's/^\(DCGM_FI_DEV_FB_USED{.*GPU_I_PROFILE="3g.40gb"}\) 0$/&\nDCGM_FI_DEV_POWER_USAGE{gpu="0",GPU_I_ID="1"} 5/' \
