@@ -76,6 +76,10 @@ expect_out '^emu A100-SXM4-40GB emulated=1$'
 # The installed binary runs and finds its installed workloads.
 run 0 "$P/bin/migbench" layouts --list-gpus
 expect_out 'H100'
+run 0 env -u MIGBENCH_WORKLOADS "$P/bin/migbench" run "$MB_SOURCE_DIR/examples/quickstart.yaml" \
+    --dry-run --device emu:A100-80GB
+grep -q " $P/bin/../share/migbench/workloads/vision.py " "$TMP/out" ||
+    fail "the installed migbench does not find its installed workloads"
 
 # Man pages: the same text as `migbench help CMD`, line for line, for every command.
 for cmd in $("$MIGBENCH" --help | awk '/^commands:/{on=1;next} on&&/^$/{exit} on{print $1}'); do
