@@ -563,15 +563,17 @@ int mb_monitor_format(const struct mb_monitor_snapshot *s, enum mb_monitor_forma
     *out = NULL;
     if (fmt == MB_MONITOR_JSON) {
         cJSON *o = cJSON_CreateObject();
+        if (o) {
+            cJSON_AddNumberToObject(o, "seq", (double)s->seq);
+            cJSON_AddNumberToObject(o, "elapsed_s", s->elapsed_s);
+            cJSON_AddNumberToObject(o, "unix_ms", (double)s->unix_ms);
+            cJSON_AddStringToObject(o, "hostname", s->hostname);
+        }
         cJSON *arr = o ? cJSON_AddArrayToObject(o, "gpus") : NULL;
         if (!arr) {
             cJSON_Delete(o);
             return mb_error_set(err, MB_ENOMEM, "monitor: out of memory");
         }
-        cJSON_AddNumberToObject(o, "seq", (double)s->seq);
-        cJSON_AddNumberToObject(o, "elapsed_s", s->elapsed_s);
-        cJSON_AddNumberToObject(o, "unix_ms", (double)s->unix_ms);
-        cJSON_AddStringToObject(o, "hostname", s->hostname);
         for (size_t i = 0; i < s->n_gpus; i++) {
             cJSON *g = json_gpu(&s->gpus[i], i);
             if (g)
