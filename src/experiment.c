@@ -399,6 +399,20 @@ static int get_string(struct pctx *c, const struct ynode *n, const char *field, 
     return MB_OK;
 }
 
+static int get_bool(struct pctx *c, const struct ynode *n, const char *field, bool *out)
+{
+    int rc = want(c, n, Y_SCALAR, field, "true or false");
+    if (rc)
+        return rc;
+    if (strcmp(n->str, "true") == 0)
+        *out = true;
+    else if (strcmp(n->str, "false") == 0)
+        *out = false;
+    else
+        return perr(c, n->line, n->origin, field, "'%s' is neither true nor false", n->str);
+    return MB_OK;
+}
+
 static int get_number(struct pctx *c, const struct ynode *n, const char *field, double lo,
                       double hi, double *out)
 {
@@ -662,8 +676,8 @@ static int parse_workload(struct pctx *c, const char *name, unsigned key_line,
                           const struct ynode *n, struct mb_exp_workload *w)
 {
     static const char *const keys[] = {
-        "command",          "unit",       "host_args", "gpu_args", "progress_regex",
-        "samples_per_step", "memory_mib", NULL};
+        "command",          "unit",       "host_args", "gpu_args",          "progress_regex",
+        "samples_per_step", "memory_mib", "pty",       "python_unbuffered", NULL};
     char field[FIELD_MAX];
     fieldf(field, "workloads.%s", name);
     if (!safe_name(name) || strlen(name) >= MB_EXP_NAME_MAX)
@@ -672,6 +686,7 @@ static int parse_workload(struct pctx *c, const char *name, unsigned key_line,
     snprintf(w->name, sizeof(w->name), "%s", name);
     w->line = key_line ? key_line : n->line;
     w->memory_mib = -1;
+    w->python_unbuffered = true;
     snprintf(w->unit, sizeof(w->unit), "samples");
     int rc = want(c, n, Y_MAP, field, "a mapping with command, unit, ...");
     if (rc || (rc = check_keys(c, n, field, keys)))
@@ -740,6 +755,16 @@ static int parse_workload(struct pctx *c, const char *name, unsigned key_line,
         if ((rc = get_int(c, v, f, 1, 16L * 1024 * 1024, &m)))
             return rc;
         w->memory_mib = m;
+    }
+    if ((v = map_get(n, "pty", NULL))) {
+        fieldf(f, "%s.pty", field);
+        if ((rc = get_bool(c, v, f, &w->pty)))
+            return rc;
+    }
+    if ((v = map_get(n, "python_unbuffered", NULL))) {
+        fieldf(f, "%s.python_unbuffered", field);
+        if ((rc = get_bool(c, v, f, &w->python_unbuffered)))
+            return rc;
     }
     return MB_OK;
 }

@@ -26,6 +26,7 @@ struct mb_progress {
     struct mb_progress_point last;
     bool have_last;
     struct mb_progress_point first;
+    char unit_name[16];     /* from unit=; "" none */
     bool read_counted;      /* the current mb_progress_feed call already completed a record */
     uint64_t last_no_job_t; /* seq of the last record without the job's own clock; 0 none */
 };
@@ -206,6 +207,16 @@ static void parse_protocol(struct mb_progress *p, const char *s, size_t n, int64
                 return;
             }
             has_samples = true;
+        } else if (klen == 4 && memcmp(tok, "unit", 4) == 0) {
+            const char *v = eq + 1;
+            size_t vlen = (size_t)(s - v);
+            bool ok = vlen > 0 && vlen < sizeof(p->unit_name);
+            for (size_t i = 0; ok && i < vlen; i++)
+                ok = (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') || v[i] == '_';
+            if (ok && !p->unit_name[0]) {
+                memcpy(p->unit_name, v, vlen);
+                p->unit_name[vlen] = '\0';
+            }
         } else if (klen == 1 && tok[0] == 't') {
             if (!parse_double(eq + 1, s, &job_t)) {
                 p->counts.garbage++;
@@ -319,6 +330,11 @@ void mb_progress_end(struct mb_progress *p)
 void mb_progress_get_counts(const struct mb_progress *p, struct mb_progress_counts *out)
 {
     *out = p->counts;
+}
+
+const char *mb_progress_unit_name(const struct mb_progress *p)
+{
+    return p->unit_name[0] ? p->unit_name : NULL;
 }
 
 bool mb_progress_unit_is_samples(const struct mb_progress *p)

@@ -928,6 +928,10 @@ static int setup_job(struct cell *c, size_t i)
             rc = add_env(j, "CUDA_VISIBLE_DEVICES=%s", c->info.uuid);
         break;
     }
+    /* An unmodified Python job block-buffers a piped stdout: its progress lines would arrive in
+     * bursts, timed wrong. */
+    if (rc == MB_OK && j->w->python_unbuffered)
+        rc = add_env(j, "PYTHONUNBUFFERED=1");
     if (rc != MB_OK)
         return mb_error_set(c->err, rc, "job %s: environment too large", j->name);
     return MB_OK;
@@ -1012,6 +1016,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
         spec.stdin_null = true;
         spec.progress_pipe = true;
         spec.capture = true;
+        spec.pty = j->w->pty;
         spec.log_path = log;
         spec.tee_stdout_fd = -1;
         spec.tee_stderr_fd = -1;
@@ -1075,8 +1080,11 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
                 cell_fail(c, (int)j->index, "%s", j->fail);
             } else if (t - j->last_progress_ns > m->progress_timeout_ns) {
                 j->failed = true;
-                snprintf(j->fail, sizeof(j->fail), "job %s reported no progress for %.0fs", j->name,
-                         (double)(t - j->last_progress_ns) / 1e9);
+                snprintf(j->fail, sizeof(j->fail), "job %s reported no progress for %.0fs%s",
+                         j->name, (double)(t - j->last_progress_ns) / 1e9,
+                         j->regex_mode && !j->w->pty
+                             ? " (is its output block-buffered? pty: true runs it on a terminal)"
+                             : "");
                 cell_fail(c, (int)j->index, "%s", j->fail);
             }
         }

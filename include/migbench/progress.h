@@ -3,8 +3,9 @@
  *
  * Protocol mode (default): lines like "step=120 samples=7680 loss=3.91" — whitespace-separated
  * key=value pairs; `step` (required) is the step count so far, `samples` the cumulative samples
- * processed so far, `t` (optional) the job's own clock in seconds when it wrote the line; other
- * keys are ignored. Regex mode: a POSIX extended regular expression applied to each line; its
+ * processed so far, `t` (optional) the job's own clock in seconds when it wrote the line, `unit`
+ * (optional) what `samples` counts ("images", "tokens": letters and '_', at most 15); other keys
+ * are ignored. Regex mode: a POSIX extended regular expression applied to each line; its
  * first parenthesised group is the step number and its second, when there is one, the job's own
  * clock in seconds; lines that do not match are ordinary output and are not counted as errors.
  *
@@ -93,6 +94,9 @@ void mb_progress_end(struct mb_progress *p);
 
 /* Copies the counters. */
 void mb_progress_get_counts(const struct mb_progress *p, struct mb_progress_counts *out);
+
+/* The unit the job named with unit= (the first one it gave), or NULL when it named none. */
+const char *mb_progress_unit_name(const struct mb_progress *p);
 
 /* True when work is counted in samples, false when in steps. */
 bool mb_progress_unit_is_samples(const struct mb_progress *p);

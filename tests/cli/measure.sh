@@ -18,6 +18,16 @@ expect_json() {
     [ "$got" = "$2" ] || fail "json: $1 = '$got', expected '$2'"
 }
 
+# wait_line FILE PATTERN: waits until a line of FILE matches PATTERN. The bound (120 s) only keeps
+# a broken run from hanging the suite.
+wait_line() {
+    for _ in $(seq 1200); do
+        grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    fail "timed out waiting for /$2/ in $1"
+}
+
 # Usage errors: exit 2, nothing on stdout, no command run.
 run 0 "$MIGBENCH" measure --help
 expect_out 'usage: migbench measure'
@@ -68,22 +78,22 @@ for dev in $DEVICES; do
     # The command's own options are not ours, with or without "--".
     run 4 "${M[@]}" sh -c 'exit 4' --json
 
-    # SIGINT to migbench reaches the command: it dies of it and we say so (128+2).
-    "${M[@]}" -- "$FX/fx_steady" --duration 60 >"$TMP/out" 2>"$TMP/err" &
+    # SIGINT to migbench reaches the command: it dies of it and we say so (128+2). The signal is
+    # sent once the command has written its first line (seen through migbench's copy of its
+    # stdout), not after a sleep.
+    "${M[@]}" --progress-regex '^iter ([0-9]+)' -- "$FX/fx_steady" --stdout --duration 600 \
+        >"$TMP/out" 2>"$TMP/err" &
     pid=$!
-    for _ in $(seq 50); do
-        grep -q . "$TMP/err" 2>/dev/null && break
-        sleep 0.1
-    done
-    sleep 0.5
+    wait_line "$TMP/out" '^iter 1 '
     kill -INT "$pid"
     got=0
     wait "$pid" || got=$?
     [ "$got" = 130 ] || fail "$dev: SIGINT: exit $got, expected 130"
     # SIGTERM: fx_steady stops cleanly on it, so the status is its own 0.
-    "${M[@]}" -- "$FX/fx_steady" --duration 60 >"$TMP/out" 2>"$TMP/err" &
+    "${M[@]}" --progress-regex '^iter ([0-9]+)' -- "$FX/fx_steady" --stdout --duration 600 \
+        >"$TMP/out" 2>"$TMP/err" &
     pid=$!
-    sleep 1
+    wait_line "$TMP/out" '^iter 1 '
     kill -TERM "$pid"
     got=0
     wait "$pid" || got=$?

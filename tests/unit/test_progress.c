@@ -297,6 +297,14 @@ static void test_bursts_refused_or_job_clock(void **state)
     assert_int_equal(c.records, 2);
     assert_int_equal(c.rejected, 1);
     assert_int_equal(c.reads, 1);
+    assert_null(mb_progress_unit_name(p));
+    mb_progress_destroy(p);
+
+    /* The unit the job names: the first well-formed one. */
+    p = make(NULL, 0, 0, 0);
+    feed_str(p, "step=1 samples=9 unit=tok$ns\nstep=2 samples=18 unit=tokens\n", 1);
+    feed_str(p, "step=3 samples=27 unit=images\n", 2);
+    assert_string_equal(mb_progress_unit_name(p), "tokens");
     mb_progress_destroy(p);
 }
 
