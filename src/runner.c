@@ -67,8 +67,9 @@ struct job {
     char fail[REASON_MAX];
     struct mb_cpuset cpus;
     bool has_cpus;
-    int instance;         /* index into cell.inst, -1 none */
-    int thread_pct;       /* -1 none */
+    unsigned cores; /* CPUs it may use (its set, else all online); OMP_NUM_THREADS; 0 unknown */
+    int instance;   /* index into cell.inst, -1 none */
+    int thread_pct; /* -1 none */
     struct cooldown cool; /* exclusive: the cool-down before this job (not the first) */
 };
 
@@ -1389,6 +1390,8 @@ static cJSON *job_json(struct cell *c, struct job *j)
     } else {
         cJSON_AddNullToObject(o, "cpus");
     }
+    cJSON_AddItemToObject(o, "cores", num_or_null(j->cores > 0, j->cores));
+    cJSON_AddItemToObject(o, "omp_num_threads", num_or_null(j->cores > 0, j->cores));
     cJSON_AddItemToObject(o, "thread_percentage", num_or_null(j->thread_pct >= 0, j->thread_pct));
     cJSON_AddItemToObject(o, "cooldown", cooldown_json(&j->cool));
     cJSON *ex = cJSON_AddObjectToObject(o, "exit");
@@ -1582,6 +1585,17 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
             }
         }
         free(sets);
+    }
+    /* Every job's CPU threads match the cores it may use: a baseline that claims the whole
+     * device must not run on torch's default of fewer threads. */
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    for (size_t i = 0; i < c->n_jobs && !c->failed; i++) {
+        struct job *j = &c->jobs[i];
+        j->cores = j->has_cpus ? j->cpus.n : online > 0 ? (unsigned)online : 0;
+        if (j->cores > 0 && (rc = add_env(j, "OMP_NUM_THREADS=%u", j->cores)) != MB_OK) {
+            rc = mb_error_set(err, rc, "job %s: environment too large", j->name);
+            goto teardown;
+        }
     }
 
     if (!c->failed)
