@@ -560,8 +560,9 @@ int mb_amount_parse(const char *text, bool allow_steps, bool allow_stable, struc
     else if (strcmp(end, "steps") == 0 || strcmp(end, "step") == 0) {
         if (!allow_steps)
             return mb_error_set(err, MB_EPARSE, "'%s': a time is needed here, not steps", text);
-        if (v != floor(v) || v < 1 || v > 1e12)
-            return mb_error_set(err, MB_EPARSE, "'%s': steps must be a whole number >= 1", text);
+        /* 0 steps is a warm-up of none; a window of 0 steps is refused by its caller. */
+        if (v != floor(v) || v < 0 || v > 1e12)
+            return mb_error_set(err, MB_EPARSE, "'%s': steps must be a whole number >= 0", text);
         out->kind = MB_AMOUNT_STEPS;
         out->steps = (uint64_t)v;
         return MB_OK;
@@ -936,7 +937,8 @@ static int parse_measure(struct pctx *c, const struct ynode *n, struct mb_exp_me
     if ((v = map_get(n, "duration", NULL))) {
         if ((rc = get_amount(c, v, "measure.duration", true, true, &m->duration)))
             return rc;
-        if (m->duration.kind == MB_AMOUNT_TIME && m->duration.ns <= 0)
+        if ((m->duration.kind == MB_AMOUNT_TIME && m->duration.ns <= 0) ||
+            (m->duration.kind == MB_AMOUNT_STEPS && m->duration.steps == 0))
             return perr(c, v->line, v->origin, "measure.duration", "must be longer than 0");
     }
     bool stable = m->duration.kind == MB_AMOUNT_STABLE;

@@ -41,7 +41,7 @@ expect_err "warmup 'tenseconds'"
 # The documented duration syntax: ns/us/ms/s/m or a bare number of seconds, at most a day; the
 # warm-up also takes Nsteps. Options are read before --help answers, so each is checked alone.
 for ok in "--interval 0.001" "--interval 1ms" "--idle 2" "--idle 1.5m" "--idle 24h" \
-    "--warmup 20steps" "--warmup 3" "--min-window 500us"; do
+    "--warmup 20steps" "--warmup 0steps" "--warmup 3" "--min-window 500us"; do
     # shellcheck disable=SC2086 # the option and its value are two words
     run 0 "$MIGBENCH" measure $ok --help
 done
