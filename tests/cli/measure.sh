@@ -81,23 +81,26 @@ for dev in $DEVICES; do
     # SIGINT to migbench reaches the command: it dies of it and we say so (128+2). The signal is
     # sent once the command has written its first line (seen through migbench's copy of its
     # stdout), not after a sleep.
+    # Each run writes its own files: a line left by an earlier run must not look like this one's.
     "${M[@]}" --progress-regex '^iter ([0-9]+)' -- "$FX/fx_steady" --stdout --duration 600 \
-        >"$TMP/out" 2>"$TMP/err" &
+        >"$TMP/int.out" 2>"$TMP/int.err" &
     pid=$!
-    wait_line "$TMP/out" '^iter 1 '
+    wait_line "$TMP/int.out" '^iter 1 '
     kill -INT "$pid"
     got=0
     wait "$pid" || got=$?
     [ "$got" = 130 ] || fail "$dev: SIGINT: exit $got, expected 130"
+    rm -f "$TMP/int.out" "$TMP/int.err"
     # SIGTERM: fx_steady stops cleanly on it, so the status is its own 0.
     "${M[@]}" --progress-regex '^iter ([0-9]+)' -- "$FX/fx_steady" --stdout --duration 600 \
-        >"$TMP/out" 2>"$TMP/err" &
+        >"$TMP/term.out" 2>"$TMP/term.err" &
     pid=$!
-    wait_line "$TMP/out" '^iter 1 '
+    wait_line "$TMP/term.out" '^iter 1 '
     kill -TERM "$pid"
     got=0
     wait "$pid" || got=$?
     [ "$got" = 0 ] || fail "$dev: SIGTERM: exit $got, expected 0"
+    rm -f "$TMP/term.out" "$TMP/term.err"
 
     # --json: valid JSON on stdout only; the command's stdout moved to stderr.
     run 0 "${M[@]}" --json --warmup 0.1s --csv "$TMP/t.csv" -- "$FX/fx_steady" --rate 40 --duration 1
