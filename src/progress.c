@@ -416,9 +416,9 @@ void mb_progress_throughput(const struct mb_progress *p, int64_t origin_ns, int6
     bool bursty = out->records >= 2 * out->reads;
     if (k < 2 || !(t[k - 1] > 0)) {
         snprintf(out->reason, sizeof(out->reason),
-                 "fewer than two progress records %s after the warm-up: %llu arrived after it "
+                 "fewer than two progress records %safter the warm-up: %llu arrived after it "
                  "(%llu in all), in %llu read%s, from %.1f s to %.1f s after the start%s%s",
-                 k < 2 ? "" : "apart in time", (unsigned long long)out->records,
+                 k < 2 ? "" : "apart in time ", (unsigned long long)out->records,
                  (unsigned long long)p->counts.records, (unsigned long long)out->reads,
                  out->reads == 1 ? "" : "s", (double)(p0->t_ns - origin_ns) * 1e-9,
                  (double)(p->last.t_ns - origin_ns) * 1e-9,

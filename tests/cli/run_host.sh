@@ -85,6 +85,8 @@ for r in ("alone", "shared", "split"):
         check(j["cores"] == want and j["omp_num_threads"] == want, f"{r}/{j['name']}: cores {j['cores']} threads {j['omp_num_threads']}, expected {want}")
         check(j["env"].get("OMP_NUM_THREADS") == str(want), f"{r}/{j['name']}: env {j['env']}")
         check(j["env"].get("PYTHONUNBUFFERED") == "1", f"{r}/{j['name']}: env {j['env']}")
+        if "OMP_WAIT_POLICY" not in os.environ:
+            check(j["env"].get("OMP_WAIT_POLICY") == "PASSIVE", f"{r}/{j['name']}: env {j['env']}")
 ev = [json.loads(l) for l in open(f"{res}/journal.jsonl")]
 names = [e["event"] for e in ev]
 check(names[0] == "experiment_started" and names[-1] == "experiment_finished", f"journal ends {names}")
