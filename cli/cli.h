@@ -66,6 +66,12 @@ int mb_cli_outfile_open(struct mb_cli_outfile *o, const char *cmd, const char *p
 int mb_cli_outfile_commit(struct mb_cli_outfile *o, const char *cmd);
 void mb_cli_outfile_abort(struct mb_cli_outfile *o);
 
+/*
+ * Formats v with about `sig` significant digits in plain notation, never as "1.5e+02": 150, 1234,
+ * 12.3, 0.0123 (trailing zeros dropped, as %g does). Writes into buf (cap bytes) and returns buf.
+ */
+char *mb_cli_fmt_sig(char *buf, size_t cap, double v, int sig);
+
 /* The table entries, one per cmd_<name>.c. */
 extern const struct mb_cmd mb_cmd_help;
 extern const struct mb_cmd mb_cmd_layouts;

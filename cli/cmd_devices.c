@@ -142,7 +142,9 @@ static cJSON *json_device(const struct dev_report *r)
         add_num_if(o, "power_avg_mw", v & MB_TEL_POWER_AVG, t->power_avg_mw);
         add_num_if(o, "energy_mj", v & MB_TEL_ENERGY, (double)t->energy_mj);
         add_num_if(o, "energy_dram_mj", v & MB_TEL_ENERGY_DRAM, (double)t->energy_dram_mj);
-        add_num_if(o, "util_gpu_pct", v & MB_TEL_UTIL_GPU, t->util_gpu_pct);
+        /* The host's "utilisation" is the CPU's: named so, with no GPU field beside it. */
+        bool host = strcmp(r->info.backend, "host") == 0;
+        add_num_if(o, host ? "util_cpu_pct" : "util_gpu_pct", v & MB_TEL_UTIL_GPU, t->util_gpu_pct);
         add_num_if(o, "util_mem_pct", v & MB_TEL_UTIL_MEM, t->util_mem_pct);
         add_num_if(o, "mem_used_bytes", v & MB_TEL_MEM_USED, (double)t->mem_used_bytes);
         add_num_if(o, "clock_sm_mhz", v & MB_TEL_CLOCK_SM, t->clock_sm_mhz);
@@ -303,10 +305,11 @@ static void print_text(FILE *out, size_t i, const struct dev_report *r)
             fprintf(out, ", DRAM %.3f J", (double)t->energy_dram_mj / 1000.0);
         fmt_mw(a, sizeof(a), v & MB_TEL_POWER_LIMIT, t->power_limit_mw);
         fprintf(out, "; power limit %s\n", a);
+        const char *what = strcmp(r->info.backend, "host") == 0 ? "CPU utilisation" : "utilisation";
         if (v & MB_TEL_UTIL_GPU)
-            fprintf(out, "  %-14s utilisation %u%%", "", t->util_gpu_pct);
+            fprintf(out, "  %-14s %s %u%%", "", what, t->util_gpu_pct);
         else
-            fprintf(out, "  %-14s utilisation n/a", "");
+            fprintf(out, "  %-14s %s n/a", "", what);
         if (v & MB_TEL_MEM_USED)
             fprintf(out, ", memory used %llu MiB",
                     (unsigned long long)(t->mem_used_bytes / (1024u * 1024u)));

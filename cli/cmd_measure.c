@@ -41,6 +41,8 @@ struct opts {
     const char *csv;
     int64_t min_window_ns;
     const char *prometheus; /* --prometheus FILE, or NULL */
+    bool pty;
+    bool python_buffered;
     char **argv;
 };
 
@@ -478,6 +480,8 @@ static int parse(int argc, char **argv, struct opts *o)
         {"csv", required_argument, NULL, 'c'},
         {"min-window", required_argument, NULL, 'm'},
         {"prometheus", required_argument, NULL, 'P'},
+        {"pty", no_argument, NULL, 'T'},
+        {"python-buffered", no_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -540,6 +544,12 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case 'P':
             o->prometheus = optarg;
+            break;
+        case 'T':
+            o->pty = true;
+            break;
+        case 'B':
+            o->python_buffered = true;
             break;
         case 'h':
             mb_cli_print_help(&mb_cmd_measure, stdout);
@@ -635,11 +645,16 @@ static int measure_run(int argc, char **argv)
         idle_id = -1;
     }
 
-    bool capture = o.json || o.regex;
+    bool capture = o.json || o.regex || o.pty;
+    /* An unmodified Python job block-buffers a piped stdout; its progress would come in bursts. */
+    char unbuffered[] = "PYTHONUNBUFFERED=1";
+    char *env[] = {o.python_buffered ? NULL : unbuffered, NULL};
     struct mb_proc_spec ps = {
         .argv = o.argv,
+        .env = env,
         .progress_pipe = true,
         .capture = capture,
+        .pty = o.pty,
         /* With --json stdout is ours: the command's output goes to stderr instead. */
         .tee_stdout_fd = o.json ? 2 : 1,
         .tee_stderr_fd = 2,
@@ -695,7 +710,10 @@ static int measure_run(int argc, char **argv)
     mb_progress_get_counts(use, &r.pc);
     r.have_progress = mb_progress_first(use, &r.first) && mb_progress_last(use, &r.last);
     mb_progress_throughput(use, j.origin_ns, o.warmup_ns, o.warmup_steps, 10, &r.tp);
-    r.unit = o.unit ? o.unit : mb_progress_unit_is_samples(use) ? "samples" : "steps";
+    r.unit = o.unit                             ? o.unit
+             : mb_progress_unit_name(use)       ? mb_progress_unit_name(use)
+             : mb_progress_unit_is_samples(use) ? "samples"
+                                                : "steps";
     /* Energy per unit: steady mean power over steady throughput (both after the warm-up). */
     if (r.tp.valid && r.tp.rate.mean > 0 && r.have_steady && r.steady.mean_power_valid) {
         r.epu_valid = true;
@@ -736,8 +754,8 @@ const struct mb_cmd mb_cmd_measure = {
              "[--warmup 10s|20steps]\n"
              "                        [--progress-regex RE --samples-per-step N] [--unit NAME] "
              "[--json]\n"
-             "                        [--csv FILE] [--min-window S] [--prometheus FILE] -- CMD "
-             "[ARGS...]",
+             "                        [--csv FILE] [--min-window S] [--prometheus FILE] [--pty]\n"
+             "                        [--python-buffered] -- CMD [ARGS...]",
     .help =
         "Runs CMD (no shell) with the meter sampling the device around it, then prints a summary\n"
         "to stderr: wall time, energy from the hardware counter and from integrated power with\n"
@@ -749,7 +767,8 @@ const struct mb_cmd mb_cmd_measure = {
         "  --interval D         sampling interval, 1ms .. 10s (default 100ms)\n"
         "  --idle D             measure idle power for D before starting CMD\n"
         "  --warmup D|Nsteps    leave the first D (or N steps) out of the throughput\n"
-        "  --progress-regex RE  POSIX ERE over CMD's stdout; its first group is the step\n"
+        "  --progress-regex RE  POSIX ERE over CMD's stdout; its first group is the step, its\n"
+        "                       second (optional) CMD's own clock in seconds\n"
         "  --samples-per-step N with --progress-regex: work units per step\n"
         "  --unit NAME          name of the work unit in the output (images, tokens, ...)\n"
         "  --json               the summary as JSON on stdout (CMD's stdout then goes to stderr)\n"
@@ -758,9 +777,14 @@ const struct mb_cmd mb_cmd_measure = {
         "                       of 2 x the sensor's update period and 1 s)\n"
         "  --prometheus FILE    keep FILE as a node_exporter textfile: the device's live values\n"
         "                       while CMD runs, then CMD's energy (docs/prometheus.md)\n"
+        "  --pty                run CMD with its stdout on a pseudo-terminal, so that programs\n"
+        "                       that block-buffer a pipe (C stdio) write it line by line\n"
+        "  --python-buffered    do not set PYTHONUNBUFFERED=1 for CMD (set by default)\n"
         "\n"
         "CMD finds its progress pipe in MIGBENCH_PROGRESS_FD and writes lines such as\n"
-        "'step=120 samples=7680'. SIGINT and SIGTERM are forwarded to CMD. The exit status is\n"
+        "'step=120 samples=7680' (t=SECONDS its own clock, unit=tokens its unit). Progress that\n"
+        "arrives in bursts (buffered output) gets no throughput unless it carries its own clock.\n"
+        "SIGINT and SIGTERM are forwarded to CMD. The exit status is\n"
         "CMD's, as timeout(1) gives it: 128+N when killed by signal N, 127 when CMD is not found,\n"
         "126 when it cannot be executed, 125 when migbench itself failed, 2 for usage errors.\n",
     .run = measure_run,

@@ -29,6 +29,18 @@ void mb__fmt_est(char *buf, size_t cap, const struct mb_estimate *e, int decimal
         snprintf(buf, cap, "%.*f", decimals, e->mean * scale);
 }
 
+int mb__no_energy_sensor(const struct mb_an_experiment *e)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < e->nruns; i++)
+        for (size_t k = 0; k < e->runs[i].ncells; k++) {
+            if (strcmp(e->runs[i].cells[k].energy_flag, "no_sensor") != 0)
+                return 0;
+            n++;
+        }
+    return n > 0;
+}
+
 const char *mb__device_label(char *buf, size_t cap, const struct mb_an_experiment *e)
 {
     if (e->model[0])
@@ -297,6 +309,13 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
              e->emulated ? " (EMULATED)" : "");
     heading(out, md, 1, title);
     device_line(out, e, md);
+    /* A device without an energy sensor (the host without RAPL): said once, and the energy
+     * tables that would hold nothing but n/a are left out. */
+    int no_energy = mb__no_energy_sensor(e);
+    if (no_energy)
+        wrapped(out, md, md ? "- " : "",
+                "energy: this device has no energy sensor (no readable power reading or energy "
+                "counter), so energy, J/unit and the energy attribution are left out.");
 
     heading(out, md, 2, "Findings");
     int any = 0;
@@ -343,6 +362,26 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
     wrapped(out, md, md ? "\n" : "",
             "norm: throughput / the same workload's exclusive throughput (delta-method CI). "
             "mJ/unit: energy by the run's default attribution / units of work.");
+    if (strcmp(e->backend, "host") == 0) {
+        /* On the host the CPU is the device: say how many cores (and threads) each job had. */
+        size_t used = (size_t)snprintf(
+            line, sizeof(line), "CPU cores per job (its OMP_NUM_THREADS and torch threads):");
+        for (size_t i = 0; i < e->nruns && used < sizeof(line); i++) {
+            const struct mb_an_run *r = &e->runs[i];
+            used +=
+                (size_t)snprintf(line + used, sizeof(line) - used, "%s %s", i ? ";" : "", r->name);
+            for (size_t k = 0; k < r->njobs && used < sizeof(line); k++) {
+                char n[16] = "n/a";
+                if (r->jobs[k].cores.valid)
+                    snprintf(n, sizeof(n), "%.0f", r->jobs[k].cores.v);
+                used += (size_t)snprintf(line + used, sizeof(line) - used, "%s %s %s", k ? "," : "",
+                                         r->jobs[k].name, n);
+            }
+        }
+        if (used < sizeof(line))
+            snprintf(line + used, sizeof(line) - used, ".");
+        wrapped(out, md, md ? "\n" : "", line);
+    }
 
     heading(out, md, 2, "Runs");
     static const char *const rh[] = {"run",      "mode",     "cells ok/failed",
@@ -386,6 +425,8 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
             "STP: sum of normalised throughputs. ANTT: mean of 1/norm. Saving and gain: against "
             "doing the same work one job after another on the whole device.");
 
+    if (no_energy)
+        goto quality;
     heading(out, md, 2, "Energy attribution (J, summed over cells with energy)");
     static const char *const ah[] = {
         "run", "job", "equal", "compute-share", "activity", "static-dynamic", "interval"};
@@ -432,7 +473,13 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
         }
         wrapped(out, md, md ? "- " : "", line);
     }
+    wrapped(out, md, md ? "- " : "",
+            "default METHOD: the attribution behind mJ/unit in the jobs table (interval: by the "
+            "power over each job's own window, in exclusive runs; equal: the cell's energy split "
+            "evenly; compute-share: by MIG slices, MPS percentage or cores). The other methods "
+            "are shown for comparison, each summing to the measured energy.");
 
+quality:
     heading(out, md, 2, "Measurement quality");
     snprintf(line, sizeof(line),
              "cells: %zu, failed: %zu, unfinished: %zu, without energy: %zu, energy gap "

@@ -670,7 +670,7 @@ static void print_summary(const struct mb_experiment *exp, const char *dir,
             cJSON_Delete(cj);
         }
         for (size_t j = 0; j < r->n_jobs; j++) {
-            char tp[64] = "n/a";
+            char tp[96] = "n/a", a[32], b[32];
             if (n_rate[j] > 0) {
                 double m = 0, v = 0;
                 for (size_t k = 0; k < n_rate[j]; k++)
@@ -681,22 +681,24 @@ static void print_summary(const struct mb_experiment *exp, const char *dir,
                 if (n_rate[j] >= 2) {
                     double half = t95(n_rate[j] - 1) * sqrt(v / (double)(n_rate[j] - 1)) /
                                   sqrt((double)n_rate[j]);
-                    snprintf(tp, sizeof(tp), "%.4g +- %.2g %s", m, half, unit[j]);
+                    snprintf(tp, sizeof(tp), "%s +- %s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4),
+                             mb_cli_fmt_sig(b, sizeof(b), half, 2), unit[j]);
                 } else if (ci_single_ok[j]) {
-                    snprintf(tp, sizeof(tp), "%.4g +- %.2g %s", m, ci_single[j], unit[j]);
+                    snprintf(tp, sizeof(tp), "%s +- %s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4),
+                             mb_cli_fmt_sig(b, sizeof(b), ci_single[j], 2), unit[j]);
                 } else {
-                    snprintf(tp, sizeof(tp), "%.4g %s", m, unit[j]);
+                    snprintf(tp, sizeof(tp), "%s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4), unit[j]);
                 }
             }
             char ok[48] = "", en[32] = "", jpu[32] = "";
             if (j == 0) {
                 snprintf(ok, sizeof(ok), "%zu/%zu", n_ok, n_cell);
                 if (n_energy)
-                    snprintf(en, sizeof(en), "%.4g", energy_sum / (double)n_energy);
+                    mb_cli_fmt_sig(en, sizeof(en), energy_sum / (double)n_energy, 4);
                 else
                     snprintf(en, sizeof(en), "n/a");
                 if (n_energy && same_unit && units_ok && units_sum > 0)
-                    snprintf(jpu, sizeof(jpu), "%.4g", energy_sum / units_sum);
+                    mb_cli_fmt_sig(jpu, sizeof(jpu), energy_sum / units_sum, 4);
                 else
                     snprintf(jpu, sizeof(jpu), "n/a");
             }

@@ -29,6 +29,13 @@ void mb__fmt_headline(char *buf, size_t cap, const struct mb_an_run *r);
  */
 const char *mb__device_label(char *buf, size_t cap, const struct mb_an_experiment *e);
 
+/*
+ * True when the experiment's device has no energy sensor at all (every cell says "no_sensor":
+ * neither a power reading nor an energy counter, as on a host without RAPL), as opposed to
+ * windows that were refused for being short.
+ */
+int mb__no_energy_sensor(const struct mb_an_experiment *e);
+
 /* A run's display label: "mig 4g.40gb+2g.20gb+1g.10gb", "mps 57/29/14%", "timeslice". */
 void mb__run_label(char *buf, size_t cap, const struct mb_an_run *r);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "report.h"
 
 static const char *const palette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
@@ -172,7 +173,10 @@ static void axis_x(FILE *out, double x0, double x1, double y0, double y1, double
     for (int k = 0; k <= 4; k++) {
         double v = vmax * k / 4, x = x0 + (x1 - x0) * k / 4;
         char b[32];
-        snprintf(b, sizeof(b), pct ? "%.0f%%" : "%.3g", v * (pct ? 100 : 1));
+        if (pct)
+            snprintf(b, sizeof(b), "%.0f%%", v * 100);
+        else
+            mb_cli_fmt_sig(b, sizeof(b), v, 3);
         fprintf(out, "<path d=\"M%.1f %.1fV%.1f\" class=\"grid\"/>\n", x, y0, y1);
         text(out, x, y1 + 14, "middle", "tick", b);
     }
@@ -407,9 +411,12 @@ static void chart_energy_per_unit(FILE *out, const struct mb_an_experiment *e)
                         whisker(out, left + (x->mean - x->ci95) * scale * sc,
                                 left + (x->mean + x->ci95) * scale * sc, y + 8);
                         end += x->ci95 * scale;
-                        snprintf(b, sizeof(b), "%.3g ± %.2g", x->mean * scale, x->ci95 * scale);
+                        char m1[32], c1[32];
+                        snprintf(b, sizeof(b), "%s ± %s",
+                                 mb_cli_fmt_sig(m1, sizeof(m1), x->mean * scale, 3),
+                                 mb_cli_fmt_sig(c1, sizeof(c1), x->ci95 * scale, 2));
                     } else {
-                        snprintf(b, sizeof(b), "%.3g", x->mean * scale);
+                        mb_cli_fmt_sig(b, sizeof(b), x->mean * scale, 3);
                     }
                     text(out, left + end * sc + 6, y + 12, "start", "val", b);
                 }
@@ -569,6 +576,14 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
     fputs(" · results <code>", out);
     esc(out, e->dir);
     fputs("</code></p>\n", out);
+    /* A device without an energy sensor (the host without RAPL): said once; the energy charts,
+     * the attribution table and the power timelines would be empty axes and rows of n/a. */
+    int no_energy = mb__no_energy_sensor(e);
+    if (no_energy)
+        fputs("<p class=\"note\"><b>No energy sensor:</b> this device has no readable power "
+              "reading or energy counter, so energy, J/unit, the energy charts, the attribution "
+              "table and the power timelines are left out.</p>\n",
+              out);
 
     fputs("<h3>Findings</h3>\n<ul class=\"findings\">\n", out);
     int any = 0;
@@ -605,11 +620,14 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
         }
     chart_stp(out, e);
 
-    fputs("<h3>Energy per unit of work</h3>\n<p class=\"note\">Attributed energy divided by the "
-          "work done in the window; shared runs use their default attribution method (table "
-          "below).</p>\n",
-          out);
-    chart_energy_per_unit(out, e);
+    if (!no_energy) {
+        fputs(
+            "<h3>Energy per unit of work</h3>\n<p class=\"note\">Attributed energy divided by the "
+            "work done in the window; shared runs use their default attribution method (table "
+            "below).</p>\n",
+            out);
+        chart_energy_per_unit(out, e);
+    }
 
     fputs("<h3>Jobs</h3>\n<table><thead><tr><th>run</th><th>job</th><th>instance</th>"
           "<th>throughput /s</th><th>unit</th><th>normalised</th><th>ms/step</th>"
@@ -673,6 +691,8 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
     }
     fputs("</tbody></table>\n", out);
 
+    if (no_energy)
+        goto quality;
     fputs("<h3>Energy attribution</h3>\n<p class=\"note\">Joules per job, summed over the cells "
           "with measured energy; every available method adds up exactly (to the millijoule) to "
           "the measured whole-GPU energy.</p>\n<table><thead><tr><th>run</th><th>job</th>",
@@ -725,6 +745,7 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
             chart_timeline(out, e, &e->runs[i], &e->runs[i].cells[k]);
     fputs("</div>\n", out);
 
+quality:
     fputs("<h3>Device and measurement quality</h3>\n<ul class=\"quality\">\n<li>Sensor: ", out);
     esc_na(out, e->sensor);
     fputs("</li>\n<li>UUID ", out);

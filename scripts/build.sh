@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds migbench into BUILD_DIR (default: build). Extra arguments go to cmake.
+# CMake keeps options from an earlier configure of the same directory: a caller that depends on
+# one (MB_BUILD_TESTS, MB_WERROR, MB_SANITIZE) states it, as quickstart.sh and test.sh do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${BUILD_DIR:-build}

@@ -2,8 +2,21 @@
 # The README's main command: installs what is needed, builds, and runs the quickstart experiment
 # (on the first NVIDIA GPU when NVML finds one, else on the host CPU), then prints its report.
 # Extra arguments go to `migbench run` (e.g. --device host, --set measure.duration=60s).
+#
+# It builds into build/ and states every option it depends on, so that whatever configured
+# build/ before (scripts/test.sh, a build by hand) cannot leave it in a state this script
+# misreads, and this script cannot leave it in a state another misreads. Each invocation writes
+# a new results directory (results/quickstart, then results/quickstart-2, ...): an earlier
+# run's results are never replaced.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-./scripts/build.sh -DMB_BUILD_TESTS=OFF
-./build/migbench run examples/quickstart.yaml "$@"
+BUILD_DIR=build ./scripts/build.sh -DMB_BUILD_TESTS=OFF -DMB_WERROR=OFF -DMB_SANITIZE=
+res=results/quickstart
+n=1
+while [ -e "$res" ]; do
+    n=$((n + 1))
+    res=results/quickstart-$n
+done
+echo "quickstart: results go to $res" >&2
+./build/migbench run examples/quickstart.yaml --results "$res" "$@"

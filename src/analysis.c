@@ -451,6 +451,7 @@ struct run_meta {
     char instance[MB_AN_JOBS_MAX][MB_AN_NAME_MAX];
     struct mb_opt pct[MB_AN_JOBS_MAX];
     int cpus[MB_AN_JOBS_MAX];
+    struct mb_opt cores[MB_AN_JOBS_MAX];
 };
 
 static int profile_slices(const char *profile)
@@ -698,6 +699,7 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
         m->pct[i] = pct;
         const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(j, "cpus");
         m->cpus[i] = cJSON_IsArray(cpus) ? cJSON_GetArraySize(cpus) : 0;
+        m->cores[i] = json_num(j, "cores");
     }
     cJSON_Delete(root);
     return MB_OK;
@@ -976,6 +978,7 @@ static void fill_run_jobs(struct mb_an_run *r, const struct run_meta *m)
         mb__copy_str(j->unit, sizeof(j->unit), m->unit[i][0] ? m->unit[i] : "units/s");
         mb__copy_str(j->instance, sizeof(j->instance), m->instance[i]);
         j->thread_percentage = m->pct[i];
+        j->cores = m->cores[i];
         j->compute_weight = 0;
         if (strcmp(r->mode, "mig") == 0)
             j->compute_weight = profile_slices(m->instance[i]);

@@ -399,6 +399,20 @@ static int get_string(struct pctx *c, const struct ynode *n, const char *field, 
     return MB_OK;
 }
 
+static int get_bool(struct pctx *c, const struct ynode *n, const char *field, bool *out)
+{
+    int rc = want(c, n, Y_SCALAR, field, "true or false");
+    if (rc)
+        return rc;
+    if (strcmp(n->str, "true") == 0)
+        *out = true;
+    else if (strcmp(n->str, "false") == 0)
+        *out = false;
+    else
+        return perr(c, n->line, n->origin, field, "'%s' is neither true nor false", n->str);
+    return MB_OK;
+}
+
 static int get_number(struct pctx *c, const struct ynode *n, const char *field, double lo,
                       double hi, double *out)
 {
@@ -546,8 +560,9 @@ int mb_amount_parse(const char *text, bool allow_steps, bool allow_stable, struc
     else if (strcmp(end, "steps") == 0 || strcmp(end, "step") == 0) {
         if (!allow_steps)
             return mb_error_set(err, MB_EPARSE, "'%s': a time is needed here, not steps", text);
-        if (v != floor(v) || v < 1 || v > 1e12)
-            return mb_error_set(err, MB_EPARSE, "'%s': steps must be a whole number >= 1", text);
+        /* 0 steps is a warm-up of none; a window of 0 steps is refused by its caller. */
+        if (v != floor(v) || v < 0 || v > 1e12)
+            return mb_error_set(err, MB_EPARSE, "'%s': steps must be a whole number >= 0", text);
         out->kind = MB_AMOUNT_STEPS;
         out->steps = (uint64_t)v;
         return MB_OK;
@@ -662,8 +677,8 @@ static int parse_workload(struct pctx *c, const char *name, unsigned key_line,
                           const struct ynode *n, struct mb_exp_workload *w)
 {
     static const char *const keys[] = {
-        "command",          "unit",       "host_args", "gpu_args", "progress_regex",
-        "samples_per_step", "memory_mib", NULL};
+        "command",          "unit",       "host_args", "gpu_args",          "progress_regex",
+        "samples_per_step", "memory_mib", "pty",       "python_unbuffered", NULL};
     char field[FIELD_MAX];
     fieldf(field, "workloads.%s", name);
     if (!safe_name(name) || strlen(name) >= MB_EXP_NAME_MAX)
@@ -672,6 +687,7 @@ static int parse_workload(struct pctx *c, const char *name, unsigned key_line,
     snprintf(w->name, sizeof(w->name), "%s", name);
     w->line = key_line ? key_line : n->line;
     w->memory_mib = -1;
+    w->python_unbuffered = true;
     snprintf(w->unit, sizeof(w->unit), "samples");
     int rc = want(c, n, Y_MAP, field, "a mapping with command, unit, ...");
     if (rc || (rc = check_keys(c, n, field, keys)))
@@ -740,6 +756,16 @@ static int parse_workload(struct pctx *c, const char *name, unsigned key_line,
         if ((rc = get_int(c, v, f, 1, 16L * 1024 * 1024, &m)))
             return rc;
         w->memory_mib = m;
+    }
+    if ((v = map_get(n, "pty", NULL))) {
+        fieldf(f, "%s.pty", field);
+        if ((rc = get_bool(c, v, f, &w->pty)))
+            return rc;
+    }
+    if ((v = map_get(n, "python_unbuffered", NULL))) {
+        fieldf(f, "%s.python_unbuffered", field);
+        if ((rc = get_bool(c, v, f, &w->python_unbuffered)))
+            return rc;
     }
     return MB_OK;
 }
@@ -911,7 +937,8 @@ static int parse_measure(struct pctx *c, const struct ynode *n, struct mb_exp_me
     if ((v = map_get(n, "duration", NULL))) {
         if ((rc = get_amount(c, v, "measure.duration", true, true, &m->duration)))
             return rc;
-        if (m->duration.kind == MB_AMOUNT_TIME && m->duration.ns <= 0)
+        if ((m->duration.kind == MB_AMOUNT_TIME && m->duration.ns <= 0) ||
+            (m->duration.kind == MB_AMOUNT_STEPS && m->duration.steps == 0))
             return perr(c, v->line, v->origin, "measure.duration", "must be longer than 0");
     }
     bool stable = m->duration.kind == MB_AMOUNT_STABLE;

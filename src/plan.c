@@ -277,8 +277,8 @@ static int prob_init(struct prob *P, const struct mb_gpu_model *model,
                               "job '%s': workload '%s' has no profile on %s; profile it "
                               "(migbench run) or add its rows to the profile CSV",
                               job->name, job->workload, model->name);
-        else if (fit == 0)
-            st = mb_error_set(err, MB_EINVAL,
+        else if (fit == 0) /* the answer is no, not bad input: no layout can hold the job */
+            st = mb_error_set(err, MB_EINFEASIBLE,
                               "job '%s' needs %.0f MiB of GPU memory: it fits no profiled "
                               "partition of %s",
                               job->name, need_max, model->name);

@@ -6,12 +6,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pty.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,6 +70,31 @@ static int make_pipe(int p[2])
 {
     if (pipe2(p, O_CLOEXEC) != 0)
         return -1;
+    p[0] = high_cloexec(p[0]);
+    p[1] = high_cloexec(p[1]);
+    if (p[0] < 0 || p[1] < 0) {
+        if (p[0] >= 0)
+            close(p[0]);
+        if (p[1] >= 0)
+            close(p[1]);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * A pseudo-terminal for the child's stdout: p[0] the master (ours), p[1] the slave (the
+ * child's). Raw mode, so the terminal neither adds '\r' nor echoes.
+ */
+static int make_pty(int p[2])
+{
+    if (openpty(&p[0], &p[1], NULL, NULL, NULL) != 0)
+        return -1;
+    struct termios tio;
+    if (tcgetattr(p[1], &tio) == 0) {
+        cfmakeraw(&tio);
+        tcsetattr(p[1], TCSANOW, &tio);
+    }
     p[0] = high_cloexec(p[0]);
     p[1] = high_cloexec(p[1]);
     if (p[0] < 0 || p[1] < 0) {
@@ -334,7 +361,7 @@ int mb_proc_spawn(const struct mb_proc_spec *spec, struct mb_proc **out, struct 
             goto fail;
         }
     }
-    if ((spec->capture && (make_pipe(out_p) || make_pipe(err_p))) ||
+    if ((spec->capture && ((spec->pty ? make_pty(out_p) : make_pipe(out_p)) || make_pipe(err_p))) ||
         (spec->progress_pipe && make_pipe(prog_p)) || make_pipe(ep)) {
         rc = mb_error_set(err, MB_EIO, "cannot create pipe: %s", strerror(errno));
         goto fail;

@@ -26,6 +26,9 @@ struct mb_progress {
     struct mb_progress_point last;
     bool have_last;
     struct mb_progress_point first;
+    char unit_name[16];     /* from unit=; "" none */
+    bool read_counted;      /* the current mb_progress_feed call already completed a record */
+    uint64_t last_no_job_t; /* seq of the last record without the job's own clock; 0 none */
 };
 
 int mb_progress_create(const struct mb_progress_opts *opts, struct mb_progress **out,
@@ -132,7 +135,7 @@ static void keep_point(struct mb_progress *p, const struct mb_progress_point *pt
 }
 
 static void record(struct mb_progress *p, uint64_t step, bool has_samples, double samples,
-                   int64_t t_ns)
+                   double job_t_s, int64_t t_ns)
 {
     if (p->unit == UNIT_UNSET)
         p->unit = has_samples || p->samples_per_step > 0 ? UNIT_SAMPLES : UNIT_STEPS;
@@ -147,16 +150,28 @@ static void record(struct mb_progress *p, uint64_t step, bool has_samples, doubl
         p->counts.garbage++; /* samples missing from a job that reported them before */
         return;
     }
-    if (p->have_last && (step < p->last.step || work < p->last.work || t_ns < p->last.t_ns)) {
+    if (p->have_last && (step < p->last.step || work < p->last.work || t_ns < p->last.t_ns ||
+                         (job_t_s >= 0 && p->last.job_t_s >= 0 && job_t_s < p->last.job_t_s))) {
         p->counts.rejected++;
         return;
     }
-    struct mb_progress_point pt = {.t_ns = t_ns, .step = step, .work = work};
+    if (!p->read_counted) {
+        p->counts.reads++;
+        p->read_counted = true;
+    }
+    p->counts.records++;
+    struct mb_progress_point pt = {.t_ns = t_ns,
+                                   .step = step,
+                                   .work = work,
+                                   .job_t_s = job_t_s,
+                                   .seq = p->counts.records,
+                                   .read = p->counts.reads};
+    if (job_t_s < 0)
+        p->last_no_job_t = pt.seq;
     if (!p->have_last)
         p->first = pt;
     p->last = pt;
     p->have_last = true;
-    p->counts.records++;
     keep_point(p, &pt);
 }
 
@@ -165,7 +180,7 @@ static void parse_protocol(struct mb_progress *p, const char *s, size_t n, int64
     const char *end = s + n;
     bool has_step = false, has_samples = false;
     uint64_t step = 0;
-    double samples = 0;
+    double samples = 0, job_t = -1;
     while (s < end) {
         while (s < end && (*s == ' ' || *s == '\t'))
             s++;
@@ -192,19 +207,34 @@ static void parse_protocol(struct mb_progress *p, const char *s, size_t n, int64
                 return;
             }
             has_samples = true;
+        } else if (klen == 4 && memcmp(tok, "unit", 4) == 0) {
+            const char *v = eq + 1;
+            size_t vlen = (size_t)(s - v);
+            bool ok = vlen > 0 && vlen < sizeof(p->unit_name);
+            for (size_t i = 0; ok && i < vlen; i++)
+                ok = (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') || v[i] == '_';
+            if (ok && !p->unit_name[0]) {
+                memcpy(p->unit_name, v, vlen);
+                p->unit_name[vlen] = '\0';
+            }
+        } else if (klen == 1 && tok[0] == 't') {
+            if (!parse_double(eq + 1, s, &job_t)) {
+                p->counts.garbage++;
+                return;
+            }
         }
     }
     if (!has_step) {
         p->counts.garbage++;
         return;
     }
-    record(p, step, has_samples, samples, t_ns);
+    record(p, step, has_samples, samples, job_t, t_ns);
 }
 
 static void parse_regex(struct mb_progress *p, const char *s, size_t n, int64_t t_ns)
 {
-    regmatch_t m[2];
-    if (regexec(&p->re, s, 2, m, 0) != 0) {
+    regmatch_t m[3];
+    if (regexec(&p->re, s, 3, m, 0) != 0) {
         p->counts.ignored++;
         return;
     }
@@ -213,8 +243,15 @@ static void parse_regex(struct mb_progress *p, const char *s, size_t n, int64_t 
         p->counts.garbage++;
         return;
     }
+    /* The job's own clock, when the regex has a second group and it matched. */
+    double job_t = -1;
+    if (p->re.re_nsub >= 2 && m[2].rm_so >= 0 &&
+        !parse_double(s + m[2].rm_so, s + m[2].rm_eo, &job_t)) {
+        p->counts.garbage++;
+        return;
+    }
     (void)n;
-    record(p, step, false, 0, t_ns);
+    record(p, step, false, 0, job_t, t_ns);
 }
 
 static void handle_line(struct mb_progress *p, int64_t t_ns)
@@ -251,6 +288,7 @@ static void handle_line(struct mb_progress *p, int64_t t_ns)
 void mb_progress_feed(struct mb_progress *p, const char *buf, size_t n, int64_t t_ns)
 {
     p->counts.bytes += n;
+    p->read_counted = false;
     while (n > 0) {
         const char *nl = memchr(buf, '\n', n);
         size_t chunk = nl ? (size_t)(nl - buf) : n;
@@ -294,6 +332,11 @@ void mb_progress_get_counts(const struct mb_progress *p, struct mb_progress_coun
     *out = p->counts;
 }
 
+const char *mb_progress_unit_name(const struct mb_progress *p)
+{
+    return p->unit_name[0] ? p->unit_name : NULL;
+}
+
 bool mb_progress_unit_is_samples(const struct mb_progress *p)
 {
     return p->unit == UNIT_SAMPLES || (p->unit == UNIT_UNSET && p->samples_per_step > 0);
@@ -314,6 +357,12 @@ bool mb_progress_last(const struct mb_progress *p, struct mb_progress_point *out
     *out = p->last;
     return true;
 }
+
+/* How to get progress that arrives line by line, or timed by the job itself. */
+#define BURST_FIX                                                                                  \
+    "run the job with PYTHONUNBUFFERED=1 (migbench's default) or on a pseudo-terminal "            \
+    "(--pty, or pty: true in the experiment), or have it print its own clock "                     \
+    "(t=SECONDS, or a second regex group)"
 
 void mb_progress_throughput(const struct mb_progress *p, int64_t origin_ns, int64_t warmup_ns,
                             uint64_t warmup_steps, size_t batches, struct mb_throughput *out)
@@ -336,28 +385,60 @@ void mb_progress_throughput(const struct mb_progress *p, int64_t origin_ns, int6
         snprintf(out->reason, sizeof(out->reason), "out of memory");
         goto done;
     }
-    size_t k = 0;
-    for (size_t j = i; j < p->n_pts; j++) {
-        t[k] = (double)(p->pts[j].t_ns - p->pts[i].t_ns) * 1e-9;
-        w[k++] = p->pts[j].work;
-    }
-    bool last_kept = p->n_pts > 0 && p->pts[p->n_pts - 1].t_ns == p->last.t_ns &&
-                     p->pts[p->n_pts - 1].step == p->last.step;
-    if (k > 0 && !last_kept) {
-        t[k] = (double)(p->last.t_ns - p->pts[i].t_ns) * 1e-9;
-        w[k++] = p->last.work;
-    }
-    if (k < 2 || !(t[k - 1] > 0)) {
+    bool bursty_all = p->counts.records >= 2 * p->counts.reads && p->counts.records > 1;
+    if (i == p->n_pts) {
         snprintf(out->reason, sizeof(out->reason),
-                 "fewer than two progress records after the warm-up (%llu records in all)",
-                 (unsigned long long)p->counts.records);
+                 "fewer than two progress records after the warm-up: %llu arrived in all, in %llu "
+                 "read%s, the first %.1f s and the last %.1f s after the start%s%s",
+                 (unsigned long long)p->counts.records, (unsigned long long)p->counts.reads,
+                 p->counts.reads == 1 ? "" : "s", (double)(p->first.t_ns - origin_ns) * 1e-9,
+                 (double)(p->last.t_ns - origin_ns) * 1e-9,
+                 bursty_all ? "; progress arrived in bursts (output buffered?): " : "",
+                 bursty_all ? BURST_FIX : "");
         goto done;
     }
-    out->t_start_ns = p->pts[i].t_ns;
+    const struct mb_progress_point *p0 = &p->pts[i];
+    out->job_clock = p->last_no_job_t < p0->seq;
+    out->records = p->last.seq - p0->seq + 1;
+    out->reads = p->last.read - p0->read + 1;
+    size_t k = 0;
+    for (size_t j = i; j < p->n_pts; j++) {
+        t[k] = out->job_clock ? p->pts[j].job_t_s - p0->job_t_s
+                              : (double)(p->pts[j].t_ns - p0->t_ns) * 1e-9;
+        w[k++] = p->pts[j].work;
+    }
+    bool last_kept = p->n_pts > 0 && p->pts[p->n_pts - 1].seq == p->last.seq;
+    if (!last_kept) {
+        t[k] = out->job_clock ? p->last.job_t_s - p0->job_t_s
+                              : (double)(p->last.t_ns - p0->t_ns) * 1e-9;
+        w[k++] = p->last.work;
+    }
+    bool bursty = out->records >= 2 * out->reads;
+    if (k < 2 || !(t[k - 1] > 0)) {
+        snprintf(out->reason, sizeof(out->reason),
+                 "fewer than two progress records %safter the warm-up: %llu arrived after it "
+                 "(%llu in all), in %llu read%s, from %.1f s to %.1f s after the start%s%s",
+                 k < 2 ? "" : "apart in time ", (unsigned long long)out->records,
+                 (unsigned long long)p->counts.records, (unsigned long long)out->reads,
+                 out->reads == 1 ? "" : "s", (double)(p0->t_ns - origin_ns) * 1e-9,
+                 (double)(p->last.t_ns - origin_ns) * 1e-9,
+                 bursty ? "; progress arrived in bursts (output buffered?): " : "",
+                 bursty ? BURST_FIX : "");
+        goto done;
+    }
+    if (!out->job_clock && bursty && out->reads < MB_PROGRESS_MIN_READS) {
+        snprintf(out->reason, sizeof(out->reason),
+                 "progress arrived in bursts (output buffered?): %llu records in %llu reads over "
+                 "the window, so arrival times are off by up to 1/%llu of it; " BURST_FIX,
+                 (unsigned long long)out->records, (unsigned long long)out->reads,
+                 (unsigned long long)out->reads);
+        goto done;
+    }
+    out->t_start_ns = p0->t_ns;
     out->t_end_ns = p->last.t_ns;
     out->duration_s = t[k - 1];
     out->work = w[k - 1] - w[0];
-    out->steps = (double)(p->last.step - p->pts[i].step);
+    out->steps = (double)(p->last.step - p0->step);
     out->batches = mb_stats_batch_means(t, w, k, batches ? batches : 10, &out->rate);
     out->valid = out->batches > 0;
     if (!out->valid)

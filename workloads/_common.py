@@ -92,7 +92,7 @@ def add_common_args(parser):
                    help="stop after S seconds of training (0 = no time limit); with neither limit "
                         "the job runs until SIGTERM/SIGINT")
     g.add_argument("--seed", type=int, default=0, help="seed for Python, NumPy and torch (default 0)")
-    g.add_argument("--threads", type=positive_int, default=None, help="torch.set_num_threads(N)")
+    g.add_argument("--threads", type=positive_int, default=None, help="torch.set_num_threads(N) (default: OMP_NUM_THREADS, which migbench sets to the cores the job may use)")
     g.add_argument("--workers", type=nonneg_int, default=2,
                    help="data loader worker processes for --data (default 2; synthetic data needs none)")
     g.add_argument("--compile", action="store_true", help="torch.compile the model (torch >= 2.0)")
@@ -328,6 +328,15 @@ def is_oom(torch, exc):
     return False
 
 
+def cpu_threads(args):
+    """The CPU threads torch should use: --threads, else OMP_NUM_THREADS (migbench sets it to the
+    cores the job may use), else None (torch's default)."""
+    if args.threads:
+        return args.threads
+    raw = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+
 def train_loop(torch, prog, dev, args, step_fn, units_per_step, unit_name):
     """Runs step_fn() until --steps/--duration or a stop signal; reports progress each step.
 
@@ -350,7 +359,7 @@ def train_loop(torch, prog, dev, args, step_fn, units_per_step, unit_name):
         loss_value = float(loss.item()) if loss is not None else None  # .item() waits for the GPU
         step += 1
         units += units_per_step
-        reporter.report(step, units, loss=loss_value)
+        reporter.report(step, units, loss=loss_value, unit=unit_name)
         now = time.monotonic()
         if args.log_every and step % args.log_every == 0:
             rate = (units - last_log_units) / max(now - last_log_time, 1e-9)

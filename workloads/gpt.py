@@ -314,8 +314,9 @@ def main(argv):
     if args.print_params:
         print_params(torch, GPT, args)
         return
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    threads = _common.cpu_threads(args)
+    if threads:
+        torch.set_num_threads(threads)
     _common.seed_everything(torch, args.seed)
     dev = _common.resolve_device(torch, args.device)
     prec = _common.Precision(torch, dev, args.amp, PROG)

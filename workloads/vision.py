@@ -142,8 +142,9 @@ def main(argv):
         sys.stdout.write("%s: %d parameters (%s)%s\n" % (args.model, n, _common.human_count(n),
                                                          ", with aux classifier" if aux else ""))
         return
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    threads = _common.cpu_threads(args)
+    if threads:
+        torch.set_num_threads(threads)
     _common.seed_everything(torch, args.seed)
     dev = _common.resolve_device(torch, args.device)
     if dev.type == "cuda":

@@ -125,6 +125,7 @@ struct mb_an_job {
     char unit[MB_AN_NAME_MAX];       /* "images/s" style unit of throughput */
     char instance[MB_AN_NAME_MAX];   /* MIG profile, or "" */
     struct mb_opt thread_percentage; /* MPS */
+    struct mb_opt cores;             /* CPU cores it could use (= its OMP_NUM_THREADS) */
     int compute_weight;              /* MIG slices or MPS percentage; 0 when not defined */
     struct mb_estimate throughput;
     struct mb_estimate normalised; /* throughput / the same workload's exclusive throughput */

@@ -78,6 +78,8 @@ struct mb_exp_workload {
     char progress_regex[MB_EXP_REGEX_MAX]; /* "" when the job uses MIGBENCH_PROGRESS_FD */
     double samples_per_step;               /* with progress_regex; 0 when not given */
     int64_t memory_mib;                    /* -1 when not given */
+    bool pty;                              /* stdout on a pseudo-terminal (line-buffered) */
+    bool python_unbuffered;                /* PYTHONUNBUFFERED=1 in its environment (default) */
 };
 
 struct mb_exp_run {

@@ -213,7 +213,8 @@ struct mb_plan {
  * GPU with at most opt->exact_max_jobs jobs (branch and bound over the maximal layouts of the
  * profiled sizes and all assignments); otherwise a heuristic with the bound and gap recorded.
  * Errors: MB_EINVAL for bad options or a job with no usable profile (its name, and why, in err);
- * MB_EINFEASIBLE when no plan meets the caps or deadlines.
+ * MB_EINFEASIBLE when no plan meets the caps or deadlines, or a job fits no profiled partition
+ * (its memory).
  */
 int mb_plan_solve(const struct mb_gpu_model *model, const struct mb_plan_profiles *profiles,
                   const struct mb_plan_job *jobs, size_t n_jobs, const struct mb_plan_options *opt,

@@ -64,6 +64,10 @@ struct mb_proc_spec {
     /* Capture stdout/stderr through pipes. When false the child writes to our stdout/stderr
      * directly and log_path/tee/on_data see nothing of it. */
     bool capture;
+    /* capture: the child's stdout is a pseudo-terminal (raw mode, so no "\r\n"), which makes
+     * programs that block-buffer a pipe (C stdio, Python) write it line by line; stderr stays a
+     * pipe. */
+    bool pty;
     const char
         *log_path; /* capture: also write to this file (created/truncated, 0644); NULL none */
     size_t log_head_bytes;   /* 0: MB_PROC_LOG_HEAD_DEFAULT */

@@ -3,9 +3,18 @@
  *
  * Protocol mode (default): lines like "step=120 samples=7680 loss=3.91" — whitespace-separated
  * key=value pairs; `step` (required) is the step count so far, `samples` the cumulative samples
- * processed so far; other keys are ignored. Regex mode: a POSIX extended regular expression
- * applied to each line; its first parenthesised group is the step number; lines that do not match
- * are ordinary output and are not counted as errors.
+ * processed so far, `t` (optional) the job's own clock in seconds when it wrote the line, `unit`
+ * (optional) what `samples` counts ("images", "tokens": letters and '_', at most 15); other keys
+ * are ignored. Regex mode: a POSIX extended regular expression applied to each line; its
+ * first parenthesised group is the step number and its second, when there is one, the job's own
+ * clock in seconds; lines that do not match are ordinary output and are not counted as errors.
+ *
+ * Arrival and the job's clock: records are timed by their arrival, which is right only when the
+ * job's output reaches us line by line. A job whose output is block-buffered (Python writing to a
+ * pipe, C stdio) delivers many records in one read, long after they were written. The parser
+ * counts the reads that carried records; the throughput then uses the job's own clock when every
+ * record in the window carries one, and otherwise refuses a rate that bursts would make wrong
+ * ("progress arrived in bursts (output buffered?)").
  *
  * Work is counted in samples (from `samples=`, or step x samples_per_step) or, when neither is
  * available, in steps. Each line is timestamped with the t_ns given to the mb_progress_feed call
@@ -31,7 +40,10 @@
 
 #define MB_PROGRESS_LINE_DEFAULT 4096
 #define MB_PROGRESS_POINTS_DEFAULT 1024
-#define MB_PROGRESS_REASON_MAX 160
+#define MB_PROGRESS_REASON_MAX 400
+/* Bursty arrival is refused unless the window's records came in at least this many reads: the
+ * error of arrival timing is then below about 1/200 = 0.5%. */
+#define MB_PROGRESS_MIN_READS 200
 
 struct mb_progress_opts {
     const char *regex;       /* NULL: protocol mode */
@@ -48,14 +60,18 @@ struct mb_progress_counts {
     uint64_t garbage;  /* unparseable lines, binary junk */
     uint64_t overlong; /* lines longer than max_line_bytes */
     uint64_t partial;  /* a last line without its newline (counted by mb_progress_end) */
-    uint64_t rejected; /* records whose step or samples went backwards */
+    uint64_t rejected; /* records whose step, samples or own time went backwards */
+    uint64_t reads;    /* mb_progress_feed calls that completed at least one record */
 };
 
 /* One progress record. */
 struct mb_progress_point {
-    int64_t t_ns;
+    int64_t t_ns; /* arrival */
     uint64_t step;
-    double work; /* cumulative samples, or steps when the unit is steps */
+    double work;    /* cumulative samples, or steps when the unit is steps */
+    double job_t_s; /* the job's own clock (t= or the regex's second group); < 0 when absent */
+    uint64_t seq;   /* 1 for the first accepted record, then 2, 3, ... */
+    uint64_t read;  /* counts.reads when this record arrived: records of one read share it */
 };
 
 struct mb_progress;
@@ -79,6 +95,9 @@ void mb_progress_end(struct mb_progress *p);
 /* Copies the counters. */
 void mb_progress_get_counts(const struct mb_progress *p, struct mb_progress_counts *out);
 
+/* The unit the job named with unit= (the first one it gave), or NULL when it named none. */
+const char *mb_progress_unit_name(const struct mb_progress *p);
+
 /* True when work is counted in samples, false when in steps. */
 bool mb_progress_unit_is_samples(const struct mb_progress *p);
 
@@ -98,12 +117,18 @@ struct mb_throughput {
     double steps;                 /* steps done in the steady window */
     struct mb_stats_summary rate; /* work per second: mean (overall) and batch-means 95% CI */
     size_t batches;
+    bool job_clock;   /* times from the job's own clock (every record in the window had one) */
+    uint64_t records; /* records in the steady window */
+    uint64_t reads;   /* reads that delivered them */
 };
 
 /*
  * Throughput over the steady window: records with t >= origin_ns + warmup_ns and step >=
  * warmup_steps, to the last record, in `batches` batches (0: 10). Not valid (with a reason) when
- * fewer than two records lie in the window.
+ * fewer than two records lie in the window (the reason says how many arrived, in how many reads,
+ * and when), or when the records arrived in bursts (on average two or more per read) in fewer
+ * than MB_PROGRESS_MIN_READS reads and do not all carry the job's own clock: arrival times would
+ * then be off by up to a burst's length, about 1/reads of the window.
  */
 void mb_progress_throughput(const struct mb_progress *p, int64_t origin_ns, int64_t warmup_ns,
                             uint64_t warmup_steps, size_t batches, struct mb_throughput *out);

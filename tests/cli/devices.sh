@@ -113,4 +113,42 @@ expect_err "unknown option '--frobnicate'"
 run 2 "$MIGBENCH" devices extra
 expect_err "unexpected argument 'extra'"
 
+# The documented --json shape (docs/devices.md) is what devices --json prints: same keys, nested
+# the same way, on an emulated H100 with MIG instances (processes: none run here, so that list's
+# entries are compared only when there are some). The host names its utilisation util_cpu_pct.
+export MIGBENCH_STATE_DIR="$TMP/state-doc"
+run 0 "$MIGBENCH" mig apply "$MB_SOURCE_DIR/examples/mig/mix.yaml" -c mix-3-2-1 \
+    --device "emu:H100-80GB:mig=on:state=$TMP/doc-gpu.json"
+run 0 "$MIGBENCH" devices --device "emu:H100-80GB:mig=on:state=$TMP/doc-gpu.json" --json
+cp "$TMP/out" "$TMP/emu.json"
+run 0 "$MIGBENCH" devices --device host --json
+cp "$TMP/out" "$TMP/host.json"
+python3 - "$MB_SOURCE_DIR/docs/devices.md" "$TMP/emu.json" "$TMP/host.json" <<'PY' || fail "docs/devices.md's JSON shape"
+import json, re, sys
+doc = json.loads(re.search(r'```json\n(\{\n  "devices".*?\n\})\n```', open(sys.argv[1]).read(), re.S).group(1))
+real = json.load(open(sys.argv[2]))
+host = json.load(open(sys.argv[3]))
+def keys(o, p=""):
+    out = set()
+    if isinstance(o, dict):
+        for k, v in o.items():
+            out |= {p + "/" + k} | keys(v, p + "/" + k)
+    elif isinstance(o, list) and o:
+        out |= keys(o[0], p + "[]")
+    return out
+d, r = keys(doc), keys(real)
+if not real["devices"][0]["processes"]:
+    d = {k for k in d if not k.startswith("/devices[]/processes[]")}
+bad = sorted(d ^ r)
+t = host["devices"][0]["telemetry"]
+if "util_gpu_pct" in t or "util_cpu_pct" not in t:
+    bad.append("host telemetry: %s" % sorted(t))
+if bad:
+    print("differs:", bad, file=sys.stderr)
+    sys.exit(1)
+PY
+run 0 "$MIGBENCH" devices --device host
+expect_out '^ +CPU utilisation (n/a|[0-9]+%)'
+! grep -q '^ *utilisation' "$TMP/out" || fail "host devices: a GPU utilisation line"
+
 finish

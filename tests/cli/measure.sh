@@ -18,6 +18,16 @@ expect_json() {
     [ "$got" = "$2" ] || fail "json: $1 = '$got', expected '$2'"
 }
 
+# wait_line FILE PATTERN: waits until a line of FILE matches PATTERN. The bound (120 s) only keeps
+# a broken run from hanging the suite.
+wait_line() {
+    for _ in $(seq 1200); do
+        grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    fail "timed out waiting for /$2/ in $1"
+}
+
 # Usage errors: exit 2, nothing on stdout, no command run.
 run 0 "$MIGBENCH" measure --help
 expect_out 'usage: migbench measure'
@@ -31,7 +41,7 @@ expect_err "warmup 'tenseconds'"
 # The documented duration syntax: ns/us/ms/s/m or a bare number of seconds, at most a day; the
 # warm-up also takes Nsteps. Options are read before --help answers, so each is checked alone.
 for ok in "--interval 0.001" "--interval 1ms" "--idle 2" "--idle 1.5m" "--idle 24h" \
-    "--warmup 20steps" "--warmup 3" "--min-window 500us"; do
+    "--warmup 20steps" "--warmup 0steps" "--warmup 3" "--min-window 500us"; do
     # shellcheck disable=SC2086 # the option and its value are two words
     run 0 "$MIGBENCH" measure $ok --help
 done
@@ -68,26 +78,29 @@ for dev in $DEVICES; do
     # The command's own options are not ours, with or without "--".
     run 4 "${M[@]}" sh -c 'exit 4' --json
 
-    # SIGINT to migbench reaches the command: it dies of it and we say so (128+2).
-    "${M[@]}" -- "$FX/fx_steady" --duration 60 >"$TMP/out" 2>"$TMP/err" &
+    # SIGINT to migbench reaches the command: it dies of it and we say so (128+2). The signal is
+    # sent once the command has written its first line (seen through migbench's copy of its
+    # stdout), not after a sleep.
+    # Each run writes its own files: a line left by an earlier run must not look like this one's.
+    "${M[@]}" --progress-regex '^iter ([0-9]+)' -- "$FX/fx_steady" --stdout --duration 600 \
+        >"$TMP/int.out" 2>"$TMP/int.err" &
     pid=$!
-    for _ in $(seq 50); do
-        grep -q . "$TMP/err" 2>/dev/null && break
-        sleep 0.1
-    done
-    sleep 0.5
+    wait_line "$TMP/int.out" '^iter 1 '
     kill -INT "$pid"
     got=0
     wait "$pid" || got=$?
     [ "$got" = 130 ] || fail "$dev: SIGINT: exit $got, expected 130"
+    rm -f "$TMP/int.out" "$TMP/int.err"
     # SIGTERM: fx_steady stops cleanly on it, so the status is its own 0.
-    "${M[@]}" -- "$FX/fx_steady" --duration 60 >"$TMP/out" 2>"$TMP/err" &
+    "${M[@]}" --progress-regex '^iter ([0-9]+)' -- "$FX/fx_steady" --stdout --duration 600 \
+        >"$TMP/term.out" 2>"$TMP/term.err" &
     pid=$!
-    sleep 1
+    wait_line "$TMP/term.out" '^iter 1 '
     kill -TERM "$pid"
     got=0
     wait "$pid" || got=$?
     [ "$got" = 0 ] || fail "$dev: SIGTERM: exit $got, expected 0"
+    rm -f "$TMP/term.out" "$TMP/term.err"
 
     # --json: valid JSON on stdout only; the command's stdout moved to stderr.
     run 0 "${M[@]}" --json --warmup 0.1s --csv "$TMP/t.csv" -- "$FX/fx_steady" --rate 40 --duration 1

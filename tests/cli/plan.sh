@@ -179,7 +179,8 @@ printf 'jobs:\n  - {workload: nosuch, work: 5}\n' >"$TMP/none.yaml"
 run 2 "$MIGBENCH" plan --jobs "$TMP/none.yaml" --profiles "$P" --gpu H100
 expect_err "none\.yaml:2: job 'nosuch': workload 'nosuch' has no profile on H100-SXM5-80GB"
 printf 'jobs:\n  - {workload: resnet50, work: 5, memory_mib: 500000}\n' >"$TMP/huge.yaml"
-run 2 "$MIGBENCH" plan --jobs "$TMP/huge.yaml" --profiles "$P" --gpu H100
+# A job that fits no partition: the answer is no (exit 1), as for any infeasible plan.
+run 1 "$MIGBENCH" plan --jobs "$TMP/huge.yaml" --profiles "$P" --gpu H100
 expect_err "huge\.yaml:2: job 'resnet50' needs 500000 MiB of GPU memory: it fits no profiled partition"
 run 2 "$MIGBENCH" plan --jobs "$TMP/missing.yaml" --profiles "$P"
 expect_err 'missing\.yaml: cannot open'

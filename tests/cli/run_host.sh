@@ -39,7 +39,7 @@ done
 [ ! -e "$TMP/res/gpu-only" ] || fail "a skipped run left a directory"
 
 python3 - "$TMP/res" <<'PY' || fail "cell.json checks"
-import json, sys
+import json, os, sys
 res = sys.argv[1]
 def cell(r):
     return json.load(open(f"{res}/{r}/0/cell.json"))
@@ -77,6 +77,16 @@ check(s[0]["window"]["start_ns"] == s[1]["window"]["start_ns"], "timeslice windo
 p = cell("split")["jobs"]
 check(p[0]["cpus"] and p[1]["cpus"] and not set(p[0]["cpus"]) & set(p[1]["cpus"]), f"partition cpus {p[0]['cpus']} {p[1]['cpus']}")
 check(cell("shared")["jobs"][0]["cpus"] is None, "timeslice has cpus")
+# Each job's CPU threads match the cores it may use: all online CPUs, or its own set.
+online = os.sysconf("SC_NPROCESSORS_ONLN")
+for r in ("alone", "shared", "split"):
+    for j in cell(r)["jobs"]:
+        want = len(j["cpus"]) if r == "split" else online
+        check(j["cores"] == want and j["omp_num_threads"] == want, f"{r}/{j['name']}: cores {j['cores']} threads {j['omp_num_threads']}, expected {want}")
+        check(j["env"].get("OMP_NUM_THREADS") == str(want), f"{r}/{j['name']}: env {j['env']}")
+        check(j["env"].get("PYTHONUNBUFFERED") == "1", f"{r}/{j['name']}: env {j['env']}")
+        if "OMP_WAIT_POLICY" not in os.environ:
+            check(j["env"].get("OMP_WAIT_POLICY") == "PASSIVE", f"{r}/{j['name']}: env {j['env']}")
 ev = [json.loads(l) for l in open(f"{res}/journal.jsonl")]
 names = [e["event"] for e in ev]
 check(names[0] == "experiment_started" and names[-1] == "experiment_finished", f"journal ends {names}")
@@ -86,6 +96,24 @@ if bad:
     print("\n".join(bad), file=sys.stderr)
     sys.exit(1)
 PY
+
+# The report on the host: the cores each job had; and, when the host has no energy sensor (no
+# RAPL, as in CI), one sentence saying so and no energy tables or charts of n/a.
+run 0 "$MIGBENCH" report "$TMP/res"
+expect_out "^CPU cores per job \\(its OMP_NUM_THREADS and torch threads\\): alone fast [0-9]+, slow"
+cp "$TMP/out" "$TMP/report.txt"
+run 0 "$MIGBENCH" report "$TMP/res" --format html
+cp "$TMP/out" "$TMP/report.html"
+if python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["energy"]["flag"] != "no_sensor")' \
+    "$TMP/res/alone/0/cell.json"; then
+    [ "$(grep -c 'has no energy sensor' "$TMP/report.txt")" = 1 ] || fail "text report: no-sensor note not once"
+    ! grep -q 'Energy attribution' "$TMP/report.txt" || fail "text report: attribution table without energy"
+    [ "$(grep -c 'No energy sensor' "$TMP/report.html")" = 1 ] || fail "html report: no-sensor note not once"
+    ! grep -q 'Energy attribution\|Energy per unit of work\|Power timelines' "$TMP/report.html" ||
+        fail "html report: energy charts without energy"
+else
+    ! grep -q 'has no energy sensor' "$TMP/report.txt" || fail "text report: no-sensor note with a sensor"
+fi
 
 # Windows counted in steps, and "stable" windows that stop once the CI is tight.
 cat >"$TMP/steps.yaml" <<YAML

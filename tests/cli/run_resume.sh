@@ -1,6 +1,9 @@
 # Interruptions on an emulated H100 with a state file: SIGINT mid-cell tears everything down and
 # exits 130; after kill -9, --resume removes exactly what the dead run left on the GPU and runs
 # only the unfinished cells, keeping the finished ones.
+#
+# Nothing here races a timer: the jobs (fx_steady --release-dir) run until the test releases them
+# by pid, and every "during" check waits on a journal entry first.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 FX="$MB_BINARY_DIR/fixtures"
 [ -x "$FX/fx_steady" ] || { echo "FAIL: fixtures not built in $FX" >&2; exit 1; }
@@ -10,11 +13,12 @@ cat >"$TMP/exp.yaml" <<YAML
 version: 1
 name: resumetest
 workloads:
-  a: {command: ["$FX/fx_steady", --rate, "20", --duration, "60"]}
+  a: {command: ["$FX/fx_steady", --rate, "20", --release-dir, "$TMP/release"]}
 runs:
   - {name: mix, mode: mig, layout: [3g.40gb, 2g.20gb], jobs: [a, a]}
-measure: {warmup: 200ms, duration: 2s, sample_interval: 50ms, grace: 1s, progress_timeout: 10s, repetitions: 3}
+measure: {warmup: 2 steps, duration: completion, sample_interval: 50ms, grace: 1s, progress_timeout: 60s, repetitions: 3}
 YAML
+mkdir -p "$TMP/release"
 
 # Process groups of the jobs a run started (the journal records each job's pid = pgid).
 job_pids() {
@@ -27,11 +31,17 @@ for l in open(sys.argv[1]):
 cleanup_jobs() {
     for p in $(job_pids "$1"); do kill -KILL -- "-$p" 2>/dev/null || true; done
 }
-trap 'cleanup_jobs "$TMP/r1/journal.jsonl"; cleanup_jobs "$TMP/r2/journal.jsonl"; rm -rf "$TMP"' EXIT
+# release JOURNAL: lets every job the journal has started so far finish its cell.
+release() {
+    for p in $(job_pids "$1"); do : >"$TMP/release/$p"; done
+}
+releaser=
+trap '[ -z "$releaser" ] || kill "$releaser" 2>/dev/null; cleanup_jobs "$TMP/r1/journal.jsonl"; cleanup_jobs "$TMP/r2/journal.jsonl"; rm -rf "$TMP"' EXIT
 
-# wait_for FILE PATTERN COUNT: waits until FILE has COUNT lines matching PATTERN (20 s at most).
+# wait_for FILE PATTERN COUNT: waits until FILE has COUNT lines matching PATTERN. The bound
+# (120 s) only keeps a broken run from hanging the suite; no check depends on it.
 wait_for() {
-    for _ in $(seq 200); do
+    for _ in $(seq 1200); do
         [ "$(grep -c -- "$2" "$1" 2>/dev/null || true)" -ge "$3" ] && return 0
         sleep 0.1
     done
@@ -78,6 +88,8 @@ done
 # --- kill -9 during the second cell, then --resume.
 "$MIGBENCH" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/r2" >"$TMP/out2" 2>"$TMP/err2" &
 pid=$!
+wait_for "$TMP/r2/journal.jsonl" '"job_started"' 2
+release "$TMP/r2/journal.jsonl"
 wait_for "$TMP/r2/journal.jsonl" '"cell_finished"' 1
 wait_for "$TMP/r2/journal.jsonl" '"job_started"' 4
 kill -KILL $pid
@@ -89,7 +101,13 @@ left=$(instances "$TMP/gpu.json")
 [ ! -f "$TMP/r2/mix/1/cell.json" ] || fail "kill -9: second cell should be unfinished"
 sum0=$(md5sum <"$TMP/r2/mix/0/cell.json")
 
+# The resumed cells' jobs are released as they start (a watcher on the journal).
+(while :; do release "$TMP/r2/journal.jsonl"; sleep 0.1; done) &
+releaser=$!
 run 0 "$MIGBENCH" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/r2" --resume
+kill "$releaser"
+wait "$releaser" 2>/dev/null || true
+releaser=
 expect_err 'resume: removing 2 MIG instances'
 [ "$(instances "$TMP/gpu.json")" = "$before" ] || fail "resume: GPU has $(instances "$TMP/gpu.json"), had $before"
 [ "$(md5sum <"$TMP/r2/mix/0/cell.json")" = "$sum0" ] || fail "resume: the finished cell changed"

@@ -266,6 +266,18 @@ static void test_amounts(void **state)
     assert_int_equal(a.kind, MB_AMOUNT_STEPS);
     assert_int_equal(a.steps, 50);
     assert_int_equal(mb_amount_parse("1 step", true, false, &a, &err), MB_OK);
+    /* A warm-up of 0 steps is none (issue 11); a window of 0 steps is refused by its field. */
+    assert_int_equal(mb_amount_parse("0steps", true, false, &a, &err), MB_OK);
+    assert_int_equal(a.kind, MB_AMOUNT_STEPS);
+    assert_int_equal(a.steps, 0);
+    const char *w0[] = {"measure.warmup=0 steps"}, *d0[] = {"measure.duration=0 steps"};
+    struct mb_experiment *exp = parse(GOOD, w0, 1, &err);
+    assert_non_null(exp);
+    assert_int_equal(exp->measure.warmup.kind, MB_AMOUNT_STEPS);
+    assert_int_equal(exp->measure.warmup.steps, 0);
+    mb_experiment_destroy(exp);
+    assert_null(parse(GOOD, d0, 1, &err));
+    assert_non_null(strstr(err.msg, "measure.duration"));
     assert_int_equal(mb_amount_parse("2.5 steps", true, false, &a, &err), MB_EPARSE);
     assert_int_equal(mb_amount_parse("-1s", true, false, &a, &err), MB_EPARSE);
     assert_int_equal(mb_amount_parse("stable", true, true, &a, &err), MB_OK);

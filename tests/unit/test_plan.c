@@ -260,7 +260,7 @@ static void test_memory_feasibility(void **state)
     mb_plan_destroy(pl);
     /* The job's own memory figure overrides the rows: 60000 MiB fits only the whole GPU. */
     job.memory_mib = 60000;
-    assert_int_equal(mb_plan_solve(h100, p, &job, 1, &o, &pl, &err), MB_EINVAL);
+    assert_int_equal(mb_plan_solve(h100, p, &job, 1, &o, &pl, &err), MB_EINFEASIBLE);
     assert_non_null(strstr(err.msg, "job 'train' needs 60000 MiB"));
     assert_non_null(strstr(err.msg, "fits no profiled partition"));
     o.no_full = false;
@@ -269,7 +269,7 @@ static void test_memory_feasibility(void **state)
     mb_plan_destroy(pl);
     /* Too big for any partition, the whole GPU included. */
     job.memory_mib = 200000;
-    assert_int_equal(mb_plan_solve(h100, p, &job, 1, &o, &pl, &err), MB_EINVAL);
+    assert_int_equal(mb_plan_solve(h100, p, &job, 1, &o, &pl, &err), MB_EINFEASIBLE);
     assert_non_null(strstr(err.msg, "fits no profiled partition of H100"));
     /* No profile for the workload at all. */
     job.memory_mib = NAN;

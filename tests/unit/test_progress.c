@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +201,113 @@ static void test_throughput_and_bounded_memory(void **state)
     mb_progress_destroy(p);
 }
 
+/*
+ * A job at 100 steps/s whose output reaches us in bursts of `per_read` records (as from an 8 KiB
+ * stdio buffer): each burst's records are fed in one call, timed at the burst's last record.
+ * own_clock adds the job's clock ("t=" or a regex's second group) to every line.
+ */
+static struct mb_progress *bursty_job(const char *re, int steps, int per_read, bool own_clock)
+{
+    struct mb_progress *p = make(re, re ? 10 : 0, 0, 0);
+    char buf[65536];
+    size_t len = 0;
+    for (int s = 1; s <= steps; s++) {
+        double job_t = 3.0 + s * 0.01; /* the job's clock, offset from ours */
+        if (re && own_clock)
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "iter %d t=%.3f\n", s, job_t);
+        else if (re)
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "iter %d\n", s);
+        else if (own_clock)
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "step=%d samples=%d t=%.3f\n", s,
+                                    s * 10, job_t);
+        else
+            len +=
+                (size_t)snprintf(buf + len, sizeof(buf) - len, "step=%d samples=%d\n", s, s * 10);
+        if (s % per_read == 0 || s == steps) {
+            mb_progress_feed(p, buf, len, (int64_t)s * (S / 100));
+            len = 0;
+        }
+    }
+    return p;
+}
+
+static void test_bursts_refused_or_job_clock(void **state)
+{
+    (void)state;
+    struct mb_throughput tp;
+    /* Line by line: arrival times are right. */
+    struct mb_progress *p = bursty_job(NULL, 500, 1, false);
+    mb_progress_throughput(p, 0, 0, 0, 10, &tp);
+    assert_true(tp.valid);
+    assert_false(tp.job_clock);
+    assert_int_equal(tp.records, 500);
+    assert_int_equal(tp.reads, 500);
+    assert_float_equal(tp.rate.mean, 1000, 1e-6);
+    mb_progress_destroy(p);
+
+    /* 500 records in bursts of 160 (Python's 8 KiB buffer): refused, with the fix. */
+    p = bursty_job(NULL, 500, 160, false);
+    mb_progress_throughput(p, 0, 0, 0, 10, &tp);
+    assert_false(tp.valid);
+    assert_non_null(strstr(tp.reason, "progress arrived in bursts (output buffered?)"));
+    assert_non_null(strstr(tp.reason, "PYTHONUNBUFFERED=1"));
+    assert_non_null(strstr(tp.reason, "--pty"));
+    mb_progress_destroy(p);
+
+    /* The same with the job's own clock: exact. */
+    p = bursty_job(NULL, 500, 160, true);
+    mb_progress_throughput(p, 0, 0, 0, 10, &tp);
+    assert_true(tp.valid);
+    assert_true(tp.job_clock);
+    assert_float_equal(tp.rate.mean, 1000, 1e-6);
+    mb_progress_destroy(p);
+    p = bursty_job("^iter ([0-9]+)( t=([0-9.]+))?", 500, 160, true);
+    mb_progress_throughput(p, 0, 0, 0, 10, &tp);
+    assert_false(tp.valid); /* the second group is " t=..." with its prefix: not a number */
+    mb_progress_destroy(p);
+    p = bursty_job("^iter ([0-9]+) t=([0-9.]+)", 500, 160, true);
+    mb_progress_throughput(p, 0, 0, 0, 10, &tp);
+    assert_true(tp.valid);
+    assert_true(tp.job_clock);
+    assert_float_equal(tp.rate.mean, 1000, 1e-6);
+    mb_progress_destroy(p);
+
+    /* A fast job read a few records at a time over many reads: accepted. */
+    p = bursty_job(NULL, 5000, 4, false);
+    mb_progress_throughput(p, 0, 0, 0, 10, &tp);
+    assert_true(tp.valid);
+    assert_int_equal(tp.reads, 1250);
+    mb_progress_destroy(p);
+
+    /* A short buffered run: everything in one read at the end; the reason says so. */
+    p = bursty_job(NULL, 50, 1000, false);
+    mb_progress_throughput(p, 0, 0, 0, 10, &tp);
+    assert_false(tp.valid);
+    assert_non_null(strstr(tp.reason, "50 arrived"));
+    assert_non_null(strstr(tp.reason, "in 1 read,"));
+    assert_non_null(strstr(tp.reason, "0.5 s after the start"));
+    assert_non_null(strstr(tp.reason, "progress arrived in bursts (output buffered?)"));
+    mb_progress_destroy(p);
+
+    /* The job's clock going backwards is rejected like a step going backwards. */
+    p = make(NULL, 0, 0, 0);
+    feed_str(p, "step=1 t=5\nstep=2 t=4\nstep=3 t=6\n", 1);
+    struct mb_progress_counts c;
+    mb_progress_get_counts(p, &c);
+    assert_int_equal(c.records, 2);
+    assert_int_equal(c.rejected, 1);
+    assert_int_equal(c.reads, 1);
+    assert_null(mb_progress_unit_name(p));
+    mb_progress_destroy(p);
+
+    /* The unit the job names: the first well-formed one. */
+    p = make(NULL, 0, 0, 0);
+    feed_str(p, "step=1 samples=9 unit=tok$ns\nstep=2 samples=18 unit=tokens\n", 1);
+    feed_str(p, "step=3 samples=27 unit=images\n", 2);
+    assert_string_equal(mb_progress_unit_name(p), "tokens");
+    mb_progress_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_random_bytes_do_not_crash),
         cmocka_unit_test(test_regex_mode),
         cmocka_unit_test(test_throughput_and_bounded_memory),
+        cmocka_unit_test(test_bursts_refused_or_job_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
