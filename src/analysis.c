@@ -286,10 +286,14 @@ static int load_telemetry(struct mb_an_cell *c, const char *path, struct tel_row
 {
     *rows_out = NULL;
     *nrows_out = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        mb__copy_str(c->timeline_note, sizeof(c->timeline_note), "no telemetry.csv");
-        return MB_OK;
+    FILE *f;
+    struct mb_error oerr = {0};
+    int orc = mb_file_fopen_input(path, &f, &oerr);
+    if (orc != MB_OK) {
+        mb__copy_str(c->timeline_note, sizeof(c->timeline_note),
+                     orc == MB_ENOTFOUND ? "no telemetry.csv"
+                                         : "telemetry.csv unreadable or not a regular file");
+        return orc == MB_ENOMEM ? mb_error_set(err, MB_ENOMEM, "out of memory") : MB_OK;
     }
     char line[TELEMETRY_LINE_MAX];
     char *fields[TELEMETRY_COLS_MAX];
@@ -1493,8 +1497,8 @@ static void journal_notes(struct mb_an_experiment *e)
     char path[MB_AN_PATH_MAX];
     if (!join(path, sizeof(path), e->dir, "journal.jsonl"))
         return;
-    FILE *f = fopen(path, "r");
-    if (!f)
+    FILE *f;
+    if (mb_file_fopen_input(path, &f, NULL) != MB_OK)
         return;
     char line[8192];
     size_t bad = 0, interrupted = 0, unfinished = 0, lines = 0;

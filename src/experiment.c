@@ -20,6 +20,7 @@
 #include <yaml.h>
 
 #include "experiment_internal.h"
+#include "yaml_internal.h"
 #include "migbench/fileio.h"
 
 extern char **environ;
@@ -225,25 +226,20 @@ static int load_tree(struct pctx *c, const char *text, size_t len, const char *o
                      struct ynode **out)
 {
     *out = NULL;
-    yaml_parser_t parser;
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser))
+    bool loaded;
+    struct mb__yaml_fail f;
+    int rc = mb__yaml_load(text, len, MAX_DEPTH, MAX_NODES, &doc, &loaded, &f);
+    if (rc == MB_ENOMEM)
         return mb_error_set(c->err, MB_ENOMEM, "out of memory");
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        unsigned line = (unsigned)parser.problem_mark.line + 1;
-        int rc = perr(c, origin ? 0 : line, origin, NULL, "YAML: %s%s%s",
-                      parser.problem ? parser.problem : "syntax error", parser.context ? " " : "",
-                      parser.context ? parser.context : "");
-        yaml_parser_delete(&parser);
-        return rc;
-    }
-    int rc = MB_OK;
+    if (rc != MB_OK)
+        return perr(c, origin ? 0 : f.line, origin, NULL, "%s", f.msg);
+    if (!loaded)
+        return MB_OK;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     if (root)
         rc = convert(c, &doc, root, origin, 0, out);
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
     return rc;
 }
 

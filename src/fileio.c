@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "migbench/fileio.h"
@@ -103,6 +104,56 @@ int mb_file_write_json_atomic(const char *path, const cJSON *obj, mode_t mode, s
     return rc;
 }
 
+int mb_file_open_input(const char *path, int *fd_out, struct mb_error *err)
+{
+    *fd_out = -1;
+    /*
+     * O_NONBLOCK: opening a FIFO with no writer would otherwise wait for one forever; a regular
+     * file ignores the flag. The type is then checked on what was opened, not on the name.
+     */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return mb_error_set(err, errno == ENOENT ? MB_ENOTFOUND : MB_EIO, "%s: cannot open: %s",
+                            path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return mb_error_set(err, MB_EIO, "%s: cannot open: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        const char *what = S_ISDIR(st.st_mode)    ? "a directory"
+                           : S_ISFIFO(st.st_mode) ? "a FIFO"
+                           : S_ISCHR(st.st_mode)  ? "a character device"
+                           : S_ISBLK(st.st_mode)  ? "a block device"
+                           : S_ISSOCK(st.st_mode) ? "a socket"
+                                                  : "not a regular file";
+        close(fd);
+        return mb_error_set(err, MB_EIO, "%s: cannot read: %s, not a regular file", path, what);
+    }
+    /* Reads of a regular file never block; clearing the flag keeps later reads plain. */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *fd_out = fd;
+    return MB_OK;
+}
+
+int mb_file_fopen_input(const char *path, FILE **out, struct mb_error *err)
+{
+    *out = NULL;
+    int fd;
+    int rc = mb_file_open_input(path, &fd, err);
+    if (rc != MB_OK)
+        return rc;
+    *out = fdopen(fd, "r");
+    if (!*out) {
+        close(fd);
+        return mb_error_set(err, MB_ENOMEM, "%s: out of memory", path);
+    }
+    return MB_OK;
+}
+
 int mb_file_read(const char *path, size_t max_bytes, char **out, size_t *len_out,
                  struct mb_error *err)
 {
@@ -111,15 +162,14 @@ int mb_file_read(const char *path, size_t max_bytes, char **out, size_t *len_out
         *len_out = 0;
     if (max_bytes > SIZE_MAX / 2)
         max_bytes = SIZE_MAX / 2; /* keeps max_bytes + 1 and the doubling from overflowing */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return mb_error_set(err, errno == ENOENT ? MB_ENOTFOUND : MB_EIO, "%s: cannot open: %s",
-                            path, strerror(errno));
+    int fd;
+    int rc = mb_file_open_input(path, &fd, err);
+    if (rc != MB_OK)
+        return rc;
     /* Grows as the file does, so a small file under a large limit costs a small buffer. */
     size_t cap = max_bytes < READ_CHUNK ? max_bytes + 1 : READ_CHUNK;
     size_t n = 0;
     char *buf = malloc(cap + 1);
-    int rc = MB_OK;
     while (buf) {
         if (n == cap) {
             if (n > max_bytes)

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "migbench/fileio.h"
 #include "migbench/results.h"
 
 struct mb_journal {
@@ -118,11 +119,13 @@ int mb_journal_read(const char *path, cJSON **events, size_t *skipped, struct mb
 {
     *events = NULL;
     *skipped = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT)
-            return mb_error_set(err, MB_ENOTFOUND, "%s: no journal", path);
-        return mb_error_set(err, MB_EIO, "%s: cannot open journal: %s", path, strerror(errno));
+    FILE *f;
+    int orc = mb_file_fopen_input(path, &f, err);
+    if (orc == MB_ENOTFOUND)
+        return mb_error_set(err, MB_ENOTFOUND, "%s: no journal", path);
+    if (orc != MB_OK) {
+        mb_error_prefix(err, "journal: ");
+        return orc;
     }
     cJSON *arr = cJSON_CreateArray();
     char *line = malloc(MB_JOURNAL_LINE_MAX + 2);

@@ -14,10 +14,14 @@
 
 #include "migbench/fileio.h"
 #include "text_internal.h"
+#include "yaml_internal.h"
 
 /* Input files are small; anything larger is refused rather than read without bound. */
 #define MAX_FILE_BYTES (64u << 20)
 #define CSV_MAX_FIELDS 32
+/* A jobs file nests four levels; the limits bound what a hostile file costs while parsing. */
+#define JOBS_MAX_DEPTH 32
+#define JOBS_MAX_NODES 1000000
 
 struct mb_plan_profiles {
     size_t n, cap;
@@ -658,30 +662,26 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
     if (st)
         return st;
     struct mb_plan_jobset *js = calloc(1, sizeof(*js));
-    yaml_parser_t parser;
     yaml_document_t doc;
-    bool have_parser = false, have_doc = false;
+    bool have_doc = false;
     if (!js) {
         st = mb_error_set(err, MB_ENOMEM, "out of memory");
         goto fail;
     }
     js->makespan_cap_s = NAN;
     js->energy_cap_j = NAN;
-    if (!yaml_parser_initialize(&parser)) {
+    struct mb__yaml_fail f;
+    st = mb__yaml_load(text, len, JOBS_MAX_DEPTH, JOBS_MAX_NODES, &doc, &have_doc, &f);
+    if (st == MB_ENOMEM) {
         st = mb_error_set(err, MB_ENOMEM, "out of memory");
         goto fail;
     }
-    have_parser = true;
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        st = mb_error_set(err, MB_EPARSE, "%s:%lu: %s", path,
-                          (unsigned long)parser.problem_mark.line + 1,
-                          parser.problem ? parser.problem : "malformed YAML");
+    if (st != MB_OK) {
+        st = mb_error_set(err, MB_EPARSE, "%s:%u: %s", path, f.line, f.msg);
         goto fail;
     }
-    have_doc = true;
     struct yctx c = {path, &doc, err};
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    yaml_node_t *root = have_doc ? yaml_document_get_root_node(&doc) : NULL;
     if (!root || root->type != YAML_MAPPING_NODE) {
         st = yfail(&c, root, "(top)", "expected a mapping with 'jobs:'");
         goto fail;
@@ -743,15 +743,12 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
         goto fail;
     }
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
     free(text);
     *out = js;
     return MB_OK;
 fail:
     if (have_doc)
         yaml_document_delete(&doc);
-    if (have_parser)
-        yaml_parser_delete(&parser);
     mb_plan_jobset_destroy(js);
     free(text);
     return st;

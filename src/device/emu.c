@@ -771,9 +771,12 @@ static int parse_fault(struct emu *e, const char *val, struct mb_error *err)
 /* Reads a trace file: lines "t_seconds,watts", '#' comments; times strictly increasing. */
 static int load_trace(struct emu *e, const char *path, struct mb_error *err)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return mb_error_set(err, MB_EIO, "trace file %s: %s", path, strerror(errno));
+    FILE *f;
+    int orc = mb_file_fopen_input(path, &f, err);
+    if (orc != MB_OK) {
+        mb_error_prefix(err, "trace file: ");
+        return orc == MB_ENOTFOUND ? MB_EIO : orc;
+    }
     int rc = MB_OK;
     size_t cap = 64;
     e->trace = malloc(cap * sizeof(*e->trace));
