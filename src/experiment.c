@@ -22,6 +22,7 @@
 #include "experiment_internal.h"
 #include "yaml_internal.h"
 #include "migbench/fileio.h"
+#include "migbench/num.h"
 
 extern char **environ;
 
@@ -401,10 +402,11 @@ static int get_number(struct pctx *c, const struct ynode *n, const char *field, 
     int rc = want(c, n, Y_SCALAR, field, "a number");
     if (rc)
         return rc;
-    char *end;
-    errno = 0;
-    double v = strtod(n->str, &end);
-    if (end == n->str || *end || errno || !isfinite(v))
+    double v;
+    int nrc = mb_num_parse(n->str, &v, NULL);
+    if (nrc == MB_ERANGE)
+        return perr(c, n->line, n->origin, field, "%s is out of range %g..%g", n->str, lo, hi);
+    if (nrc != MB_OK)
         return perr(c, n->line, n->origin, field, "'%s' is not a number", n->str);
     if (v < lo || v > hi)
         return perr(c, n->line, n->origin, field, "%s is out of range %g..%g", n->str, lo, hi);
@@ -418,11 +420,13 @@ static int get_fraction(struct pctx *c, const struct ynode *n, const char *field
     int rc = want(c, n, Y_SCALAR, field, "a fraction such as 10% or 0.1");
     if (rc)
         return rc;
-    char *end;
-    errno = 0;
-    double v = strtod(n->str, &end);
-    bool pct = end != n->str && *end == '%' && end[1] == '\0';
-    if (end == n->str || (*end && !pct) || errno || !isfinite(v))
+    const char *end;
+    double v;
+    int nrc = mb_num_parse(n->str, &v, &end);
+    bool pct = nrc == MB_OK && *end == '%' && end[1] == '\0';
+    if (nrc == MB_ERANGE)
+        return perr(c, n->line, n->origin, field, "%s is out of range 0..1 (0%%..100%%)", n->str);
+    if (nrc != MB_OK || (*end && !pct))
         return perr(c, n->line, n->origin, field, "'%s' is not a fraction (write 10%% or 0.1)",
                     n->str);
     if (pct)
@@ -518,10 +522,12 @@ int mb_amount_parse(const char *text, bool allow_steps, bool allow_stable, struc
         out->kind = MB_AMOUNT_COMPLETION;
         return MB_OK;
     }
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || errno || !isfinite(v) || v < 0 || text[0] == '-' || text[0] == '+')
+    const char *end;
+    double v;
+    int nrc = text[0] == '-' || text[0] == '+' ? MB_EPARSE : mb_num_parse(text, &v, &end);
+    if (nrc == MB_ERANGE)
+        return mb_error_set(err, MB_EPARSE, "'%s': the number is out of range", text);
+    if (nrc != MB_OK || v < 0)
         return mb_error_set(err, MB_EPARSE, "'%s' is not a duration (like 20s, 100ms, 2m%s)", text,
                             allow_steps ? " or 50 steps" : "");
     while (*end == ' ')

@@ -1,6 +1,7 @@
 /* Atomic whole-file replace and bounded whole-file read. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,5 +209,72 @@ int mb_file_read(const char *path, size_t max_bytes, char **out, size_t *len_out
     *out = buf;
     if (len_out)
         *len_out = n;
+    return MB_OK;
+}
+
+/*
+ * The deepest nesting in text before byte stop, and the offset of the first \u0000 escape
+ * inside a string (or -1). Only meaningful as a diagnosis of text that cJSON refused or for the
+ * NUL escape, which cJSON accepts.
+ */
+static void json_scan(const char *text, size_t len, size_t *max_depth, long *nul_at)
+{
+    size_t depth = 0;
+    bool in_str = false;
+    *max_depth = 0;
+    *nul_at = -1;
+    for (size_t i = 0; i < len; i++) {
+        char ch = text[i];
+        if (in_str) {
+            if (ch == '\\' && i + 1 < len) {
+                if (text[i + 1] == 'u' && i + 5 < len && memcmp(text + i + 2, "0000", 4) == 0 &&
+                    *nul_at < 0)
+                    *nul_at = (long)i;
+                i++;
+            } else if (ch == '"') {
+                in_str = false;
+            }
+        } else if (ch == '"') {
+            in_str = true;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > *max_depth)
+                *max_depth = depth;
+        } else if ((ch == ']' || ch == '}') && depth > 0) {
+            depth--;
+        }
+    }
+}
+
+int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out,
+                  struct mb_error *err)
+{
+    *out = NULL;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    size_t depth;
+    long nul_at;
+    if (!root) {
+        const char *where = cJSON_GetErrorPtr();
+        size_t stop = where && where >= text && where <= text + len ? (size_t)(where - text) : len;
+        json_scan(text, stop, &depth, &nul_at);
+        if (depth >= CJSON_NESTING_LIMIT)
+            return mb_error_set(err, MB_EPARSE, "%s: JSON nested deeper than %d levels", source,
+                                CJSON_NESTING_LIMIT);
+        unsigned line = 1, col = 1;
+        for (size_t i = 0; i < stop; i++) {
+            col = text[i] == '\n' ? 1 : col + 1;
+            line += text[i] == '\n';
+        }
+        return mb_error_set(err, MB_EPARSE, "%s:%u:%u: not valid JSON", source, line, col);
+    }
+    json_scan(text, len, &depth, &nul_at);
+    if (nul_at >= 0) {
+        cJSON_Delete(root);
+        return mb_error_set(err, MB_EPARSE,
+                            "%s: byte %ld: a string holds \\u0000 (a NUL character), which is "
+                            "not allowed",
+                            source, nul_at);
+    }
+    *out = root;
     return MB_OK;
 }

@@ -1,6 +1,7 @@
 /* The experiment journal: an append-only JSON-lines file, fsync'd after every line. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,7 +246,9 @@ int mb_journal_leftovers(const cJSON *events, struct mb_leftovers *out, struct m
                                     MB_MAX_LEFTOVERS);
             struct mb_leftover_mps *p = &out->mps[out->n_mps++];
             const cJSON *pid = cJSON_GetObjectItemCaseSensitive(ev, "pid");
-            p->pid = cJSON_IsNumber(pid) ? (long)pid->valuedouble : -1;
+            p->pid = cJSON_IsNumber(pid) && pid->valuedouble >= 1 && pid->valuedouble <= INT_MAX
+                         ? (long)pid->valuedouble
+                         : -1;
             snprintf(p->pipe_dir, sizeof(p->pipe_dir), "%s", str_of(ev, "pipe_dir"));
             snprintf(p->log_dir, sizeof(p->log_dir), "%s", str_of(ev, "log_dir"));
         } else if (strcmp(name, "mps_stopped") == 0) {

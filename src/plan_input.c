@@ -13,6 +13,7 @@
 #include <yaml.h>
 
 #include "migbench/fileio.h"
+#include "migbench/num.h"
 #include "text_internal.h"
 #include "yaml_internal.h"
 
@@ -22,6 +23,8 @@
 /* A jobs file nests four levels; the limits bound what a hostile file costs while parsing. */
 #define JOBS_MAX_DEPTH 32
 #define JOBS_MAX_NODES 1000000
+/* Units of work a job may name: far past any training run, far below where sums overflow. */
+#define MAX_WORK 1e18
 
 struct mb_plan_profiles {
     size_t n, cap;
@@ -183,10 +186,8 @@ static bool parse_num(const char *s, bool optional, double *out)
         *out = NAN;
         return optional;
     }
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || !isfinite(v))
+    double v;
+    if (mb_num_parse(s, &v, NULL) != MB_OK)
         return false;
     *out = v;
     return true;
@@ -413,10 +414,12 @@ static int get_with_unit(const struct yctx *c, const yaml_node_t *n, const char 
     const char *s = scalar(n);
     if (!s)
         return yfail(c, n, field, "expected a number");
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !isfinite(v) || v <= 0)
+    const char *end;
+    double v;
+    int nrc = mb_num_parse(s, &v, &end);
+    if (nrc == MB_ERANGE)
+        return yfail(c, n, field, "'%s': the number is out of range", s);
+    if (nrc != MB_OK || v <= 0)
         return yfail(c, n, field, "'%s' is not a positive number", s);
     while (*end == ' ')
         end++;
@@ -550,15 +553,17 @@ static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
                 st = MB_OK;
             } else {
                 st = get_number(c, v, sub, 0, &job->work);
-                if (st == MB_OK && job->work <= 0)
-                    st = yfail(c, v, sub, "must be > 0 (units of work) or 'continuous'");
+                if (st == MB_OK && (job->work <= 0 || job->work > MAX_WORK))
+                    st = yfail(c, v, sub, "must be > 0 and at most %g (units of work) or 'continuous'",
+                               MAX_WORK);
             }
         } else if (strcmp(key, "priority") == 0) {
             double pr_v;
             st = get_number(c, v, sub, -1e6, &pr_v);
             if (st == MB_OK && (pr_v > 1e6 || pr_v != floor(pr_v)))
                 st = yfail(c, v, sub, "expected an integer between -1000000 and 1000000");
-            job->priority = (int)pr_v;
+            if (st == MB_OK)
+                job->priority = (int)pr_v;
         } else if (strcmp(key, "deadline") == 0) {
             st = get_duration(c, v, sub, &job->deadline_s);
         } else if (strcmp(key, "memory_mib") == 0) {
@@ -706,7 +711,8 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
             st = get_number(&c, v, key, 1, &d);
             if (st == MB_OK && (d > MB_PLAN_MAX_GPUS || d != floor(d)))
                 st = yfail(&c, v, key, "expected an integer from 1 to %d", MB_PLAN_MAX_GPUS);
-            js->count = (unsigned)d;
+            if (st == MB_OK)
+                js->count = (unsigned)d;
         } else if (strcmp(key, "objective") == 0) {
             const char *s = scalar(v);
             js->has_objective = true;

@@ -61,4 +61,15 @@ int mb_file_fopen_input(const char *path, FILE **out, struct mb_error *err);
 int mb_file_read(const char *path, size_t max_bytes, char **out, size_t *len_out,
                  struct mb_error *err);
 
+/*
+ * Parses the len bytes at text (NUL-terminated at text[len]) as JSON into a new tree at *out that
+ * the caller frees with cJSON_Delete. Refuses, with source in the message: text that is not JSON
+ * ("SOURCE:LINE:COLUMN: not valid JSON"), JSON nested deeper than cJSON's limit of
+ * CJSON_NESTING_LIMIT levels ("SOURCE: JSON nested deeper than 1000 levels"), and a string
+ * holding \u0000, which every C string reader would silently cut short. Returns MB_OK,
+ * MB_EPARSE or MB_ENOMEM; on failure *out is NULL.
+ */
+int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out,
+                  struct mb_error *err);
+
 #endif

@@ -24,6 +24,7 @@
 #include "device/backends.h"
 #include "migbench/clock.h"
 #include "migbench/fileio.h"
+#include "migbench/num.h"
 
 #define EMU_MAX_GI 15 /* GI ids 0..14 (mig-geometry.md §8.1) */
 #define EMU_MAX_CI 8  /* CI ids 0..7 */
@@ -470,9 +471,14 @@ static int state_from_json(const struct emu *e, const char *text, struct emu_sta
 {
     const char *path = e->state_path;
     int rc = MB_OK;
-    cJSON *root = cJSON_Parse(text);
-    if (!root || !cJSON_IsObject(root)) {
-        rc = mb_error_set(err, MB_EPARSE, "%s: not a migbench emulator state (bad JSON)", path);
+    cJSON *root = NULL;
+    if ((rc = mb_json_parse(text, strlen(text), path, &root, err)) != MB_OK) {
+        mb_error_prefix(err, "not a migbench emulator state: ");
+        goto done;
+    }
+    if (!cJSON_IsObject(root)) {
+        rc = mb_error_set(err, MB_EPARSE, "%s: not a migbench emulator state (not an object)",
+                          path);
         goto done;
     }
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
@@ -792,13 +798,12 @@ static int load_trace(struct emu *e, const char *path, struct mb_error *err)
             rc = mb_error_set(err, MB_EPARSE, "%s:%u: line too long", path, lineno);
             goto done;
         }
-        char *s = line + strspn(line, " \t");
+        const char *s = line + strspn(line, " \t");
         if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0')
             continue;
-        char *end;
-        errno = 0;
-        double t = strtod(s, &end);
-        if (end == s || errno || !isfinite(t) || t < 0) {
+        const char *end;
+        double t, w;
+        if (mb_num_parse(s, &t, &end) != MB_OK || t < 0) {
             rc = mb_error_set(err, MB_EPARSE, "%s:%u: field t_seconds: expected a time >= 0", path,
                               lineno);
             goto done;
@@ -809,8 +814,8 @@ static int load_trace(struct emu *e, const char *path, struct mb_error *err)
             goto done;
         }
         s++;
-        double w = strtod(s, &end);
-        if (end == s || errno || !isfinite(w) || w < 0) {
+        s += strspn(s, " \t");
+        if (mb_num_parse(s, &w, &end) != MB_OK || w < 0) {
             rc = mb_error_set(err, MB_EPARSE, "%s:%u: field watts: expected a power >= 0", path,
                               lineno);
             goto done;
