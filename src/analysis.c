@@ -548,6 +548,17 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
         cJSON_Delete(root);
         return mb_error_set(err, MB_EPARSE, "%s: field 'mode': missing", path);
     }
+    static const char *const modes[] = {"exclusive", "timeslice", "partition", "mig", "mps"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        known = known || strcmp(m->mode, modes[i]) == 0;
+    if (!known) {
+        cJSON_Delete(root);
+        return mb_error_set(err, MB_EPARSE,
+                            "%s: field 'mode': '%s' is not a sharing mode (exclusive, timeslice, "
+                            "partition, mig, mps)",
+                            path, m->mode);
+    }
     struct mb_opt rep = json_num(root, "rep");
     c->rep = opt_int(rep, dir_rep);
     const char *status = json_str(root, "status");
@@ -639,11 +650,26 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
             snprintf(m->unit[i], sizeof(m->unit[i]), "%.100s/s", json_str(j, "unit"));
         cj->steps = json_num(j, "steps");
         cj->units = json_num(j, "units");
+        /* Rates and counts are never negative: such a file is damaged, not a measurement. */
+        const char *neg = cj->throughput.valid && cj->throughput.v < 0 ? "throughput.mean"
+                          : cj->steps.valid && cj->steps.v < 0         ? "steps"
+                          : cj->units.valid && cj->units.v < 0         ? "units"
+                                                                       : NULL;
+        if (neg) {
+            cJSON_Delete(root);
+            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].%s': negative", path, i,
+                                neg);
+        }
         cj->steps_unit = ups && strcmp(ups, "steps/s") == 0;
         const cJSON *jw = cJSON_GetObjectItemCaseSensitive(j, "window");
         if (!cJSON_IsObject(jw))
             jw = cJSON_GetObjectItemCaseSensitive(tp, "window");
         cj->window_s = json_num(jw, "seconds");
+        if (cj->window_s.valid && cj->window_s.v < 0) {
+            cJSON_Delete(root);
+            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].window.seconds': negative",
+                                path, i);
+        }
         cj->window_start_ns = json_i64(jw, "start_ns");
         cj->window_end_ns = json_i64(jw, "end_ns");
         cj->has_window = cj->window_start_ns > 0 && cj->window_end_ns > cj->window_start_ns;

@@ -1539,7 +1539,10 @@ int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kin
     *n_cells = 0;
     *notes = NULL;
     *n_notes = 0;
-    if (only_runs && only_runs[0]) {
+    if (only_runs && !only_runs[0])
+        return mb_error_set(err, MB_EINVAL, "--only: empty; name at least one run of %s",
+                            exp->path);
+    if (only_runs) {
         /* Every name given must be a run: a typo must not silently run nothing. */
         const char *p = only_runs;
         while (*p) {

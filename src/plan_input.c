@@ -179,15 +179,18 @@ static char *trim(char *s)
     return s;
 }
 
-/* A number, or NaN for an empty field when allowed. */
-static bool parse_num(const char *s, bool optional, double *out)
+/* A number, or NaN for an empty field when allowed; *range tells "1e400" from "abc". */
+static bool parse_num(const char *s, bool optional, double *out, bool *range)
 {
+    *range = false;
     if (!*s) {
         *out = NAN;
         return optional;
     }
     double v;
-    if (mb_num_parse(s, &v, NULL) != MB_OK)
+    int rc = mb_num_parse(s, &v, NULL);
+    *range = rc == MB_ERANGE;
+    if (rc != MB_OK)
         return false;
     *out = v;
     return true;
@@ -313,20 +316,23 @@ int mb_plan_profiles_load_csv(struct mb_plan_profiles *p, const struct mb_catalo
         mb__copy_str(row.partition, sizeof(row.partition), v[C_PARTITION]);
         mb__copy_str(row.unit, sizeof(row.unit), v[C_UNIT]);
         int badc = -1;
-        if (!parse_num(v[C_THR], false, &row.throughput))
+        bool range = false;
+        if (!parse_num(v[C_THR], false, &row.throughput, &range))
             badc = C_THR;
-        else if (!parse_num(v[C_POWER], false, &row.power_w))
+        else if (!parse_num(v[C_POWER], false, &row.power_w, &range))
             badc = C_POWER;
-        else if (!parse_num(v[C_IDLE], true, &row.idle_power_w))
+        else if (!parse_num(v[C_IDLE], true, &row.idle_power_w, &range))
             badc = C_IDLE;
-        else if (!parse_num(v[C_MEM], true, &row.peak_mem_mib))
+        else if (!parse_num(v[C_MEM], true, &row.peak_mem_mib, &range))
             badc = C_MEM;
         else if (!parse_bool(v[C_PROXY], &row.proxy))
             badc = C_PROXY;
         if (badc >= 0) {
             st = mb_error_set(err, MB_EPARSE, "%s:%u: field '%s': '%s' is not %s", path, line_no,
                               col_names[badc], v[badc],
-                              badc == C_PROXY ? "true or false" : "a number");
+                              badc == C_PROXY ? "true or false"
+                              : range         ? "a number in range"
+                                              : "a number");
             goto fail;
         }
         if (v[C_SOURCE][0])
@@ -342,6 +348,10 @@ int mb_plan_profiles_load_csv(struct mb_plan_profiles *p, const struct mb_catalo
     }
     if (!have_header) {
         st = mb_error_set(err, MB_EPARSE, "%s: empty (no header line)", path);
+        goto fail;
+    }
+    if (p->n == n_before) {
+        st = mb_error_set(err, MB_EPARSE, "%s: a header but no profile rows", path);
         goto fail;
     }
     free(text);
@@ -398,7 +408,10 @@ static int get_number(const struct yctx *c, const yaml_node_t *n, const char *fi
 {
     const char *s = scalar(n);
     double v;
-    if (!s || !parse_num(s, false, &v))
+    bool range;
+    if (s && !parse_num(s, false, &v, &range) && range)
+        return yfail(c, n, field, "'%s': the number is out of range", s);
+    if (!s || !parse_num(s, false, &v, &range))
         return yfail(c, n, field, "expected a number");
     if (v < lo)
         return yfail(c, n, field, "must be at least %g", lo);
