@@ -478,8 +478,7 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case 'n':
             if (mb_num_parse(optarg, &o->samples_per_step, NULL) != MB_OK ||
-                !(o->samples_per_step > 0) ||
-                o->samples_per_step > 1e12)
+                !(o->samples_per_step > 0) || o->samples_per_step > 1e12)
                 return mb_cli_usage_error(
                     &mb_cmd_measure, "--samples-per-step '%s': expected a positive number", optarg);
             break;

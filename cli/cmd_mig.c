@@ -171,10 +171,10 @@ static int owned_load(const struct target *t, struct owned *o)
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(e, "start");
         const cJSON *sz = cJSON_GetObjectItemCaseSensitive(e, "size");
         if (!cJSON_IsNumber(id) || !cJSON_IsNumber(pid) || !cJSON_IsString(pn) ||
-            !cJSON_IsNumber(st) || !cJSON_IsNumber(sz) || o->n >= MAX_GIS ||
-            id->valuedouble < 0 || id->valuedouble > 1e6 || pid->valuedouble < 0 ||
-            pid->valuedouble > 1e6 || st->valuedouble < 0 || st->valuedouble > 64 ||
-            sz->valuedouble < 1 || sz->valuedouble > 64) {
+            !cJSON_IsNumber(st) || !cJSON_IsNumber(sz) || o->n >= MAX_GIS || id->valuedouble < 0 ||
+            id->valuedouble > 1e6 || pid->valuedouble < 0 || pid->valuedouble > 1e6 ||
+            st->valuedouble < 0 || st->valuedouble > 64 || sz->valuedouble < 1 ||
+            sz->valuedouble > 64) {
             /* Skipping the entry would let the next save drop it: refuse, change nothing. */
             mb_cli_error(NAME,
                          "%s: field 'gpu_instances[%zu]': expected gi_id, profile_id, profile, "

@@ -657,8 +657,7 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
                                                                        : NULL;
         if (neg) {
             cJSON_Delete(root);
-            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].%s': negative", path, i,
-                                neg);
+            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].%s': negative", path, i, neg);
         }
         cj->steps_unit = ups && strcmp(ups, "steps/s") == 0;
         const cJSON *jw = cJSON_GetObjectItemCaseSensitive(j, "window");

@@ -251,6 +251,21 @@ int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out,
     *out = NULL;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    /* A second value after the first is refused, not ignored. */
+    while (root && end && end < text + len &&
+           (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+        end++;
+    if (root && end && end < text + len && *end) {
+        size_t stop = (size_t)(end - text);
+        cJSON_Delete(root);
+        unsigned line = 1, col = 1;
+        for (size_t i = 0; i < stop; i++) {
+            col = text[i] == '\n' ? 1 : col + 1;
+            line += text[i] == '\n';
+        }
+        return mb_error_set(err, MB_EPARSE, "%s:%u:%u: not valid JSON (text after the value)",
+                            source, line, col);
+    }
     size_t depth;
     long nul_at;
     if (!root) {

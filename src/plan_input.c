@@ -567,7 +567,8 @@ static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
             } else {
                 st = get_number(c, v, sub, 0, &job->work);
                 if (st == MB_OK && (job->work <= 0 || job->work > MAX_WORK))
-                    st = yfail(c, v, sub, "must be > 0 and at most %g (units of work) or 'continuous'",
+                    st = yfail(c, v, sub,
+                               "must be > 0 and at most %g (units of work) or 'continuous'",
                                MAX_WORK);
             }
         } else if (strcmp(key, "priority") == 0) {

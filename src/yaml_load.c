@@ -15,8 +15,8 @@
 #include "yaml_internal.h"
 
 struct level {
-    int id;      /* the collection's node id */
-    int key;     /* a mapping's key waiting for its value; 0 when none */
+    int id;  /* the collection's node id */
+    int key; /* a mapping's key waiting for its value; 0 when none */
     bool is_map;
 };
 
@@ -166,9 +166,8 @@ int mb__yaml_load(const char *text, size_t len, int max_depth, size_t max_nodes,
                 if (!attach(doc, stack, depth, id))
                     rc = MB_ENOMEM;
                 else if (nested)
-                    stack[depth++] = (struct level){.id = id, .is_map =
-                                                                  ev.type ==
-                                                                  YAML_MAPPING_START_EVENT};
+                    stack[depth++] =
+                        (struct level){.id = id, .is_map = ev.type == YAML_MAPPING_START_EVENT};
             }
         }
         yaml_event_delete(&ev);

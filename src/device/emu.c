@@ -500,8 +500,8 @@ static int state_from_json(const struct emu *e, const char *text, struct emu_sta
         goto done;
     }
     if (!cJSON_IsObject(root)) {
-        rc = mb_error_set(err, MB_EPARSE, "%s: not a migbench emulator state (not an object)",
-                          path);
+        rc =
+            mb_error_set(err, MB_EPARSE, "%s: not a migbench emulator state (not an object)", path);
         goto done;
     }
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
@@ -590,8 +590,9 @@ static int state_from_json(const struct emu *e, const char *text, struct emu_sta
         }
         for (size_t k = 0; k < st->n_procs; k++)
             if (st->procs[k].pid == pid) {
-                rc = mb_error_set(err, MB_EPARSE, "%s: field 'processes[%zu].pid': pid %u appears twice",
-                                  path, st->n_procs, pid);
+                rc = mb_error_set(err, MB_EPARSE,
+                                  "%s: field 'processes[%zu].pid': pid %u appears twice", path,
+                                  st->n_procs, pid);
                 goto done;
             }
         pr->pid = pid;
