@@ -5,12 +5,13 @@
 set -euo pipefail
 
 # What building and running migbench needs (the quickstart), and with --test what the test suite
-# needs too: cmocka, clang-format for the format check, python3-yaml for the examples check, and
-# chromium, in which the tests open the HTML report.
+# needs too: cmocka, clang-format for the format check, python3-yaml for the examples check,
+# chromium, in which the tests open the HTML report, and clang with its libFuzzer runtime
+# (libclang-rt-14-dev) for the fuzz targets (scripts/fuzz.sh).
 pkgs=(build-essential cmake pkg-config libyaml-dev libcjson-dev python3 python3-torch
       python3-torchvision)
 if [ "${1:-}" = "--test" ]; then
-    pkgs+=(libcmocka-dev clang-format python3-yaml chromium)
+    pkgs+=(libcmocka-dev clang-format python3-yaml chromium clang libclang-rt-14-dev)
 fi
 
 missing=()
