@@ -851,7 +851,12 @@ static int run_verify(const struct opts *o, const struct mb_catalog *cat)
         mb_cli_error(NAME, "--plan %s", rerr.msg);
         return MB_EXIT_USAGE;
     }
-    cJSON *plan = cJSON_Parse(text);
+    cJSON *plan = NULL;
+    if (mb_json_parse(text, strlen(text), o->plan, &plan, &rerr) != MB_OK) {
+        free(text);
+        mb_cli_error(NAME, "--plan %s", rerr.msg);
+        return MB_EXIT_USAGE;
+    }
     free(text);
     int rc = MB_EXIT_USAGE;
     struct measured *m = NULL;
