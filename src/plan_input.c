@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,9 @@
 struct mb_plan_profiles {
     size_t n, cap;
     struct mb_plan_profile *rows;
+    /* Indexes of rows[0..indexed) by workload/gpu/partition and by workload (its first row). */
+    struct mb__strmap by_key, by_workload;
+    size_t indexed;
 };
 
 int mb_plan_profiles_create(struct mb_plan_profiles **out, struct mb_error *err)
@@ -44,7 +48,33 @@ void mb_plan_profiles_destroy(struct mb_plan_profiles *p)
     if (!p)
         return;
     free(p->rows);
+    mb__strmap_clear(&p->by_key);
+    mb__strmap_clear(&p->by_workload);
     free(p);
+}
+
+static void profile_key(const struct mb_plan_profile *r, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s\x1f%s\x1f%s", r->workload, r->gpu, r->partition);
+}
+
+/* Rebuilds the indexes after rows were dropped (a refused CSV, mb__plan_profiles_pop). */
+static int reindex(struct mb_plan_profiles *p)
+{
+    mb__strmap_clear(&p->by_key);
+    mb__strmap_clear(&p->by_workload);
+    p->indexed = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        char key[sizeof(p->rows[i].workload) + sizeof(p->rows[i].gpu) +
+                 sizeof(p->rows[i].partition) + 3];
+        profile_key(&p->rows[i], key, sizeof(key));
+        size_t v = i, w = i;
+        if (mb__strmap_put(&p->by_key, key, &v) < 0 ||
+            mb__strmap_put(&p->by_workload, p->rows[i].workload, &w) < 0)
+            return MB_ENOMEM;
+    }
+    p->indexed = p->n;
+    return MB_OK;
 }
 
 void mb__plan_profiles_pop(struct mb_plan_profiles *p)
@@ -94,18 +124,26 @@ int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *ca
         return mb_error_set(err, MB_EINVAL, "field 'peak_mem_mib': must be a number >= 0");
     if (!r.unit[0])
         mb__copy_str(r.unit, sizeof(r.unit), "units");
-    for (size_t i = 0; i < p->n; i++) {
-        const struct mb_plan_profile *o = &p->rows[i];
-        if (strcmp(o->workload, r.workload) == 0 && strcmp(o->gpu, r.gpu) == 0 &&
-            strcmp(o->partition, r.partition) == 0)
-            return mb_error_set(err, MB_EINVAL,
-                                "workload '%s' on %s %s is profiled twice (also at %s)", r.workload,
-                                r.gpu, r.partition, o->source);
-        if (strcmp(o->workload, r.workload) == 0 && strcmp(o->unit, r.unit) != 0)
-            return mb_error_set(err, MB_EINVAL,
-                                "field 'unit': workload '%s' counts '%s' here but '%s' at %s",
-                                r.workload, r.unit, o->unit, o->source);
-    }
+    if (p->indexed != p->n && reindex(p) != MB_OK)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    char key[sizeof(r.workload) + sizeof(r.gpu) + sizeof(r.partition) + 3];
+    profile_key(&r, key, sizeof(key));
+    size_t at = p->n;
+    int put = mb__strmap_put(&p->by_key, key, &at);
+    if (put < 0)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    if (put > 0)
+        return mb_error_set(err, MB_EINVAL, "workload '%s' on %s %s is profiled twice (also at %s)",
+                            r.workload, r.gpu, r.partition, p->rows[at].source);
+    p->indexed = SIZE_MAX; /* by_key holds a row not added yet: rebuilt unless all goes well */
+    at = p->n;
+    put = mb__strmap_put(&p->by_workload, r.workload, &at);
+    if (put < 0)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    if (put > 0 && strcmp(p->rows[at].unit, r.unit) != 0)
+        return mb_error_set(err, MB_EINVAL,
+                            "field 'unit': workload '%s' counts '%s' here but '%s' at %s",
+                            r.workload, r.unit, p->rows[at].unit, p->rows[at].source);
     if (p->n == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 16;
         struct mb_plan_profile *v = realloc(p->rows, cap * sizeof(*v));
@@ -115,6 +153,7 @@ int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *ca
         p->cap = cap;
     }
     p->rows[p->n++] = r;
+    p->indexed = p->n;
     return MB_OK;
 }
 
@@ -484,7 +523,8 @@ static int get_argv(const struct yctx *c, const yaml_node_t *n, const char *fiel
     return MB_OK;
 }
 
-static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+static int parse_workloads_in(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js,
+                              struct mb__strmap *names)
 {
     if (n->type != YAML_MAPPING_NODE)
         return yfail(c, n, "workloads", "expected a mapping of workload name to {command, unit}");
@@ -525,11 +565,22 @@ static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb
         }
         if (w->argc == 0)
             return yfail(c, v, field, "missing 'command'");
-        for (size_t i = 0; i + 1 < js->n_workloads; i++)
-            if (strcmp(js->workloads[i].name, w->name) == 0)
-                return yfail(c, k, field, "workload named twice");
+        size_t first = js->n_workloads - 1;
+        int put = mb__strmap_put(names, w->name, &first);
+        if (put < 0)
+            return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+        if (put > 0)
+            return yfail(c, k, field, "workload named twice");
     }
     return MB_OK;
+}
+
+static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+{
+    struct mb__strmap names = {0};
+    int st = parse_workloads_in(c, n, js, &names);
+    mb__strmap_clear(&names);
+    return st;
 }
 
 static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
@@ -605,7 +656,8 @@ static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
     return MB_OK;
 }
 
-static int parse_jobs(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+static int parse_jobs_in(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js,
+                         struct mb__strmap *names)
 {
     if (n->type != YAML_SEQUENCE_NODE)
         return yfail(c, n, "jobs", "expected a list of jobs");
@@ -642,19 +694,30 @@ static int parse_jobs(const struct yctx *c, const yaml_node_t *n, struct mb_plan
                                  job.name);
                 mb__copy_str(j->name, sizeof(j->name), nm);
             }
-            for (size_t i = 0; i < js->n_jobs; i++)
-                if (strcmp(js->jobs[i].name, j->name) == 0) {
-                    char f[64];
-                    snprintf(f, sizeof(f), "jobs[%zu].name", idx);
-                    return yfail(c, e, f, "'%s' is also the name of the job on line %u", j->name,
-                                 js->jobs[i].line);
-                }
+            size_t first = js->n_jobs;
+            int put = mb__strmap_put(names, j->name, &first);
+            if (put < 0)
+                return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+            if (put > 0) {
+                char f[64];
+                snprintf(f, sizeof(f), "jobs[%zu].name", idx);
+                return yfail(c, e, f, "'%s' is also the name of the job on line %u", j->name,
+                             js->jobs[first].line);
+            }
             js->n_jobs++;
         }
     }
     if (js->n_jobs == 0)
         return yfail(c, n, "jobs", "no jobs");
     return MB_OK;
+}
+
+static int parse_jobs(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+{
+    struct mb__strmap names = {0};
+    int st = parse_jobs_in(c, n, js, &names);
+    mb__strmap_clear(&names);
+    return st;
 }
 
 void mb_plan_jobset_destroy(struct mb_plan_jobset *js)

