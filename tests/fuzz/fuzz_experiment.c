@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Experiment YAML with --set overrides: the part before the first "\n%%\n" is the file, each
- * following part one KEY=VALUE override. The cells of what parses are enumerated too.
+ * following part one KEY=VALUE override. The cells of what parses are enumerated too, and for
+ * a GPU checked against the H100's MIG geometry.
  */
 #include "fuzz_common.h"
+#include "migbench/catalog.h"
 #include "migbench/experiment.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static struct mb_catalog *cat;
+    static const struct mb_gpu_model *h100;
+    struct mb_error err;
+    if (!cat && (mb_catalog_create(&cat, &err) != MB_OK ||
+                 mb_catalog_find(cat, "H100-80GB", &h100, &err) != MB_OK))
+        abort();
     const uint8_t *parts[9];
     size_t lens[9];
     size_t n = fuzz_split(data, size, parts, lens, 9);
@@ -19,10 +27,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ov[i - 1] = fuzz_str(parts[i], l);
     }
     struct mb_experiment *exp = NULL;
-    struct mb_error err;
     if (mb_experiment_parse("fuzz.yaml", (const char *)parts[0], lens[0], (const char *const *)ov,
                             n - 1, &exp, &err) == MB_OK) {
-        for (int kind = 0; kind < 2; kind++) {
+        for (int kind = MB_KIND_HOST; kind <= MB_KIND_NVML; kind++) {
             struct mb_cell *cells = NULL;
             char **notes = NULL;
             size_t n_cells = 0, n_notes = 0;
