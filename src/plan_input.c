@@ -526,6 +526,8 @@ static int get_argv(const struct yctx *c, const yaml_node_t *n, const char *fiel
 static int parse_workloads_in(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js,
                               struct mb__strmap *names)
 {
+    if (js->workloads) /* the loader refuses a repeated key; this keeps the array safe anyway */
+        return yfail(c, n, "workloads", "given twice");
     if (n->type != YAML_MAPPING_NODE)
         return yfail(c, n, "workloads", "expected a mapping of workload name to {command, unit}");
     size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
@@ -659,6 +661,8 @@ static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
 static int parse_jobs_in(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js,
                          struct mb__strmap *names)
 {
+    if (js->jobs) /* as for workloads: a second list must not land in the first one's array */
+        return yfail(c, n, "jobs", "given twice");
     if (n->type != YAML_SEQUENCE_NODE)
         return yfail(c, n, "jobs", "expected a list of jobs");
     size_t cap = 0;

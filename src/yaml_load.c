@@ -12,12 +12,14 @@
 #include <string.h>
 
 #include "migbench/status.h"
+#include "text_internal.h"
 #include "yaml_internal.h"
 
 struct level {
     int id;  /* the collection's node id */
     int key; /* a mapping's key waiting for its value; 0 when none */
     bool is_map;
+    struct mb__strmap keys; /* a mapping's scalar keys so far, each with its line */
 };
 
 static int fail_at(struct mb__yaml_fail *f, yaml_mark_t m, const char *fmt, ...)
@@ -48,21 +50,35 @@ static const yaml_char_t *tag_of(const yaml_char_t *tag)
     return tag;
 }
 
-/* Hangs node id under the innermost open collection (or makes it the root). */
-static bool attach(yaml_document_t *doc, struct level *stack, int depth, int id)
+/*
+ * Hangs node id (made from ev) under the innermost open collection, or makes it the root.
+ * A key a mapping already has is refused here, for every reader: two 'workloads:' in a plan
+ * file once made its reader write past an array sized for the first.
+ */
+static int attach(yaml_document_t *doc, struct level *stack, int depth, int id,
+                  const yaml_event_t *ev, struct mb__yaml_fail *fail)
 {
     if (depth == 0)
-        return true; /* the first node added is the document's root */
+        return MB_OK; /* the first node added is the document's root */
     struct level *top = &stack[depth - 1];
     if (!top->is_map)
-        return yaml_document_append_sequence_item(doc, top->id, id) != 0;
+        return yaml_document_append_sequence_item(doc, top->id, id) ? MB_OK : MB_ENOMEM;
     if (!top->key) {
+        if (ev->type == YAML_SCALAR_EVENT) {
+            size_t line = ev->start_mark.line + 1;
+            int put = mb__strmap_put(&top->keys, (const char *)ev->data.scalar.value, &line);
+            if (put < 0)
+                return MB_ENOMEM;
+            if (put > 0)
+                return fail_at(fail, ev->start_mark, "duplicate key '%.60s' (first on line %zu)",
+                               (const char *)ev->data.scalar.value, line);
+        }
         top->key = id;
-        return true;
+        return MB_OK;
     }
     int key = top->key;
     top->key = 0;
-    return yaml_document_append_mapping_pair(doc, top->id, key, id) != 0;
+    return yaml_document_append_mapping_pair(doc, top->id, key, id) ? MB_OK : MB_ENOMEM;
 }
 
 int mb__yaml_load(const char *text, size_t len, int max_depth, size_t max_nodes,
@@ -150,7 +166,7 @@ int mb__yaml_load(const char *text, size_t len, int max_depth, size_t max_nodes,
         case YAML_SEQUENCE_END_EVENT:
         case YAML_MAPPING_END_EVENT:
             if (depth > 0) /* libyaml pairs them; the check keeps the stack safe regardless */
-                depth--;
+                mb__strmap_clear(&stack[--depth].keys);
             break;
         default:
             break;
@@ -163,9 +179,8 @@ int mb__yaml_load(const char *text, size_t len, int max_depth, size_t max_nodes,
                 rc = fail_at(fail, ev.start_mark, "more than %zu YAML nodes", max_nodes);
             } else {
                 set_marks(doc, id, &ev);
-                if (!attach(doc, stack, depth, id))
-                    rc = MB_ENOMEM;
-                else if (nested)
+                rc = attach(doc, stack, depth, id, &ev, fail);
+                if (rc == MB_OK && nested)
                     stack[depth++] =
                         (struct level){.id = id, .is_map = ev.type == YAML_MAPPING_START_EVENT};
             }
@@ -173,6 +188,8 @@ int mb__yaml_load(const char *text, size_t len, int max_depth, size_t max_nodes,
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&parser);
+    for (int i = 0; i < depth; i++)
+        mb__strmap_clear(&stack[i].keys);
     free(stack);
     if (rc != MB_OK) {
         if (have_doc)

@@ -295,7 +295,15 @@ static void test_repeats(void **state)
               "jobs: [{workload: w, work: 1}]\n");
     struct mb_plan_jobset *js = NULL;
     assert_int_equal(mb_plan_jobset_load(path, &js, &err), MB_EPARSE);
-    assert_non_null(strstr(err.msg, "wl.yaml:5: field 'workloads.w': workload named twice"));
+    assert_non_null(strstr(err.msg, "wl.yaml:5: duplicate key 'w' (first on line 3)"));
+    /* Two 'workloads:' (or 'jobs:') once made the reader write past the first one's array. */
+    put(path, "gpu: H100-80GB\n"
+              "workloads: {w: {command: [/bin/true]}}\n"
+              "jobs: [{workload: w, work: 1}]\n"
+              "workloads: {v: {command: [/bin/true]}, u: {command: [/bin/true]}}\n");
+    assert_int_equal(mb_plan_jobset_load(path, &js, &err), MB_EPARSE);
+    assert_non_null(strstr(err.msg, "jobs.yaml:4: duplicate key 'workloads' (first on line 2)") ||
+                    strstr(err.msg, ":4: duplicate key 'workloads' (first on line 2)"));
     put(path, "gpu: H100-80GB\n"
               "workloads: {w: {command: [/bin/true]}}\n"
               "jobs:\n"

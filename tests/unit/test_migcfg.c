@@ -136,7 +136,7 @@ static void test_bad(void **state)
          "bad.yaml:8: field 'mig-devices': profile '1G.10GB' is listed twice"},
         {"version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: true\n"
          "  a:\n    - devices: all\n      mig-enabled: true\n",
-         "bad.yaml:6: field 'mig-configs': config 'a' is defined twice"},
+         "bad.yaml:6:3: duplicate key 'a' (first on line 3)"},
         {"version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: \"true\"\n",
          "expected true or false"},
     };
