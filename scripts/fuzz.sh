@@ -40,7 +40,13 @@ if [ -z "$out" ]; then
     out=$(mktemp -d)
     keep=0
 fi
-cleanup() { [ "$keep" = 1 ] || rm -rf "$out"; }
+# The targets write their input files here, in memory where /dev/shm exists.
+scratch=$(mktemp -d -p /dev/shm mb-fuzz.XXXXXX 2>/dev/null || mktemp -d)
+export MB_FUZZ_SCRATCH=$scratch
+cleanup() {
+    rm -rf "$scratch"
+    [ "$keep" = 1 ] || rm -rf "$out"
+}
 trap cleanup EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

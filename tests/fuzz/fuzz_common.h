@@ -13,12 +13,17 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* A per-process scratch directory, in memory where /dev/shm exists; made once, kept. */
+/*
+ * A per-process scratch directory under $MB_FUZZ_SCRATCH (scripts/fuzz.sh makes one in /dev/shm
+ * and removes it), else under /dev/shm or /tmp; made once, kept for the process.
+ */
 static inline const char *fuzz_dir(void)
 {
-    static char dir[96];
+    static char dir[256];
     if (!dir[0]) {
-        const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+        const char *base = getenv("MB_FUZZ_SCRATCH");
+        if (!base || !base[0])
+            base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
         snprintf(dir, sizeof(dir), "%s/mb-fuzz-%ld", base, (long)getpid());
         mkdir(dir, 0700);
     }
