@@ -14,6 +14,7 @@
 #include "migbench/experiment.h"
 #include "migbench/exporter.h"
 #include "migbench/meter.h"
+#include "migbench/num.h"
 #include "migbench/proc.h"
 #include "migbench/progress.h"
 
@@ -64,9 +65,8 @@ struct job {
 static bool parse_amount(const char *s, bool steps, int64_t *ns, uint64_t *n_steps)
 {
     char secs[64];
-    char *end;
-    (void)strtod(s, &end);
-    if (end != s && !*end) {
+    double bare;
+    if (mb_num_parse(s, &bare, NULL) == MB_OK) {
         int n = snprintf(secs, sizeof(secs), "%ss", s);
         if (n < 0 || (size_t)n >= sizeof(secs))
             return false;
@@ -491,7 +491,6 @@ static int parse(int argc, char **argv, struct opts *o)
     int c;
     /* '+': stop at the first non-option so the command's own options are left alone. */
     while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-        char *end;
         switch (c) {
         case 'd':
             o->device = optarg;
@@ -519,10 +518,8 @@ static int parse(int argc, char **argv, struct opts *o)
             o->regex = optarg;
             break;
         case 'n':
-            errno = 0;
-            o->samples_per_step = strtod(optarg, &end);
-            if (end == optarg || *end || errno || !(o->samples_per_step > 0) ||
-                o->samples_per_step > 1e12)
+            if (mb_num_parse(optarg, &o->samples_per_step, NULL) != MB_OK ||
+                !(o->samples_per_step > 0) || o->samples_per_step > 1e12)
                 return mb_cli_usage_error(
                     &mb_cmd_measure, "--samples-per-step '%s': expected a positive number", optarg);
             break;

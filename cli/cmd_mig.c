@@ -139,8 +139,14 @@ static int owned_load(const struct target *t, struct owned *o)
         mb_cli_error(NAME, "cannot read the record of instances migbench made: %s", err.msg);
         return MB_EXIT_FAIL;
     }
-    cJSON *root = cJSON_Parse(buf);
+    cJSON *root = NULL;
+    rc = mb_json_parse(buf, strlen(buf), o->path, &root, &err);
     free(buf);
+    if (rc != MB_OK) {
+        mb_cli_error(NAME, "%s; not a migbench ownership record; move it away to continue",
+                     err.msg);
+        return MB_EXIT_FAIL;
+    }
     const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(root, "device_uuid");
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "gpu_instances");
     if (!cJSON_IsString(uuid) || !cJSON_IsArray(arr)) {
@@ -150,9 +156,10 @@ static int owned_load(const struct target *t, struct owned *o)
         return MB_EXIT_FAIL;
     }
     if (strcmp(uuid->valuestring, t->info.uuid) != 0) {
-        cJSON_Delete(root);
+        /* The message names the record's UUID, which lives in root: print before freeing. */
         mb_cli_error(NAME, "%s: the record is for GPU %s, not %s; move it away to continue",
                      o->path, uuid->valuestring, t->info.uuid);
+        cJSON_Delete(root);
         return MB_EXIT_FAIL;
     }
     const cJSON *e;
@@ -164,9 +171,18 @@ static int owned_load(const struct target *t, struct owned *o)
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(e, "start");
         const cJSON *sz = cJSON_GetObjectItemCaseSensitive(e, "size");
         if (!cJSON_IsNumber(id) || !cJSON_IsNumber(pid) || !cJSON_IsString(pn) ||
-            !cJSON_IsNumber(st) || !cJSON_IsNumber(sz) || o->n >= MAX_GIS || id->valueint < 0 ||
-            pid->valueint < 0 || st->valueint < 0 || sz->valueint < 1)
-            continue;
+            !cJSON_IsNumber(st) || !cJSON_IsNumber(sz) || o->n >= MAX_GIS || id->valuedouble < 0 ||
+            id->valuedouble > 1e6 || pid->valuedouble < 0 || pid->valuedouble > 1e6 ||
+            st->valuedouble < 0 || st->valuedouble > 64 || sz->valuedouble < 1 ||
+            sz->valuedouble > 64) {
+            /* Skipping the entry would let the next save drop it: refuse, change nothing. */
+            mb_cli_error(NAME,
+                         "%s: field 'gpu_instances[%zu]': expected gi_id, profile_id, profile, "
+                         "start and size in range; move the record away to continue",
+                         o->path, o->n);
+            cJSON_Delete(root);
+            return MB_EXIT_FAIL;
+        }
         struct owned_gi *g = &o->gi[o->n++];
         g->gi_id = (unsigned)id->valueint;
         g->profile_id = (unsigned)pid->valueint;

@@ -15,6 +15,7 @@
 #include "migbench/catalog.h"
 #include "migbench/fileio.h"
 #include "migbench/layout.h"
+#include "migbench/num.h"
 #include "migbench/plan.h"
 #include "migbench/results.h"
 
@@ -55,6 +56,8 @@ static const char *fmt_time(double s, char *buf, size_t cap)
         snprintf(buf, cap, "n/a");
     } else if (s < 120) {
         snprintf(buf, cap, "%.1f s", s);
+    } else if (s >= 1e12) {
+        snprintf(buf, cap, "%.3g s", s); /* past what the h/m/s integers below can hold */
     } else {
         double r = floor(s + 0.5);
         unsigned long h = (unsigned long)(r / 3600);
@@ -848,7 +851,12 @@ static int run_verify(const struct opts *o, const struct mb_catalog *cat)
         mb_cli_error(NAME, "--plan %s", rerr.msg);
         return MB_EXIT_USAGE;
     }
-    cJSON *plan = cJSON_Parse(text);
+    cJSON *plan = NULL;
+    if (mb_json_parse(text, strlen(text), o->plan, &plan, &rerr) != MB_OK) {
+        free(text);
+        mb_cli_error(NAME, "--plan %s", rerr.msg);
+        return MB_EXIT_USAGE;
+    }
     free(text);
     int rc = MB_EXIT_USAGE;
     struct measured *m = NULL;
@@ -1056,10 +1064,8 @@ static const struct option long_opts[] = {
 
 static bool parse_pos(const char *s, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v <= 0)
+    double v;
+    if (mb_num_parse(s, &v, NULL) != MB_OK || v <= 0)
         return false;
     *out = v;
     return true;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -823,6 +824,12 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         snprintf(dir, sizeof(dir), "results/%s", exp->name);
     char jpath[PATH_MAX + 32];
     snprintf(jpath, sizeof(jpath), "%s/journal.jsonl", dir);
+    struct stat dst;
+    if (stat(dir, &dst) == 0 && !S_ISDIR(dst.st_mode)) {
+        mb_cli_error(CMD, "--results %s: exists and is not a directory", dir);
+        code = MB_EXIT_USAGE;
+        goto out;
+    }
     if (!a->resume && dir_has_results(dir)) {
         mb_cli_error(CMD,
                      "%s already holds results; add --resume to continue that experiment, or "

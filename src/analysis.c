@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "migbench/fileio.h"
+#include "migbench/num.h"
 #include "text_internal.h"
 
 /* Bounds on outside input: a cell.json is small; telemetry is read line by line. */
@@ -96,7 +98,16 @@ static struct mb_opt json_num(const cJSON *obj, const char *key)
 static int64_t json_i64(const cJSON *obj, const char *key)
 {
     struct mb_opt o = json_num(obj, key);
-    return o.valid ? (int64_t)llround(o.v) : 0;
+    return o.valid && mb_num_fits_i64(o.v) ? (int64_t)llround(o.v) : 0;
+}
+
+/* An int field of cell.json: whole and in range, else dflt (a hostile file cannot overflow it). */
+static int opt_int(struct mb_opt o, int dflt)
+{
+    int64_t v;
+    if (!o.valid || mb_num_to_i64(o.v, INT_MIN, INT_MAX, &v) != MB_OK)
+        return dflt;
+    return (int)v;
 }
 
 static void add_note(struct mb_an_experiment *e, const char *fmt, ...)
@@ -232,10 +243,8 @@ static int field_num(const char *s, double *out)
 {
     if (!s || !*s)
         return 0;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || errno || !isfinite(v))
+    double v;
+    if (mb_num_parse(s, &v, NULL) != MB_OK)
         return 0;
     *out = v;
     return 1;
@@ -286,10 +295,14 @@ static int load_telemetry(struct mb_an_cell *c, const char *path, struct tel_row
 {
     *rows_out = NULL;
     *nrows_out = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        mb__copy_str(c->timeline_note, sizeof(c->timeline_note), "no telemetry.csv");
-        return MB_OK;
+    FILE *f;
+    struct mb_error oerr = {0};
+    int orc = mb_file_fopen_input(path, &f, &oerr);
+    if (orc != MB_OK) {
+        mb__copy_str(c->timeline_note, sizeof(c->timeline_note),
+                     orc == MB_ENOTFOUND ? "no telemetry.csv"
+                                         : "telemetry.csv unreadable or not a regular file");
+        return orc == MB_ENOMEM ? mb_error_set(err, MB_ENOMEM, "out of memory") : MB_OK;
     }
     char line[TELEMETRY_LINE_MAX];
     char *fields[TELEMETRY_COLS_MAX];
@@ -511,16 +524,11 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
     int st = read_file(path, &text, err);
     if (st != MB_OK)
         return st;
-    cJSON *root = cJSON_Parse(text);
-    if (!root) {
-        const char *where = cJSON_GetErrorPtr();
-        long off = where ? (long)(where - text) : -1;
-        free(text);
-        if (off >= 0)
-            return mb_error_set(err, MB_EPARSE, "%s: not valid JSON (near byte %ld)", path, off);
-        return mb_error_set(err, MB_EPARSE, "%s: not valid JSON", path);
-    }
+    cJSON *root;
+    st = mb_json_parse(text, strlen(text), path, &root, err);
     free(text);
+    if (st != MB_OK)
+        return st;
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return mb_error_set(err, MB_EPARSE, "%s: field '(root)': expected a JSON object", path);
@@ -541,8 +549,19 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
         cJSON_Delete(root);
         return mb_error_set(err, MB_EPARSE, "%s: field 'mode': missing", path);
     }
+    static const char *const modes[] = {"exclusive", "timeslice", "partition", "mig", "mps"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        known = known || strcmp(m->mode, modes[i]) == 0;
+    if (!known) {
+        cJSON_Delete(root);
+        return mb_error_set(err, MB_EPARSE,
+                            "%s: field 'mode': '%s' is not a sharing mode (exclusive, timeslice, "
+                            "partition, mig, mps)",
+                            path, m->mode);
+    }
     struct mb_opt rep = json_num(root, "rep");
-    c->rep = rep.valid ? (int)rep.v : dir_rep;
+    c->rep = opt_int(rep, dir_rep);
     const char *status = json_str(root, "status");
     c->ok = status && strcmp(status, "ok") == 0;
     if (!c->ok) {
@@ -632,11 +651,25 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
             snprintf(m->unit[i], sizeof(m->unit[i]), "%.100s/s", json_str(j, "unit"));
         cj->steps = json_num(j, "steps");
         cj->units = json_num(j, "units");
+        /* Rates and counts are never negative: such a file is damaged, not a measurement. */
+        const char *neg = cj->throughput.valid && cj->throughput.v < 0 ? "throughput.mean"
+                          : cj->steps.valid && cj->steps.v < 0         ? "steps"
+                          : cj->units.valid && cj->units.v < 0         ? "units"
+                                                                       : NULL;
+        if (neg) {
+            cJSON_Delete(root);
+            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].%s': negative", path, i, neg);
+        }
         cj->steps_unit = ups && strcmp(ups, "steps/s") == 0;
         const cJSON *jw = cJSON_GetObjectItemCaseSensitive(j, "window");
         if (!cJSON_IsObject(jw))
             jw = cJSON_GetObjectItemCaseSensitive(tp, "window");
         cj->window_s = json_num(jw, "seconds");
+        if (cj->window_s.valid && cj->window_s.v < 0) {
+            cJSON_Delete(root);
+            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].window.seconds': negative",
+                                path, i);
+        }
         cj->window_start_ns = json_i64(jw, "start_ns");
         cj->window_end_ns = json_i64(jw, "end_ns");
         cj->has_window = cj->window_start_ns > 0 && cj->window_end_ns > cj->window_start_ns;
@@ -677,12 +710,12 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
             const char *u = json_str(mi, "uuid");
             struct mb_opt g = json_num(mi, "gi_id");
             if (iuuid && u && strcmp(iuuid, u) == 0 && g.valid)
-                cj->gi_id = (int)g.v;
+                cj->gi_id = opt_int(g, -1);
         }
         if (cj->gi_id < 0 && !iuuid) {
             struct mb_opt g = json_num(cJSON_GetArrayItem(mig_inst, (int)i), "gi_id");
             if (g.valid)
-                cj->gi_id = (int)g.v;
+                cj->gi_id = opt_int(g, -1);
         }
         if (!prof)
             prof = json_str(cJSON_GetArrayItem(mig_inst, (int)i), "profile");
@@ -982,7 +1015,8 @@ static void fill_run_jobs(struct mb_an_run *r, const struct run_meta *m)
         j->compute_weight = 0;
         if (strcmp(r->mode, "mig") == 0)
             j->compute_weight = profile_slices(m->instance[i]);
-        else if (strcmp(r->mode, "mps") == 0 && m->pct[i].valid && m->pct[i].v > 0)
+        else if (strcmp(r->mode, "mps") == 0 && m->pct[i].valid && m->pct[i].v > 0 &&
+                 m->pct[i].v <= 100)
             j->compute_weight = (int)llround(m->pct[i].v);
         else if (strcmp(r->mode, "partition") == 0)
             j->compute_weight = m->cpus[i];
@@ -1496,8 +1530,8 @@ static void journal_notes(struct mb_an_experiment *e)
     char path[MB_AN_PATH_MAX];
     if (!join(path, sizeof(path), e->dir, "journal.jsonl"))
         return;
-    FILE *f = fopen(path, "r");
-    if (!f)
+    FILE *f;
+    if (mb_file_fopen_input(path, &f, NULL) != MB_OK)
         return;
     char line[8192];
     size_t bad = 0, interrupted = 0, unfinished = 0, lines = 0;
@@ -1516,10 +1550,11 @@ static void journal_notes(struct mb_an_experiment *e)
         struct mb_opt rep = json_num(o, "rep");
         if (ev && strcmp(ev, "interrupted") == 0) {
             interrupted++;
-        } else if (ev && strcmp(ev, "cell_started") == 0 && run && rep.valid &&
-                   !have_cell(e, run, (int)rep.v)) {
+        } else if (ev && strcmp(ev, "cell_started") == 0 && run && opt_int(rep, -1) >= 0 &&
+                   !have_cell(e, run, opt_int(rep, -1))) {
             if (unfinished++ < 8)
-                add_note(e, "%s rep %d started but wrote no cell.json (journal)", run, (int)rep.v);
+                add_note(e, "%s rep %d started but wrote no cell.json (journal)", run,
+                         opt_int(rep, -1));
         }
         cJSON_Delete(o);
     }

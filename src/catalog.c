@@ -442,20 +442,6 @@ static int parse_model(struct ctx *c, const cJSON *obj, struct model_entry *me)
 }
 
 /* 1-based line and column of byte offset off in text, for JSON syntax errors. */
-static void line_col(const char *text, size_t len, size_t off, unsigned *line, unsigned *col)
-{
-    *line = 1;
-    *col = 1;
-    for (size_t i = 0; i < off && i < len; i++) {
-        if (text[i] == '\n') {
-            (*line)++;
-            *col = 1;
-        } else {
-            (*col)++;
-        }
-    }
-}
-
 static void free_entries(struct model_entry **v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -467,16 +453,11 @@ static int parse_document(const char *source, const char *text, size_t len, bool
                           struct model_entry **out, size_t *n_out, struct mb_error *err)
 {
     struct ctx c = {.source = source, .err = err};
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    cJSON *root;
     size_t n = 0;
-    int rc = MB_OK;
-    if (!root) {
-        unsigned line, col;
-        size_t off = end && end >= text ? (size_t)(end - text) : 0;
-        line_col(text, len, off, &line, &col);
-        return mb_error_set(err, MB_EPARSE, "%s:%u:%u: not valid JSON", source, line, col);
-    }
+    int rc = mb_json_parse(text, len, source, &root, err);
+    if (rc != MB_OK)
+        return rc;
     if (!cJSON_IsObject(root)) {
         rc = fail_at(&c, NULL, "expected a JSON object mapping model names to models");
         goto fail;

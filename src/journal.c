@@ -1,6 +1,7 @@
 /* The experiment journal: an append-only JSON-lines file, fsync'd after every line. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "migbench/fileio.h"
 #include "migbench/results.h"
 
 struct mb_journal {
@@ -118,11 +120,13 @@ int mb_journal_read(const char *path, cJSON **events, size_t *skipped, struct mb
 {
     *events = NULL;
     *skipped = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT)
-            return mb_error_set(err, MB_ENOTFOUND, "%s: no journal", path);
-        return mb_error_set(err, MB_EIO, "%s: cannot open journal: %s", path, strerror(errno));
+    FILE *f;
+    int orc = mb_file_fopen_input(path, &f, err);
+    if (orc == MB_ENOTFOUND)
+        return mb_error_set(err, MB_ENOTFOUND, "%s: no journal", path);
+    if (orc != MB_OK) {
+        mb_error_prefix(err, "journal: ");
+        return orc;
     }
     cJSON *arr = cJSON_CreateArray();
     char *line = malloc(MB_JOURNAL_LINE_MAX + 2);
@@ -242,7 +246,9 @@ int mb_journal_leftovers(const cJSON *events, struct mb_leftovers *out, struct m
                                     MB_MAX_LEFTOVERS);
             struct mb_leftover_mps *p = &out->mps[out->n_mps++];
             const cJSON *pid = cJSON_GetObjectItemCaseSensitive(ev, "pid");
-            p->pid = cJSON_IsNumber(pid) ? (long)pid->valuedouble : -1;
+            p->pid = cJSON_IsNumber(pid) && pid->valuedouble >= 1 && pid->valuedouble <= INT_MAX
+                         ? (long)pid->valuedouble
+                         : -1;
             snprintf(p->pipe_dir, sizeof(p->pipe_dir), "%s", str_of(ev, "pipe_dir"));
             snprintf(p->log_dir, sizeof(p->log_dir), "%s", str_of(ev, "log_dir"));
         } else if (strcmp(name, "mps_stopped") == 0) {

@@ -11,10 +11,14 @@
 #include <yaml.h>
 
 #include "migbench/fileio.h"
+#include "yaml_internal.h"
 
 /* A config file larger than this is refused (mig-parted's own default file is ~20 KB). */
 #define MIGCFG_FILE_MAX (1u << 20)
 #define SOURCE_MAX 256
+/* mig-parted files nest five levels; the limits bound what a hostile file costs. */
+#define MIGCFG_MAX_DEPTH 32
+#define MIGCFG_MAX_NODES 100000
 
 struct mb_migcfg {
     char source[SOURCE_MAX];
@@ -312,24 +316,20 @@ int mb_migcfg_parse(const char *text, size_t len, const char *source, struct mb_
     if (!cfg)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
     snprintf(cfg->source, sizeof(cfg->source), "%s", source);
-    yaml_parser_t parser;
     yaml_document_t doc;
     bool have_doc = false;
-    int rc = MB_OK;
-    if (!yaml_parser_initialize(&parser)) {
-        free(cfg);
-        return mb_error_set(err, MB_ENOMEM, "out of memory");
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        rc = mb_error_set(err, MB_EPARSE, "%s:%zu:%zu: not valid YAML: %s", source,
-                          parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                          parser.problem ? parser.problem : "syntax error");
+    struct mb__yaml_fail f;
+    int rc = mb__yaml_load(text, len, MIGCFG_MAX_DEPTH, MIGCFG_MAX_NODES, &doc, &have_doc, &f);
+    if (rc == MB_ENOMEM) {
+        rc = mb_error_set(err, MB_ENOMEM, "out of memory");
         goto fail;
     }
-    have_doc = true;
+    if (rc != MB_OK) {
+        rc = mb_error_set(err, MB_EPARSE, "%s:%u:%u: %s", source, f.line, f.column, f.msg);
+        goto fail;
+    }
     struct pctx c = {.doc = &doc, .source = source, .err = err};
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    yaml_node_t *root = have_doc ? yaml_document_get_root_node(&doc) : NULL;
     if (!root) {
         rc = mb_error_set(err, MB_EPARSE,
                           "%s: empty file; expected 'version: v1' and "
@@ -340,13 +340,11 @@ int mb_migcfg_parse(const char *text, size_t len, const char *source, struct mb_
     if ((rc = parse_root(&c, root, cfg)))
         goto fail;
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
     *out = cfg;
     return MB_OK;
 fail:
     if (have_doc)
         yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
     free(cfg);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,25 @@
 #include <yaml.h>
 
 #include "migbench/fileio.h"
+#include "migbench/num.h"
 #include "text_internal.h"
+#include "yaml_internal.h"
 
 /* Input files are small; anything larger is refused rather than read without bound. */
 #define MAX_FILE_BYTES (64u << 20)
 #define CSV_MAX_FIELDS 32
+/* A jobs file nests four levels; the limits bound what a hostile file costs while parsing. */
+#define JOBS_MAX_DEPTH 32
+#define JOBS_MAX_NODES 1000000
+/* Units of work a job may name: far past any training run, far below where sums overflow. */
+#define MAX_WORK 1e18
 
 struct mb_plan_profiles {
     size_t n, cap;
     struct mb_plan_profile *rows;
+    /* Indexes of rows[0..indexed) by workload/gpu/partition and by workload (its first row). */
+    struct mb__strmap by_key, by_workload;
+    size_t indexed;
 };
 
 int mb_plan_profiles_create(struct mb_plan_profiles **out, struct mb_error *err)
@@ -37,7 +48,33 @@ void mb_plan_profiles_destroy(struct mb_plan_profiles *p)
     if (!p)
         return;
     free(p->rows);
+    mb__strmap_clear(&p->by_key);
+    mb__strmap_clear(&p->by_workload);
     free(p);
+}
+
+static void profile_key(const struct mb_plan_profile *r, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s\x1f%s\x1f%s", r->workload, r->gpu, r->partition);
+}
+
+/* Rebuilds the indexes after rows were dropped (a refused CSV, mb__plan_profiles_pop). */
+static int reindex(struct mb_plan_profiles *p)
+{
+    mb__strmap_clear(&p->by_key);
+    mb__strmap_clear(&p->by_workload);
+    p->indexed = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        char key[sizeof(p->rows[i].workload) + sizeof(p->rows[i].gpu) +
+                 sizeof(p->rows[i].partition) + 3];
+        profile_key(&p->rows[i], key, sizeof(key));
+        size_t v = i, w = i;
+        if (mb__strmap_put(&p->by_key, key, &v) < 0 ||
+            mb__strmap_put(&p->by_workload, p->rows[i].workload, &w) < 0)
+            return MB_ENOMEM;
+    }
+    p->indexed = p->n;
+    return MB_OK;
 }
 
 void mb__plan_profiles_pop(struct mb_plan_profiles *p)
@@ -87,18 +124,26 @@ int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *ca
         return mb_error_set(err, MB_EINVAL, "field 'peak_mem_mib': must be a number >= 0");
     if (!r.unit[0])
         mb__copy_str(r.unit, sizeof(r.unit), "units");
-    for (size_t i = 0; i < p->n; i++) {
-        const struct mb_plan_profile *o = &p->rows[i];
-        if (strcmp(o->workload, r.workload) == 0 && strcmp(o->gpu, r.gpu) == 0 &&
-            strcmp(o->partition, r.partition) == 0)
-            return mb_error_set(err, MB_EINVAL,
-                                "workload '%s' on %s %s is profiled twice (also at %s)", r.workload,
-                                r.gpu, r.partition, o->source);
-        if (strcmp(o->workload, r.workload) == 0 && strcmp(o->unit, r.unit) != 0)
-            return mb_error_set(err, MB_EINVAL,
-                                "field 'unit': workload '%s' counts '%s' here but '%s' at %s",
-                                r.workload, r.unit, o->unit, o->source);
-    }
+    if (p->indexed != p->n && reindex(p) != MB_OK)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    char key[sizeof(r.workload) + sizeof(r.gpu) + sizeof(r.partition) + 3];
+    profile_key(&r, key, sizeof(key));
+    size_t at = p->n;
+    int put = mb__strmap_put(&p->by_key, key, &at);
+    if (put < 0)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    if (put > 0)
+        return mb_error_set(err, MB_EINVAL, "workload '%s' on %s %s is profiled twice (also at %s)",
+                            r.workload, r.gpu, r.partition, p->rows[at].source);
+    p->indexed = SIZE_MAX; /* by_key holds a row not added yet: rebuilt unless all goes well */
+    at = p->n;
+    put = mb__strmap_put(&p->by_workload, r.workload, &at);
+    if (put < 0)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    if (put > 0 && strcmp(p->rows[at].unit, r.unit) != 0)
+        return mb_error_set(err, MB_EINVAL,
+                            "field 'unit': workload '%s' counts '%s' here but '%s' at %s",
+                            r.workload, r.unit, p->rows[at].unit, p->rows[at].source);
     if (p->n == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 16;
         struct mb_plan_profile *v = realloc(p->rows, cap * sizeof(*v));
@@ -108,6 +153,7 @@ int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *ca
         p->cap = cap;
     }
     p->rows[p->n++] = r;
+    p->indexed = p->n;
     return MB_OK;
 }
 
@@ -172,17 +218,18 @@ static char *trim(char *s)
     return s;
 }
 
-/* A number, or NaN for an empty field when allowed. */
-static bool parse_num(const char *s, bool optional, double *out)
+/* A number, or NaN for an empty field when allowed; *range tells "1e400" from "abc". */
+static bool parse_num(const char *s, bool optional, double *out, bool *range)
 {
+    *range = false;
     if (!*s) {
         *out = NAN;
         return optional;
     }
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || !isfinite(v))
+    double v;
+    int rc = mb_num_parse(s, &v, NULL);
+    *range = rc == MB_ERANGE;
+    if (rc != MB_OK)
         return false;
     *out = v;
     return true;
@@ -308,20 +355,23 @@ int mb_plan_profiles_load_csv(struct mb_plan_profiles *p, const struct mb_catalo
         mb__copy_str(row.partition, sizeof(row.partition), v[C_PARTITION]);
         mb__copy_str(row.unit, sizeof(row.unit), v[C_UNIT]);
         int badc = -1;
-        if (!parse_num(v[C_THR], false, &row.throughput))
+        bool range = false;
+        if (!parse_num(v[C_THR], false, &row.throughput, &range))
             badc = C_THR;
-        else if (!parse_num(v[C_POWER], false, &row.power_w))
+        else if (!parse_num(v[C_POWER], false, &row.power_w, &range))
             badc = C_POWER;
-        else if (!parse_num(v[C_IDLE], true, &row.idle_power_w))
+        else if (!parse_num(v[C_IDLE], true, &row.idle_power_w, &range))
             badc = C_IDLE;
-        else if (!parse_num(v[C_MEM], true, &row.peak_mem_mib))
+        else if (!parse_num(v[C_MEM], true, &row.peak_mem_mib, &range))
             badc = C_MEM;
         else if (!parse_bool(v[C_PROXY], &row.proxy))
             badc = C_PROXY;
         if (badc >= 0) {
             st = mb_error_set(err, MB_EPARSE, "%s:%u: field '%s': '%s' is not %s", path, line_no,
                               col_names[badc], v[badc],
-                              badc == C_PROXY ? "true or false" : "a number");
+                              badc == C_PROXY ? "true or false"
+                              : range         ? "a number in range"
+                                              : "a number");
             goto fail;
         }
         if (v[C_SOURCE][0])
@@ -337,6 +387,10 @@ int mb_plan_profiles_load_csv(struct mb_plan_profiles *p, const struct mb_catalo
     }
     if (!have_header) {
         st = mb_error_set(err, MB_EPARSE, "%s: empty (no header line)", path);
+        goto fail;
+    }
+    if (p->n == n_before) {
+        st = mb_error_set(err, MB_EPARSE, "%s: a header but no profile rows", path);
         goto fail;
     }
     free(text);
@@ -393,7 +447,10 @@ static int get_number(const struct yctx *c, const yaml_node_t *n, const char *fi
 {
     const char *s = scalar(n);
     double v;
-    if (!s || !parse_num(s, false, &v))
+    bool range;
+    if (s && !parse_num(s, false, &v, &range) && range)
+        return yfail(c, n, field, "'%s': the number is out of range", s);
+    if (!s || !parse_num(s, false, &v, &range))
         return yfail(c, n, field, "expected a number");
     if (v < lo)
         return yfail(c, n, field, "must be at least %g", lo);
@@ -409,10 +466,12 @@ static int get_with_unit(const struct yctx *c, const yaml_node_t *n, const char 
     const char *s = scalar(n);
     if (!s)
         return yfail(c, n, field, "expected a number");
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !isfinite(v) || v <= 0)
+    const char *end;
+    double v;
+    int nrc = mb_num_parse(s, &v, &end);
+    if (nrc == MB_ERANGE)
+        return yfail(c, n, field, "'%s': the number is out of range", s);
+    if (nrc != MB_OK || v <= 0)
         return yfail(c, n, field, "'%s' is not a positive number", s);
     while (*end == ' ')
         end++;
@@ -464,8 +523,11 @@ static int get_argv(const struct yctx *c, const yaml_node_t *n, const char *fiel
     return MB_OK;
 }
 
-static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+static int parse_workloads_in(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js,
+                              struct mb__strmap *names)
 {
+    if (js->workloads) /* the loader refuses a repeated key; this keeps the array safe anyway */
+        return yfail(c, n, "workloads", "given twice");
     if (n->type != YAML_MAPPING_NODE)
         return yfail(c, n, "workloads", "expected a mapping of workload name to {command, unit}");
     size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
@@ -505,11 +567,22 @@ static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb
         }
         if (w->argc == 0)
             return yfail(c, v, field, "missing 'command'");
-        for (size_t i = 0; i + 1 < js->n_workloads; i++)
-            if (strcmp(js->workloads[i].name, w->name) == 0)
-                return yfail(c, k, field, "workload named twice");
+        size_t first = js->n_workloads - 1;
+        int put = mb__strmap_put(names, w->name, &first);
+        if (put < 0)
+            return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+        if (put > 0)
+            return yfail(c, k, field, "workload named twice");
     }
     return MB_OK;
+}
+
+static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+{
+    struct mb__strmap names = {0};
+    int st = parse_workloads_in(c, n, js, &names);
+    mb__strmap_clear(&names);
+    return st;
 }
 
 static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
@@ -546,15 +619,18 @@ static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
                 st = MB_OK;
             } else {
                 st = get_number(c, v, sub, 0, &job->work);
-                if (st == MB_OK && job->work <= 0)
-                    st = yfail(c, v, sub, "must be > 0 (units of work) or 'continuous'");
+                if (st == MB_OK && (job->work <= 0 || job->work > MAX_WORK))
+                    st = yfail(c, v, sub,
+                               "must be > 0 and at most %g (units of work) or 'continuous'",
+                               MAX_WORK);
             }
         } else if (strcmp(key, "priority") == 0) {
             double pr_v;
             st = get_number(c, v, sub, -1e6, &pr_v);
             if (st == MB_OK && (pr_v > 1e6 || pr_v != floor(pr_v)))
                 st = yfail(c, v, sub, "expected an integer between -1000000 and 1000000");
-            job->priority = (int)pr_v;
+            if (st == MB_OK)
+                job->priority = (int)pr_v;
         } else if (strcmp(key, "deadline") == 0) {
             st = get_duration(c, v, sub, &job->deadline_s);
         } else if (strcmp(key, "memory_mib") == 0) {
@@ -582,8 +658,11 @@ static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
     return MB_OK;
 }
 
-static int parse_jobs(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+static int parse_jobs_in(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js,
+                         struct mb__strmap *names)
 {
+    if (js->jobs) /* as for workloads: a second list must not land in the first one's array */
+        return yfail(c, n, "jobs", "given twice");
     if (n->type != YAML_SEQUENCE_NODE)
         return yfail(c, n, "jobs", "expected a list of jobs");
     size_t cap = 0;
@@ -619,19 +698,30 @@ static int parse_jobs(const struct yctx *c, const yaml_node_t *n, struct mb_plan
                                  job.name);
                 mb__copy_str(j->name, sizeof(j->name), nm);
             }
-            for (size_t i = 0; i < js->n_jobs; i++)
-                if (strcmp(js->jobs[i].name, j->name) == 0) {
-                    char f[64];
-                    snprintf(f, sizeof(f), "jobs[%zu].name", idx);
-                    return yfail(c, e, f, "'%s' is also the name of the job on line %u", j->name,
-                                 js->jobs[i].line);
-                }
+            size_t first = js->n_jobs;
+            int put = mb__strmap_put(names, j->name, &first);
+            if (put < 0)
+                return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+            if (put > 0) {
+                char f[64];
+                snprintf(f, sizeof(f), "jobs[%zu].name", idx);
+                return yfail(c, e, f, "'%s' is also the name of the job on line %u", j->name,
+                             js->jobs[first].line);
+            }
             js->n_jobs++;
         }
     }
     if (js->n_jobs == 0)
         return yfail(c, n, "jobs", "no jobs");
     return MB_OK;
+}
+
+static int parse_jobs(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+{
+    struct mb__strmap names = {0};
+    int st = parse_jobs_in(c, n, js, &names);
+    mb__strmap_clear(&names);
+    return st;
 }
 
 void mb_plan_jobset_destroy(struct mb_plan_jobset *js)
@@ -658,30 +748,26 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
     if (st)
         return st;
     struct mb_plan_jobset *js = calloc(1, sizeof(*js));
-    yaml_parser_t parser;
     yaml_document_t doc;
-    bool have_parser = false, have_doc = false;
+    bool have_doc = false;
     if (!js) {
         st = mb_error_set(err, MB_ENOMEM, "out of memory");
         goto fail;
     }
     js->makespan_cap_s = NAN;
     js->energy_cap_j = NAN;
-    if (!yaml_parser_initialize(&parser)) {
+    struct mb__yaml_fail f;
+    st = mb__yaml_load(text, len, JOBS_MAX_DEPTH, JOBS_MAX_NODES, &doc, &have_doc, &f);
+    if (st == MB_ENOMEM) {
         st = mb_error_set(err, MB_ENOMEM, "out of memory");
         goto fail;
     }
-    have_parser = true;
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        st = mb_error_set(err, MB_EPARSE, "%s:%lu: %s", path,
-                          (unsigned long)parser.problem_mark.line + 1,
-                          parser.problem ? parser.problem : "malformed YAML");
+    if (st != MB_OK) {
+        st = mb_error_set(err, MB_EPARSE, "%s:%u: %s", path, f.line, f.msg);
         goto fail;
     }
-    have_doc = true;
     struct yctx c = {path, &doc, err};
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    yaml_node_t *root = have_doc ? yaml_document_get_root_node(&doc) : NULL;
     if (!root || root->type != YAML_MAPPING_NODE) {
         st = yfail(&c, root, "(top)", "expected a mapping with 'jobs:'");
         goto fail;
@@ -706,7 +792,8 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
             st = get_number(&c, v, key, 1, &d);
             if (st == MB_OK && (d > MB_PLAN_MAX_GPUS || d != floor(d)))
                 st = yfail(&c, v, key, "expected an integer from 1 to %d", MB_PLAN_MAX_GPUS);
-            js->count = (unsigned)d;
+            if (st == MB_OK)
+                js->count = (unsigned)d;
         } else if (strcmp(key, "objective") == 0) {
             const char *s = scalar(v);
             js->has_objective = true;
@@ -743,15 +830,12 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
         goto fail;
     }
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
     free(text);
     *out = js;
     return MB_OK;
 fail:
     if (have_doc)
         yaml_document_delete(&doc);
-    if (have_parser)
-        yaml_parser_delete(&parser);
     mb_plan_jobset_destroy(js);
     free(text);
     return st;

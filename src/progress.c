@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "migbench/num.h"
+
 enum unit { UNIT_UNSET, UNIT_SAMPLES, UNIT_STEPS };
 
 struct mb_progress {
@@ -106,10 +108,8 @@ static bool parse_double(const char *s, const char *end, double *out)
         return false;
     memcpy(tmp, s, n);
     tmp[n] = '\0';
-    char *e;
-    errno = 0;
-    double v = strtod(tmp, &e);
-    if (*e || errno || !(v >= 0) || v > 1e18)
+    double v;
+    if (mb_num_parse(tmp, &v, NULL) != MB_OK || !(v >= 0) || v > 1e18)
         return false;
     *out = v;
     return true;

@@ -46,9 +46,7 @@ int mb_results_read_json(const char *path, size_t max_bytes, cJSON **out, struct
         rc = mb_error_restatus(err, MB_EIO);
     if (rc != MB_OK)
         return rc;
-    *out = cJSON_Parse(buf);
-    if (!*out)
-        rc = mb_error_set(err, MB_EPARSE, "%s: not valid JSON", path);
+    rc = mb_json_parse(buf, strlen(buf), path, out, err);
     free(buf);
     return rc;
 }

@@ -9,6 +9,7 @@
 #define MIGBENCH_FILEIO_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include <cjson/cJSON.h>
@@ -34,14 +35,41 @@ int mb_file_write_json_atomic(const char *path, const cJSON *obj, mode_t mode,
                               struct mb_error *err);
 
 /*
+ * Opens path for reading as an input file from outside: without blocking (a FIFO with no writer
+ * cannot hold the caller) and only when it is a regular file. On MB_OK *fd_out is a descriptor
+ * (close-on-exec, blocking) that the caller closes. Returns MB_ENOTFOUND when path does not
+ * exist, MB_EIO when it cannot be opened or is not a regular file ("PATH: cannot read: a FIFO,
+ * not a regular file"); *fd_out is then -1.
+ */
+int mb_file_open_input(const char *path, int *fd_out, struct mb_error *err);
+
+/*
+ * mb_file_open_input as a stdio stream for line readers: on MB_OK *out is open for reading and
+ * the caller fcloses it; otherwise *out is NULL and the statuses are mb_file_open_input's.
+ */
+int mb_file_fopen_input(const char *path, FILE **out, struct mb_error *err);
+
+/*
  * Reads the whole file at path, at most max_bytes of it, into a new NUL-terminated buffer at
  * *out that the caller frees with free(); *len_out (may be NULL) gets its length without the
  * terminator. Returns MB_OK; MB_ENOTFOUND when path does not exist; MB_ERANGE when the file is
- * larger than max_bytes; MB_EIO when it cannot be opened or read; MB_ENOMEM. On failure *out is
+ * larger than max_bytes; MB_EIO when it cannot be opened or read or is not a regular file
+ * (see mb_file_open_input, which it uses); MB_ENOMEM. On failure *out is
  * NULL and err says "PATH: cannot open: REASON", "PATH: larger than N bytes" or
  * "PATH: read error: REASON".
  */
 int mb_file_read(const char *path, size_t max_bytes, char **out, size_t *len_out,
                  struct mb_error *err);
+
+/*
+ * Parses the len bytes at text (NUL-terminated at text[len]) as JSON into a new tree at *out that
+ * the caller frees with cJSON_Delete. Refuses, with source in the message: text that is not JSON
+ * ("SOURCE:LINE:COLUMN: not valid JSON"), JSON nested deeper than cJSON's limit of
+ * CJSON_NESTING_LIMIT levels ("SOURCE: JSON nested deeper than 1000 levels"), and a string
+ * holding \u0000, which every C string reader would silently cut short. Returns MB_OK,
+ * MB_EPARSE or MB_ENOMEM; on failure *out is NULL.
+ */
+int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out,
+                  struct mb_error *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "device/backends.h"
+#include "migbench/num.h"
 
 /*
  * Every backend, in the order "auto" tries them. A backend is added here by the commit that adds
@@ -97,10 +98,11 @@ int mb__spec_u64(const char *key, const char *val, unsigned long long *out, stru
 
 int mb__spec_double(const char *key, const char *val, double *out, struct mb_error *err)
 {
-    errno = 0;
-    char *end = NULL;
-    double v = strtod(val, &end);
-    if (!val[0] || errno || *end || !isfinite(v))
+    double v;
+    int nrc = mb_num_parse(val, &v, NULL);
+    if (nrc == MB_ERANGE)
+        return mb_error_set(err, MB_EINVAL, "option %s=%s: number out of range", key, val);
+    if (nrc != MB_OK)
         return mb_error_set(err, MB_EINVAL, "option %s=%s: expected a number", key, val);
     *out = v;
     return MB_OK;

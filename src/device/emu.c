@@ -24,6 +24,7 @@
 #include "device/backends.h"
 #include "migbench/clock.h"
 #include "migbench/fileio.h"
+#include "migbench/num.h"
 
 #define EMU_MAX_GI 15 /* GI ids 0..14 (mig-geometry.md §8.1) */
 #define EMU_MAX_CI 8  /* CI ids 0..7 */
@@ -465,14 +466,42 @@ static int state_check(const struct emu *e, const struct emu_state *st, struct m
     return MB_OK;
 }
 
+/* A list field of the state: absent is empty; anything but an array of objects is refused. */
+static int json_list(const cJSON *obj, const char *field, const char *where, const cJSON **out,
+                     const char *path, struct mb_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+    *out = v;
+    if (!v)
+        return MB_OK;
+    if (!cJSON_IsArray(v))
+        return mb_error_set(err, MB_EPARSE, "%s: field '%s%s': expected a list", path, where,
+                            field);
+    size_t i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v)
+    {
+        if (!cJSON_IsObject(it))
+            return mb_error_set(err, MB_EPARSE, "%s: field '%s%s[%zu]': expected an object", path,
+                                where, field, i);
+        i++;
+    }
+    return MB_OK;
+}
+
 static int state_from_json(const struct emu *e, const char *text, struct emu_state *st,
                            struct mb_error *err)
 {
     const char *path = e->state_path;
     int rc = MB_OK;
-    cJSON *root = cJSON_Parse(text);
-    if (!root || !cJSON_IsObject(root)) {
-        rc = mb_error_set(err, MB_EPARSE, "%s: not a migbench emulator state (bad JSON)", path);
+    cJSON *root = NULL;
+    if ((rc = mb_json_parse(text, strlen(text), path, &root, err)) != MB_OK) {
+        mb_error_prefix(err, "not a migbench emulator state: ");
+        goto done;
+    }
+    if (!cJSON_IsObject(root)) {
+        rc =
+            mb_error_set(err, MB_EPARSE, "%s: not a migbench emulator state (not an object)", path);
         goto done;
     }
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
@@ -492,23 +521,36 @@ static int state_from_json(const struct emu *e, const char *text, struct emu_sta
         goto done;
     st->mig_current = (int)cur;
     st->mig_pending = (int)pend;
-    const cJSON *gis = cJSON_GetObjectItemCaseSensitive(root, "gpu_instances");
+    const cJSON *gis, *procs;
+    if ((rc = json_list(root, "gpu_instances", "", &gis, path, err)) ||
+        (rc = json_list(root, "processes", "", &procs, path, err)))
+        goto done;
     const cJSON *g;
+    size_t gi_index = 0;
     cJSON_ArrayForEach(g, gis)
     {
         unsigned id, prof, start, size;
+        char where[64];
+        snprintf(where, sizeof(where), "gpu_instances[%zu].", gi_index++);
+        const cJSON *cis;
         if ((rc = json_uint(g, "id", EMU_MAX_GI - 1, &id, path, err)) ||
             (rc = json_uint(g, "profile_id", 1000, &prof, path, err)) ||
             (rc = json_uint(g, "start", MB_MAX_MEMORY_SLICES, &start, path, err)) ||
-            (rc = json_uint(g, "size", MB_MAX_MEMORY_SLICES, &size, path, err)))
+            (rc = json_uint(g, "size", MB_MAX_MEMORY_SLICES, &size, path, err)) ||
+            (rc = json_list(g, "compute_instances", where, &cis, path, err)))
             goto done;
         struct emu_gi *gi = &st->gi[id];
+        if (gi->used) {
+            rc = mb_error_set(err, MB_EPARSE, "%s: field '%sid': GI id %u appears twice", path,
+                              where, id);
+            goto done;
+        }
         gi->used = true;
         gi->profile_id = prof;
         gi->start = start;
         gi->size = size;
         const cJSON *c;
-        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(g, "compute_instances"))
+        cJSON_ArrayForEach(c, cis)
         {
             unsigned cid, cprof, cstart, cslices;
             if ((rc = json_uint(c, "id", EMU_MAX_CI - 1, &cid, path, err)) ||
@@ -516,11 +558,17 @@ static int state_from_json(const struct emu *e, const char *text, struct emu_sta
                 (rc = json_uint(c, "start", 8, &cstart, path, err)) ||
                 (rc = json_uint(c, "slices", 8, &cslices, path, err)))
                 goto done;
+            if (gi->ci[cid].used) {
+                rc = mb_error_set(err, MB_EPARSE,
+                                  "%s: field '%scompute_instances': CI id %u appears twice", path,
+                                  where, cid);
+                goto done;
+            }
             gi->ci[cid] = (struct emu_ci){true, cprof, cstart, cslices};
         }
     }
     const cJSON *p;
-    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(root, "processes"))
+    cJSON_ArrayForEach(p, procs)
     {
         if (st->n_procs == MB_MAX_PROCESSES) {
             rc = mb_error_set(err, MB_EPARSE, "%s: too many processes", path);
@@ -534,10 +582,19 @@ static int state_from_json(const struct emu *e, const char *text, struct emu_sta
             (rc = json_int(p, "gi", -1, EMU_MAX_GI - 1, &pr->gi, path, err)) ||
             (rc = json_int(p, "ci", -1, EMU_MAX_CI - 1, &pr->ci, path, err)))
             goto done;
-        if (!cJSON_IsNumber(mem) || mem->valuedouble < 0) {
-            rc = mb_error_set(err, MB_EPARSE, "%s: field 'mem_bytes' missing", path);
+        if (!cJSON_IsNumber(mem) || mem->valuedouble < 0 || mem->valuedouble > 0x1p62) {
+            rc = mb_error_set(err, MB_EPARSE,
+                              "%s: field 'processes[%zu].mem_bytes' missing or out of range", path,
+                              st->n_procs);
             goto done;
         }
+        for (size_t k = 0; k < st->n_procs; k++)
+            if (st->procs[k].pid == pid) {
+                rc = mb_error_set(err, MB_EPARSE,
+                                  "%s: field 'processes[%zu].pid': pid %u appears twice", path,
+                                  st->n_procs, pid);
+                goto done;
+            }
         pr->pid = pid;
         pr->mem_bytes = (uint64_t)mem->valuedouble;
         if (cJSON_IsString(name))
@@ -771,9 +828,12 @@ static int parse_fault(struct emu *e, const char *val, struct mb_error *err)
 /* Reads a trace file: lines "t_seconds,watts", '#' comments; times strictly increasing. */
 static int load_trace(struct emu *e, const char *path, struct mb_error *err)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return mb_error_set(err, MB_EIO, "trace file %s: %s", path, strerror(errno));
+    FILE *f;
+    int orc = mb_file_fopen_input(path, &f, err);
+    if (orc != MB_OK) {
+        mb_error_prefix(err, "trace file: ");
+        return orc == MB_ENOTFOUND ? MB_EIO : orc;
+    }
     int rc = MB_OK;
     size_t cap = 64;
     e->trace = malloc(cap * sizeof(*e->trace));
@@ -789,13 +849,12 @@ static int load_trace(struct emu *e, const char *path, struct mb_error *err)
             rc = mb_error_set(err, MB_EPARSE, "%s:%u: line too long", path, lineno);
             goto done;
         }
-        char *s = line + strspn(line, " \t");
+        const char *s = line + strspn(line, " \t");
         if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0')
             continue;
-        char *end;
-        errno = 0;
-        double t = strtod(s, &end);
-        if (end == s || errno || !isfinite(t) || t < 0) {
+        const char *end;
+        double t, w;
+        if (mb_num_parse(s, &t, &end) != MB_OK || t < 0) {
             rc = mb_error_set(err, MB_EPARSE, "%s:%u: field t_seconds: expected a time >= 0", path,
                               lineno);
             goto done;
@@ -806,8 +865,8 @@ static int load_trace(struct emu *e, const char *path, struct mb_error *err)
             goto done;
         }
         s++;
-        double w = strtod(s, &end);
-        if (end == s || errno || !isfinite(w) || w < 0) {
+        s += strspn(s, " \t");
+        if (mb_num_parse(s, &w, &end) != MB_OK || w < 0) {
             rc = mb_error_set(err, MB_EPARSE, "%s:%u: field watts: expected a power >= 0", path,
                               lineno);
             goto done;

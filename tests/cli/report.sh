@@ -70,7 +70,7 @@ mkdir -p "$TMP/corrupt/mig/0"
 : >"$TMP/corrupt/journal.jsonl"
 printf '{"run": "mig", "mode": "mig", "jobs": [{"name": "a"' >"$TMP/corrupt/mig/0/cell.json"
 run 2 "$MIGBENCH" report "$TMP/corrupt"
-expect_err "corrupt/mig/0/cell.json: not valid JSON"
+expect_err "corrupt/mig/0/cell.json:1:[0-9]+: not valid JSON"
 expect_no_out
 run 2 "$MIGBENCH" report --format pdf "$H100"
 expect_err "unknown format 'pdf'"
