@@ -14,6 +14,7 @@
 #include "migbench/clock.h"
 #include "migbench/experiment.h"
 #include "migbench/monitor.h"
+#include "migbench/num.h"
 #include "migbench/prom.h"
 
 #define CMD "monitor"
@@ -43,9 +44,8 @@ struct opts {
 static bool parse_interval(const char *s, int64_t *ns)
 {
     char buf[64];
-    char *end;
-    (void)strtod(s, &end);
-    if (end != s && !*end) { /* a bare number is seconds */
+    double v;
+    if (mb_num_parse(s, &v, NULL) == MB_OK) { /* a bare number is seconds */
         int n = snprintf(buf, sizeof(buf), "%ss", s);
         if (n < 0 || (size_t)n >= sizeof(buf))
             return false;
@@ -90,13 +90,13 @@ static int parse(int argc, char **argv, struct opts *o)
                     &mb_cmd_monitor, "--interval '%s': expected 100ms .. 1h (e.g. 2s)", optarg);
             break;
         case 'n': {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-' || v == 0)
+            double d;
+            int64_t v;
+            if (mb_num_parse(optarg, &d, NULL) != MB_OK ||
+                mb_num_to_i64(d, 1, INT64_MAX, &v) != MB_OK)
                 return mb_cli_usage_error(&mb_cmd_monitor,
                                           "--count '%s': expected a whole number >= 1", optarg);
-            o->count = v;
+            o->count = (unsigned long long)v;
             break;
         }
         case 'p':

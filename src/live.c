@@ -110,10 +110,11 @@ static double get_num(const cJSON *o, const char *k, bool *ok)
     return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
-static bool parse_cell(const char *text, struct mb_live_cell *c)
+static bool parse_cell(const char *text, size_t len, const char *path, struct mb_live_cell *c)
 {
-    cJSON *o = cJSON_Parse(text);
-    if (!cJSON_IsObject(o)) {
+    cJSON *o = NULL;
+    /* Another user's file in a shared runtime directory is outside input like any other. */
+    if (mb_json_parse(text, len, path, &o, NULL) != MB_OK || !cJSON_IsObject(o)) {
         cJSON_Delete(o);
         return false;
     }
@@ -184,9 +185,10 @@ int mb_live_scan(const char *dir, struct mb_live_cell *out, size_t cap, size_t *
         char path[MB_LIVE_PATH_MAX + 300];
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
         char *text = NULL;
-        if (mb_file_read(path, MB_LIVE_FILE_MAX, &text, NULL, NULL) != MB_OK)
+        size_t len = 0;
+        if (mb_file_read(path, MB_LIVE_FILE_MAX, &text, &len, NULL) != MB_OK)
             continue;
-        if (parse_cell(text, &out[*n]) && out[*n].pid == pid)
+        if (parse_cell(text, len, path, &out[*n]) && out[*n].pid == pid)
             (*n)++;
         free(text);
     }
