@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * How long `migbench report` spends loading and analysing results: writes a synthetic
  * experiment (4 runs x REPS repetitions x 3 jobs, telemetry at 10 Hz for SECONDS per cell) to a

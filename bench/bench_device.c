@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Cost of one device call, for the meter's sampling budget: emu telemetry in memory and with a
  * state file (flock + read + parse per call), emu MIG create/destroy with a state file, and host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Times layout enumeration for every catalog model: the default profile set with --all and
  * maximal-only, and every profile (+me included) with --all. Prints microseconds per call.

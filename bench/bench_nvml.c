@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Cost of the nvml backend's own work, measured through the fake libnvidia-ml.so.1 (the
  * emulator answers behind it, in memory): open + close (dlopen, symbol table, nvmlInit, catalog

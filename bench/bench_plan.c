@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Planner speed: the exact optimum for 8 jobs on one GPU (goal < 50 ms) and the heuristic for
  * 1,000 jobs on 128 GPUs (goal < 2 s with a gap to the lower bound < 5%). Random but fixed-seed

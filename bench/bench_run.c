@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Costs of the experiment runner's bookkeeping, so that its overhead per cell can be judged:
  * parsing and validating an experiment file, appending an fsync'd journal event, and writing a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The CPU time migbench itself takes while it measures a real workload: runs each reference
 # workload for 20 s under `migbench measure --device host` (100 ms sampling, progress pipe, log
 # capture) and reads the migbench process's own utime+stime from /proc just before the job ends

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What progress reporting costs a workload (the job's side of running under migbench).
 
 1. report(): the time of one migbench_progress.report() call into a pipe that a reader thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared pieces of the migbench command-line tool: the subcommand table entry and messages. */
 #ifndef MIGBENCH_CLI_H
 #define MIGBENCH_CLI_H

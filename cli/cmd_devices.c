@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* migbench devices: what each device is, how its sensor behaves, and its MIG layout. */
 #include <cjson/cJSON.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* migbench layouts: the valid MIG layouts of a GPU model, checks of one layout, the catalog. */
 #include <cjson/cJSON.h>
 #include <ctype.h>

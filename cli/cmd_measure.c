@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* migbench measure: run one command with the meter around it (perf stat for GPU energy). */
 #include <cjson/cJSON.h>
 #include <errno.h>

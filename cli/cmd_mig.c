@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* migbench mig apply/show/clear: MIG layouts from mig-parted configs, removing only our own. */
 #include <cjson/cJSON.h>
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* migbench plan: the MIG layout and job placement that finish a job set with the least energy. */
 #include <cjson/cJSON.h>
 #include <dirent.h>

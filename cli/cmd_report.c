@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* migbench report: tables, CSV, JSON, Markdown and a self-contained HTML page from results. */
 #include <errno.h>
 #include <getopt.h>

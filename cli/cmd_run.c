@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* migbench run: run an experiment file (or check it with --dry-run). */
 #include <errno.h>
 #include <math.h>

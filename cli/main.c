@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* migbench: measure and plan deep-learning training on shared GPUs. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Output files written whole: composed in memory, then replaced atomically. */
 #include <errno.h>
 #include <stdbool.h>

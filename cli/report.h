@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Renderers behind `migbench report`: one analysis, several output formats. CLI-private. */
 #ifndef MIGBENCH_CLI_REPORT_H
 #define MIGBENCH_CLI_REPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * migbench report --format html: one self-contained page (inline CSS and SVG, no scripts, no
  * network). Colours are the Okabe–Ito palette; every bar also carries a pattern and a direct

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* migbench report --format json: the whole analysis, unmeasured values as null. */
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns a file into a NUL-terminated C string: cmake -DIN=file -DOUT=file.c -DSYM=name -P embed.cmake
 file(READ "${IN}" hex HEX)
 string(LENGTH "${hex}" n)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes examples/study-{a100,h100,h200}.yaml: the study's experiment matrix per GPU model.
 
 The files share their jobs (so results compare across GPUs) and differ in the GPU model whose MIG

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures and builds migbench into BUILD_DIR (default: build). Extra arguments go to cmake.
 # CMake keeps options from an earlier configure of the same directory: a caller that depends on
 # one (MB_BUILD_TESTS, MB_WERROR, MB_SANITIZE) states it, as quickstart.sh and test.sh do.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fails if any C source or header differs from .clang-format's layout.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The meter on a real NVIDIA GPU, as one prepared run (issue 4, "On a real GPU"):
 #   1. NVML sampling cost: bench_meter on nvml:0 at 10/100/1000 Hz (µs per sample = NVML calls)
 #   2. the sensor's real update period: 1 ms sampling of a load step, then the gaps between

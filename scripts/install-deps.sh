@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages migbench needs to build and run its reference workloads
 # (and, with --test, to run its tests).
 # Only calls apt-get when something is missing. Needs root (or sudo) in that case.

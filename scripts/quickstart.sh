@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The README's main command: installs what is needed, builds, and runs the quickstart experiment
 # (on the first NVIDIA GPU when NVML finds one, else on the host CPU), then prints its report.
 # Extra arguments go to `migbench run` (e.g. --device host, --set measure.duration=60s).

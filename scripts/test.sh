@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The README's test command: installs what is needed, builds with warnings as errors and the
 # tests on, and runs the whole test suite. It fails when ctest finds no test to run.
 #

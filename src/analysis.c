@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Results analysis: loads cell.json and telemetry.csv files and derives the study's figures. */
 #include "migbench/analysis.h"
 

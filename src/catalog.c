@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The MIG catalog: data/mig-catalog.json (built in) plus --catalog files, parsed with cJSON. */
 #include "migbench/catalog.h"
 

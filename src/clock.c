@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The monotonic clock, in one place so that every module's timestamps compare. */
 #include <time.h>
 

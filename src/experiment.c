@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Experiment files: YAML -> validated struct mb_experiment -> cells. */
 #include "migbench/experiment.h"
 

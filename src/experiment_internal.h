@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal pieces of experiment.c exposed for its unit tests. */
 #ifndef MIGBENCH_EXPERIMENT_INTERNAL_H
 #define MIGBENCH_EXPERIMENT_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Atomic whole-file replace and bounded whole-file read. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The experiment journal: an append-only JSON-lines file, fsync'd after every line. */
 #include <errno.h>
 #include <fcntl.h>

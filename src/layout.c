@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MIG layouts: enumeration, checks with reasons, and placement on a partly used GPU. */
 #include "migbench/layout.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The meter: a sampling thread, a streaming CSV, and two-way window energy. */
 #include "migbench/meter.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mig-parted configuration files (version v1), parsed with libyaml's document loader. */
 #include "migbench/migcfg.h"
 

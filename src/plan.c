@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The planner's model and search: exact branch and bound for one GPU, a heuristic for fleets. */
 #include "migbench/plan.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Planner inputs: profile rows (CSV) and job sets (YAML). */
 #include "migbench/plan.h"
 #include "plan_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal helpers shared by the planner's source files. */
 #ifndef MIGBENCH_PLAN_INTERNAL_H
 #define MIGBENCH_PLAN_INTERNAL_H

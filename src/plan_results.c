@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Planner profiles from `migbench run` results directories, read through the analysis module
  * (include/migbench/analysis.h): only cells whose measured power belongs to one job are used.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Child processes: fork + execve, process groups, bounded logs, one poll loop for many children. */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_SET, close_range, pipe2 */
 #include "migbench/proc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Progress lines -> timestamped cumulative work, with bounded memory. */
 #include "migbench/progress.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The results directory: atomic JSON files and cell paths. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The cell runner: one run x one repetition, from preparing the sharing mode to
  * cell.json. */
 #include "migbench/runner.h"

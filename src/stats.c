@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Statistics helpers: Welford accumulators, Student-t intervals, batch means, trapezoids. */
 #include "migbench/stats.h"
 

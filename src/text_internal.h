@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal text helpers shared by the library's source files. */
 #ifndef MIGBENCH_TEXT_INTERNAL_H
 #define MIGBENCH_TEXT_INTERNAL_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Code shared by the reference workloads (vision.py, gpt.py).
 
 Exit codes of every workload:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """GPT-2 language-model training and fine-tuning: the study's foundation-model workloads.
 
 A GPT-2 decoder written out in full (no downloads): pre-LayerNorm blocks, learned position

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Progress reporting for jobs run by migbench.
 
 migbench passes the write end of a pipe in the environment variable MIGBENCH_PROGRESS_FD. A job

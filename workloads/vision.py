@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Image-classifier training: the study's vision workloads (torchvision models, from scratch).
 
 Trains ResNet-18/50, DenseNet-121/169 or Inception-v3 with SGD on synthetic ImageNet-shaped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Analysis of `migbench run` results: per-job throughput with confidence intervals, throughput
  * normalised to the exclusive baseline, energy per unit of work, per-run system throughput and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The MIG catalog: GPU models, their GPU-instance profiles and placements.
  *

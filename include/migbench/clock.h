@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The one clock that migbench measures intervals with. */
 #ifndef MIGBENCH_CLOCK_H
 #define MIGBENCH_CLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Experiment files: a YAML description of workloads, runs (sharing modes) and measurement
  * settings, validated into plain structures and expanded into cells (run x repetition).

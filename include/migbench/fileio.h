@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Whole-file input and output shared by the library and the CLI: an atomic replace for files
  * that readers must never see half-written (results, state, records, emitted configurations,

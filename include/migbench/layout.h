@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * MIG geometry algebra: which sets of GPU instances a GPU model allows, and where each one sits.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The meter: samples one device at a fixed interval on its own thread, streams every sample to a
  * CSV file, and measures the energy of time windows two ways.

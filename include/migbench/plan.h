@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The planner: from measured profiles (throughput, power, memory of each workload on each MIG
  * partition size and on the whole GPU) and a job set, the MIG layout per GPU and the assignment of

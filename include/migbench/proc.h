@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Child processes: spawn a command from an argv vector (never a shell), capture its output into a
  * bounded log, hand it a progress pipe, and supervise many children from one poll loop.

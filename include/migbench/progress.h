@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Job progress: a bounded line parser fed raw bytes from a job's progress pipe or its stdout.
  *

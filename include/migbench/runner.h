@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The cell runner: runs one cell (a run x one repetition) of an experiment on an open device and
  * describes it as cell.json (docs/results.md).

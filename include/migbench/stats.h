@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Small statistics for measurements: running mean/variance, Student-t 95% confidence intervals,
  * batch means over a cumulative work curve, and trapezoid integration.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Status codes and error detail shared by every migbench module. */
 #ifndef MIGBENCH_STATUS_H
 #define MIGBENCH_STATUS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Private to the device layer: the backends' operation tables and the spec-option tokenizer they
  * share. Backends are listed in one static array in device.c (no self-registration).

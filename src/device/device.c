@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The device dispatcher: spec parsing, the backend table and the checked wrappers. */
 #include "migbench/device.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The emulated MIG GPU. It is built from the catalog and follows NVML's MIG semantics (pending
  * mode changes, placements, max counts, +me exclusivity, ids, IN_USE on destroy). Its power is a

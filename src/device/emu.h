@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Private to the library and its tests: the emulated MIG GPU's extra entry points, used by unit
  * tests and by the fake NVML library (tests/fake-nvml). They act on a device opened with the emu

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The host backend: the CPU as a device. Package and DRAM energy come from the RAPL powercap
  * tree where it is readable; the counters wrap at max_energy_range_uj and are unwrapped here into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The nvml backend: real NVIDIA GPUs through libnvidia-ml.so.1, loaded with dlopen at run time
  * so that migbench builds and runs without CUDA. MIGBENCH_NVML_LIBRARY overrides the library

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Our own declarations of the subset of NVML that migbench uses (no NVIDIA header is needed to
  * build). Values, field order and struct layouts are restated from nvml.h (NVML API version 13,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # migbench devices: the host, an emulated MIG GPU (text and JSON), a shared state file, bad specs.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 PY=/usr/bin/python3

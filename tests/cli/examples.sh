@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The example experiment files (examples/*.yaml): the study files are what make-study.py writes;
 # every job's arguments are accepted by its workload script; and, once `migbench run` is in the
 # build, each file passes `migbench run --dry-run` on the devices it is written for.

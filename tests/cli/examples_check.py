@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checks that every job in examples/*.yaml is a valid command line of its workload script.
 
 Usage: PYTHON examples_check.py SOURCE_DIR. For each workload whose command is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # migbench layouts: listing, checks, the catalog, and every kind of bad input.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 M="$MIGBENCH"

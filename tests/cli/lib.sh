@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers sourced by the CLI test scripts. Each script runs with set -eu and exits non-zero on
 # the first failed expectation, printing what it expected and what it got.
 set -eu

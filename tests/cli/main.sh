@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The top-level command line: version, help, unknown commands and options.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 

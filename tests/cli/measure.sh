@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # migbench measure: exit-status passthrough, signals, JSON, CSV, progress, on emu: and host.
 # MB_TEST_THREADS: the meter thread runs during every measurement, so CI repeats this under TSan.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"

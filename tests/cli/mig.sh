@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # migbench mig apply/show/clear on an emulated H100 whose state lives in a file.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 M="$MIGBENCH"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `migbench devices` through the real nvml backend, loaded from the fake libnvidia-ml.so.1 that
 # tests/fake-nvml builds on the emulator.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"

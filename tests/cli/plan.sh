@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # migbench plan: plans from a small CSV and jobs file, emitted files, --verify, bad input.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # migbench report: every format compared byte-for-byte with tests/golden/report.*, and bad input.
 # MB_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing (review the diff!).
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"

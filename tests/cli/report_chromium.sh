@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The HTML report opened in headless Chromium: it parses, renders a non-blank page, and logs no
 # console errors. Chromium is a test dependency (scripts/install-deps.sh installs it); without
 # it this test FAILS rather than pass silently.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # migbench run's cool-down: before each cell after the first (and between the jobs of an exclusive
 # run) it waits, at most measure.cooldown, until the device's power reading is back within
 # measure.cooldown_margin of the idle reference. Emulated H100 (1 s averaged reading) whose power

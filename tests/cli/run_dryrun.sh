@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # migbench run --dry-run and bad experiment files: nothing runs, errors name file, line, field.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # migbench run on an emulated H100 with MIG on and a state file: exclusive, timeslice and mig
 # cells; instances are created, given to the jobs and removed; mps is refused before anything runs.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Jobs that crash, exit non-zero, hang, run out of memory, ignore SIGTERM or flood their output
 # each fail their own cell with a reason and a log tail; the other cells still run; exit 1.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"

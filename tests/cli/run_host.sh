@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # migbench run on the host CPU: exclusive, timeslice and partition with steady fixture jobs;
 # results layout, journal, cell.json fields, summary; re-running needs --resume.
 # MB_TEST_THREADS: migbench run samples telemetry on the meter thread.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Modes mps and mig through the real nvml backend: the fake libnvidia-ml.so.1 on an emulated H100,
 # and a fake nvidia-cuda-mps-control on PATH that records the commands it gets.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"

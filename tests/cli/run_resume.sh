@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Interruptions on an emulated H100 with a state file: SIGINT mid-cell tears everything down and
 # exits 130; after kill -9, --resume removes exactly what the dead run left on the GPU and runs
 # only the unfinished cells, keeping the finished ones.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # One experiment file for every GPU model: MIG layouts written as sizes (4g, 3g) resolve to each
 # model's own profiles, cell.json keeps both spellings, and runs that will not run on the device
 # are not held to its profile names.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The reference workloads (workloads/*.py): published parameter counts, a few real training steps
 # per workload on the CPU with a real progress pipe, SIGTERM, closed pipes, bad arguments,
 # checkpoints and fine-tuning. The checks themselves are in workloads_harness.py.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checks the reference workloads (workloads/*.py) on the CPU; run by tests/cli/workloads.sh.
 
 Usage: PYTHON workloads_harness.py WORKLOADS_DIR

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The README's main job, trimmed in time: examples/quickstart.yaml through `migbench run` on the
 # host CPU with real PyTorch training, then `migbench report` over its results. Checks that every
 # cell that applies to the host finished with measured throughput for every job, that the

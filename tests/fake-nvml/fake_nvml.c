@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A stand-in libnvidia-ml.so.1 for tests: the NVML functions migbench uses, implemented on the
  * emulated MIG GPU (src/device/emu.c). It lets the real nvml backend (dlopen, symbol fallbacks,

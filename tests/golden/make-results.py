@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the fixed, hand-shaped results directories the report tests read.
 
 The numbers are invented but realistic (shaped after H100/A100 MIG training runs); every cell

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A scripted device for meter tests: a piecewise-linear power trace, a sensor that publishes
  * instant or averaged readings every update period, an energy counter that is the exact integral

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Analysis numbers against hand computations. A tiny results directory is written to a temp
  * folder: an exclusive run and a MIG run (4g + 3g), two repetitions each, with round numbers so

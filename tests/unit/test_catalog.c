@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The MIG catalog: built-in models against data/mig-catalog.json, names, statuses, bad files. */
 #include <setjmp.h>
 #include <stdarg.h>

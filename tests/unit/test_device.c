@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The device dispatcher: spec parsing, backend choice, ops checks and NULL optional ops. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The emulated MIG GPU: NVML's MIG rules and codes, ids, UUIDs, state files, the power model. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Experiment files: parsing, every kind of error with file:line:field, overrides, cells, argv
  * substitution and interpreter resolution with fake interpreters. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Atomic writes and bounded reads. Starts threads (MB_TEST_THREADS): two writers race on a path. */
 #include <setjmp.h>
 #include <stdarg.h>

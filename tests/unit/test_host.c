@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The host backend against a fake powercap and procfs tree: RAPL wrap, utilisation, partitions. */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The journal (append, torn lines, leftovers) and atomic result files. */
 #define _XOPEN_SOURCE 700
 #include <setjmp.h>

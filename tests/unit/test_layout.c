@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The layout engine: enumeration counts, checks with reasons, placement beside existing ones. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The meter on scripted devices with a manual clock: both energy figures against the script's
  * exact integral (constant, steps, ramps, averaged sensor, wrap, reset, missing counter), the

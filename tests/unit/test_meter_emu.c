@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The meter on the emulated GPU with a manual clock and scripted power traces: both energy
  * figures against the emulator's exact integral (constant, steps, ramps, averaged sensor, missing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The meter's own thread on a real clock (MB_TEST_THREADS: CI runs this under TSan). No timed
  * assertions: figures are checked against each other and against the device's exact integral

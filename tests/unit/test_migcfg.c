@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mig-parted config files: the accepted shape, and errors naming file, line and field. */
 #include <setjmp.h>
 #include <stdarg.h>

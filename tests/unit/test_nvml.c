@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The real nvml backend (src/device/nvml.c) run against the fake libnvidia-ml.so.1 built in
  * tests/fake-nvml/ on top of the emulator: identity, telemetry, sensor semantics, the profile

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Child processes: exit codes, exec failures, capture, bounded logs, progress pipe, stopping. */
 #include <setjmp.h>
 #include <stdarg.h>

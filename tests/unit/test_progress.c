@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Progress parsing: protocol and regex lines, garbage, partial and over-long input, throughput. */
 #include <setjmp.h>
 #include <stdarg.h>

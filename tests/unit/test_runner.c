@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The cell runner through its library API: MPS start/stop with a fake nvidia-cuda-mps-control on
  * PATH that records what it is asked (the nvml backend is stood in for by an emulated GPU), and

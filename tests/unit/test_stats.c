@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Statistics helpers checked against hand-computed values. */
 #include <setjmp.h>
 #include <stdarg.h>
