@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Fails if any C source or header differs from .clang-format's layout.
+# Fails if any C source or header differs from .clang-format's layout, or if a source file,
+# script or CMake file lacks its SPDX license line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 files=$(git ls-files '*.c' '*.h')
@@ -9,6 +10,13 @@ bad=0
 for f in $files; do
     if ! clang-format --dry-run --Werror "$f" >/dev/null 2>&1; then
         echo "not formatted: $f (run: clang-format -i $f)" >&2
+        bad=1
+    fi
+done
+for f in $(git ls-files '*.c' '*.h' '*.sh' '*.py' '*.cmake' 'CMakeLists.txt' '*/CMakeLists.txt' \
+    .ci/run); do
+    if ! head -n 3 "$f" | grep -q 'SPDX-License-Identifier: Apache-2.0'; then
+        echo "no SPDX-License-Identifier line in the first three lines: $f" >&2
         bad=1
     fi
 done
