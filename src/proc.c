@@ -67,10 +67,9 @@ static int high_cloexec(int fd)
     return nfd;
 }
 
-static int make_pipe(int p[2])
+/* Moves both ends of a new pipe or terminal pair above stdio; closes both on failure. */
+static int raise_pair(int p[2])
 {
-    if (pipe2(p, O_CLOEXEC) != 0)
-        return -1;
     p[0] = high_cloexec(p[0]);
     p[1] = high_cloexec(p[1]);
     if (p[0] < 0 || p[1] < 0) {
@@ -81,6 +80,13 @@ static int make_pipe(int p[2])
         return -1;
     }
     return 0;
+}
+
+static int make_pipe(int p[2])
+{
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return -1;
+    return raise_pair(p);
 }
 
 /*
@@ -96,16 +102,7 @@ static int make_pty(int p[2])
         cfmakeraw(&tio);
         tcsetattr(p[1], TCSANOW, &tio);
     }
-    p[0] = high_cloexec(p[0]);
-    p[1] = high_cloexec(p[1]);
-    if (p[0] < 0 || p[1] < 0) {
-        if (p[0] >= 0)
-            close(p[0]);
-        if (p[1] >= 0)
-            close(p[1]);
-        return -1;
-    }
-    return 0;
+    return raise_pair(p);
 }
 
 static void close_fd(int *fd)
