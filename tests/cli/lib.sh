@@ -37,6 +37,27 @@ expect_no_out() {
     [ ! -s "$TMP/out" ] || fail "stdout should be empty"
 }
 
+# wait_line FILE ERE [COUNT]: blocks until FILE holds COUNT (default 1) lines matching ERE. It
+# reads FILE as it grows through `tail -F`, which GNU tail follows with inotify: the test wakes on
+# the write itself, with no polling loop. The 120 s bound only keeps a broken run from hanging the
+# suite; no check depends on it. Returns 1 (after fail) when the lines never came.
+wait_line() {
+    local want=${3:-1} got=0 line fd tailpid
+    exec {fd}< <(exec timeout 120 tail -n +1 -F "$1" 2>/dev/null)
+    tailpid=$!
+    while IFS= read -r -u "$fd" line; do
+        if [[ $line =~ $2 ]]; then
+            got=$((got + 1))
+            [ "$got" -lt "$want" ] || break
+        fi
+    done
+    kill "$tailpid" 2>/dev/null || true
+    exec {fd}<&-
+    [ "$got" -ge "$want" ] && return 0
+    fail "timed out waiting for $want line(s) matching /$2/ in $1"
+    return 1
+}
+
 finish() {
     if [ "$FAILS" -ne 0 ]; then
         echo "$FAILS expectation(s) failed" >&2

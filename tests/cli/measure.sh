@@ -19,16 +19,6 @@ expect_json() {
     [ "$got" = "$2" ] || fail "json: $1 = '$got', expected '$2'"
 }
 
-# wait_line FILE PATTERN: waits until a line of FILE matches PATTERN. The bound (120 s) only keeps
-# a broken run from hanging the suite.
-wait_line() {
-    for _ in $(seq 1200); do
-        grep -Eq -- "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    fail "timed out waiting for /$2/ in $1"
-}
-
 # Usage errors: exit 2, nothing on stdout, no command run.
 run 0 "$MIGBENCH" measure --help
 expect_out 'usage: migbench measure'

@@ -76,16 +76,14 @@ expect_out '^t=0\.000 gpu=0 device=nvml:0 backend=nvml power=[0-9.]+W '
 # screen, then the pane and its scroll-back hold exactly one header: frames are not appended.
 SOCK="$TMP/tmux.sock"
 tm() { tmux -S "$SOCK" "$@"; }
+# The pane's output is copied to a file (pipe-pane) before monitor starts, and the test wakes on
+# what is written there (wait_line follows it with inotify), not on a polling loop.
 tm new-session -d -s mon -x 160 -y 50 \
-    "'$MIGBENCH' monitor -d '$DEV' -d '$STATE' --interval 200ms; echo MONITOR-EXITED \$?; read x"
-seen=""
-for _ in $(seq 300); do
-    tm capture-pane -p -t mon >"$TMP/pane" 2>/dev/null || true
-    n=$(sed -n 's/^migbench monitor .* sample \([0-9][0-9]*\) .*/\1/p' "$TMP/pane" | head -1)
-    if [ -n "$n" ] && [ "$n" -ge 3 ]; then seen=1; break; fi
-    sleep 0.1
-done
-[ -n "$seen" ] || { fail "no third sample on the terminal"; cat "$TMP/pane" >&2; }
+    "read go; '$MIGBENCH' monitor -d '$DEV' -d '$STATE' --interval 200ms; echo MONITOR-EXITED \$?; read x"
+tm pipe-pane -t mon -o "cat >>'$TMP/tty'"
+tm send-keys -t mon Enter
+wait_line "$TMP/tty" 'sample ([3-9]|[1-9][0-9]+) '
+tm capture-pane -p -t mon >"$TMP/pane"
 tm capture-pane -p -S - -t mon >"$TMP/all"
 [ "$(grep -c '^migbench monitor ' "$TMP/all")" -eq 1 ] ||
     fail "expected one header in the pane and its history (in-place refresh)"
@@ -98,12 +96,8 @@ grep -q 'power .*(averaged, 1000 ms window)' "$TMP/pane" || fail "no power line 
 if grep -q '^t=' "$TMP/pane"; then fail "plain lines on a terminal"; fi
 # Ctrl-C ends it with status 0 and the cursor shown again.
 tm send-keys -t mon C-c
-seen=""
-for _ in $(seq 300); do
-    tm capture-pane -p -t mon >"$TMP/pane" 2>/dev/null || true
-    if grep -q "MONITOR-EXITED" "$TMP/pane"; then seen=1; break; fi
-    sleep 0.1
-done
+wait_line "$TMP/tty" 'MONITOR-EXITED [0-9]+'
+tm capture-pane -p -t mon >"$TMP/pane"
 grep -q "MONITOR-EXITED 0" "$TMP/pane" || fail "monitor did not exit 0 on Ctrl-C"
 tm kill-server 2>/dev/null || true
 finish

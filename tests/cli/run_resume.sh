@@ -37,18 +37,13 @@ release() {
     for p in $(job_pids "$1"); do : >"$TMP/release/$p"; done
 }
 releaser=
-trap '[ -z "$releaser" ] || kill "$releaser" 2>/dev/null; cleanup_jobs "$TMP/r1/journal.jsonl"; cleanup_jobs "$TMP/r2/journal.jsonl"; rm -rf "$TMP"' EXIT
-
-# wait_for FILE PATTERN COUNT: waits until FILE has COUNT lines matching PATTERN. The bound
-# (120 s) only keeps a broken run from hanging the suite; no check depends on it.
-wait_for() {
-    for _ in $(seq 1200); do
-        [ "$(grep -c -- "$2" "$1" 2>/dev/null || true)" -ge "$3" ] && return 0
-        sleep 0.1
-    done
-    fail "timed out waiting for $3 x '$2' in $1"
-    return 1
+# Stops the journal watcher below: its tail, whose end also ends the reading loop.
+stop_releaser() {
+    [ ! -s "$TMP/releaser.tail" ] || kill "$(cat "$TMP/releaser.tail")" 2>/dev/null || true
+    [ -z "$releaser" ] || kill "$releaser" 2>/dev/null || true
 }
+trap 'stop_releaser; cleanup_jobs "$TMP/r1/journal.jsonl"; cleanup_jobs "$TMP/r2/journal.jsonl"; rm -rf "$TMP"' EXIT
+
 instances() {
     python3 -c 'import json,sys
 s = json.load(open(sys.argv[1]))
@@ -66,7 +61,7 @@ before=$(instances "$TMP/gpu.json")
 # --- SIGINT in the middle of a cell.
 "$MIGBENCH" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/r1" >"$TMP/out1" 2>"$TMP/err1" &
 pid=$!
-wait_for "$TMP/r1/journal.jsonl" '"job_started"' 2
+wait_line "$TMP/r1/journal.jsonl" '"job_started"' 2
 # A --resume while the run is alive must not touch its instances.
 during=$(instances "$TMP/gpu.json")
 run 1 "$MIGBENCH" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/r1" --resume
@@ -89,10 +84,10 @@ done
 # --- kill -9 during the second cell, then --resume.
 "$MIGBENCH" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/r2" >"$TMP/out2" 2>"$TMP/err2" &
 pid=$!
-wait_for "$TMP/r2/journal.jsonl" '"job_started"' 2
+wait_line "$TMP/r2/journal.jsonl" '"job_started"' 2
 release "$TMP/r2/journal.jsonl"
-wait_for "$TMP/r2/journal.jsonl" '"cell_finished"' 1
-wait_for "$TMP/r2/journal.jsonl" '"job_started"' 4
+wait_line "$TMP/r2/journal.jsonl" '"cell_finished"' 1
+wait_line "$TMP/r2/journal.jsonl" '"job_started"' 4
 kill -KILL $pid
 wait $pid 2>/dev/null || true
 cleanup_jobs "$TMP/r2/journal.jsonl"
@@ -103,10 +98,17 @@ left=$(instances "$TMP/gpu.json")
 sum0=$(md5sum <"$TMP/r2/mix/0/cell.json")
 
 # The resumed cells' jobs are released as they start (a watcher on the journal).
-(while :; do release "$TMP/r2/journal.jsonl"; sleep 0.1; done) &
+# `tail -F` follows the journal with inotify; each job_started entry releases the jobs started.
+(
+    exec {fd}< <(exec tail -n +1 -F "$TMP/r2/journal.jsonl" 2>/dev/null)
+    echo $! >"$TMP/releaser.tail"
+    while IFS= read -r -u "$fd" line; do
+        case $line in *'"job_started"'*) release "$TMP/r2/journal.jsonl" ;; esac
+    done
+) &
 releaser=$!
 run 0 "$MIGBENCH" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/r2" --resume
-kill "$releaser"
+stop_releaser
 wait "$releaser" 2>/dev/null || true
 releaser=
 expect_err 'resume: removing 2 MIG instances'
