@@ -178,6 +178,22 @@ struct mb_cpuset {
 struct mb_device;
 
 /*
+ * What a device can do, as bits (mb_device_caps). Code above the device layer tests these bits,
+ * never a backend's name.
+ */
+enum mb_device_cap {
+    MB_CAP_EMULATED = 1u << 0,        /* numbers are modelled, not measured */
+    MB_CAP_GPU = 1u << 1,             /* a GPU (jobs get CUDA_VISIBLE_DEVICES), not the host CPU */
+    MB_CAP_MIG = 1u << 2,             /* MIG-capable: instances can be listed and created */
+    MB_CAP_SET_MIG_MODE = 1u << 3,    /* MIG mode can be changed (root, idle GPU) */
+    MB_CAP_MPS = 1u << 4,             /* jobs can share it through an MPS daemon */
+    MB_CAP_POWER = 1u << 5,           /* a power reading exists */
+    MB_CAP_ENERGY_COUNTER = 1u << 6,  /* a cumulative energy counter exists */
+    MB_CAP_SET_POWER_LIMIT = 1u << 7, /* the power limit can be set */
+    MB_CAP_CPU_PARTITIONS = 1u << 8,  /* host: disjoint core sets as partitions */
+};
+
+/*
  * A backend (SQLite VFS style): a const table of operations. `open` parses the part of the spec
  * after "name:" (NULL if none). Operations marked optional may be NULL; the mb_device_* wrappers
  * then return MB_EUNSUPPORTED. All operations return an mb_status and fill err on failure.
@@ -190,6 +206,8 @@ struct mb_device_ops {
     int (*info)(struct mb_device *dev, struct mb_device_info *out, struct mb_error *err);
     int (*telemetry)(struct mb_device *dev, struct mb_telemetry *out, struct mb_error *err);
     int (*sensor)(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err);
+    /* MB_CAP_* bits of this device. */
+    uint32_t (*caps)(struct mb_device *dev);
     /* Optional from here on. */
     int (*mig_mode)(struct mb_device *dev, struct mb_mig_mode *out, struct mb_error *err);
     int (*mig_set_mode)(struct mb_device *dev, int enable, struct mb_error *err);
@@ -234,6 +252,9 @@ void mb_device_close(struct mb_device *dev);
 
 /* Returns the backend name of an open device. */
 const char *mb_device_backend(const struct mb_device *dev);
+
+/* The MB_CAP_* bits of an open device. */
+uint32_t mb_device_caps(struct mb_device *dev);
 
 /* Wrappers over the ops table; optional operations that are NULL return MB_EUNSUPPORTED. */
 int mb_device_info(struct mb_device *dev, struct mb_device_info *out, struct mb_error *err);

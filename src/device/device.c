@@ -124,7 +124,7 @@ int mb__device_open_ops(const struct mb_device_ops *ops, const char *args, const
         return mb_error_set(err, MB_EINVAL, "mb__device_open_ops: NULL argument");
     *out = NULL;
     if (ops->version != MB_DEVICE_OPS_VERSION || !ops->name || !ops->open || !ops->close ||
-        !ops->info || !ops->telemetry || !ops->sensor)
+        !ops->info || !ops->telemetry || !ops->sensor || !ops->caps)
         return mb_error_set(err, MB_EINVAL,
                             "device backend '%s' has ops version %d (this build expects %d) or "
                             "lacks a required operation",
@@ -224,6 +224,11 @@ int mb_device_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct 
 int mb_device_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err)
 {
     CALL(dev, sensor, err, out, err);
+}
+
+uint32_t mb_device_caps(struct mb_device *dev)
+{
+    return dev->ops->caps(dev);
 }
 
 int mb_device_mig_mode(struct mb_device *dev, struct mb_mig_mode *out, struct mb_error *err)

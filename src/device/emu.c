@@ -1244,6 +1244,16 @@ static int emu_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct
     return op_end(e, MB_OK, false, err);
 }
 
+static uint32_t emu_caps(struct mb_device *dev)
+{
+    struct emu *e = as_emu(dev);
+    uint32_t caps =
+        MB_CAP_EMULATED | MB_CAP_GPU | MB_CAP_MIG | MB_CAP_SET_MIG_MODE | MB_CAP_MPS | MB_CAP_POWER;
+    if (e->counter)
+        caps |= MB_CAP_ENERGY_COUNTER;
+    return caps;
+}
+
 static int emu_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err)
 {
     struct emu *e = as_emu(dev);
@@ -1983,6 +1993,7 @@ const struct mb_device_ops mb__emu_ops = {
     .info = emu_info,
     .telemetry = emu_telemetry,
     .sensor = emu_sensor,
+    .caps = emu_caps,
     .mig_mode = emu_mig_mode,
     .mig_set_mode = emu_mig_set_mode,
     .mig_profiles = emu_mig_profiles,

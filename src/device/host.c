@@ -414,6 +414,15 @@ static int host_telemetry(struct mb_device *dev, struct mb_telemetry *out, struc
     return MB_OK;
 }
 
+static uint32_t host_caps(struct mb_device *dev)
+{
+    const struct host *h = (const struct host *)dev;
+    uint32_t caps = MB_CAP_CPU_PARTITIONS;
+    if (h->rapl_ok)
+        caps |= MB_CAP_POWER | MB_CAP_ENERGY_COUNTER;
+    return caps;
+}
+
 static int host_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err)
 {
     (void)err;
@@ -479,5 +488,6 @@ const struct mb_device_ops mb__host_ops = {
     .info = host_info,
     .telemetry = host_telemetry,
     .sensor = host_sensor,
+    .caps = host_caps,
     .cpu_partitions = host_cpu_partitions,
 };

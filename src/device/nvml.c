@@ -683,6 +683,24 @@ static int nvml_telemetry(struct mb_device *dev, struct mb_telemetry *out, struc
     return MB_OK;
 }
 
+static uint32_t nvml_caps(struct mb_device *dev)
+{
+    struct nvml_dev *d = to_nv(dev);
+    uint32_t caps = MB_CAP_GPU | MB_CAP_MPS;
+    unsigned u, cur, pend;
+    unsigned long long ull;
+    if (d->f.power_usage && d->f.power_usage(d->h, &u) == NVML_SUCCESS)
+        caps |= MB_CAP_POWER;
+    if (d->f.total_energy && d->f.total_energy(d->h, &ull) == NVML_SUCCESS)
+        caps |= MB_CAP_ENERGY_COUNTER;
+    if (d->f.get_mig_mode && d->f.get_mig_mode(d->h, &cur, &pend) == NVML_SUCCESS) {
+        caps |= MB_CAP_MIG;
+        if (d->f.set_mig_mode)
+            caps |= MB_CAP_SET_MIG_MODE;
+    }
+    return caps;
+}
+
 static int nvml_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err)
 {
     struct nvml_dev *d = to_nv(dev);
@@ -1636,6 +1654,7 @@ const struct mb_device_ops mb__nvml_ops = {
     .info = nvml_info,
     .telemetry = nvml_telemetry,
     .sensor = nvml_sensor,
+    .caps = nvml_caps,
     .mig_mode = nvml_mig_mode,
     .mig_set_mode = nvml_mig_set_mode,
     .mig_profiles = nvml_mig_profiles,

@@ -190,6 +190,12 @@ static void fake_close(struct mb_device *dev)
     free(dev);
 }
 
+static uint32_t fake_caps(struct mb_device *dev)
+{
+    const struct fake_dev *f = (const struct fake_dev *)dev;
+    return MB_CAP_EMULATED | MB_CAP_GPU | MB_CAP_POWER | (f->counter ? MB_CAP_ENERGY_COUNTER : 0);
+}
+
 static const struct mb_device_ops fake_ops = {
     .version = MB_DEVICE_OPS_VERSION,
     .name = "fake",
@@ -197,6 +203,7 @@ static const struct mb_device_ops fake_ops = {
     .info = fake_info,
     .telemetry = fake_telemetry,
     .sensor = fake_sensor,
+    .caps = fake_caps,
     .mig_instances = fake_mig_instances,
     .mig_activity = fake_mig_activity,
 };

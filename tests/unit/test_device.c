@@ -160,6 +160,12 @@ static int mini_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct
     return MB_OK;
 }
 
+static uint32_t mini_caps(struct mb_device *dev)
+{
+    (void)dev;
+    return MB_CAP_GPU | MB_CAP_POWER;
+}
+
 static const struct mb_device_ops mini_ops = {
     .version = MB_DEVICE_OPS_VERSION,
     .name = "mini",
@@ -168,6 +174,7 @@ static const struct mb_device_ops mini_ops = {
     .info = mini_info,
     .telemetry = mini_tel,
     .sensor = mini_sensor,
+    .caps = mini_caps,
 };
 
 static void test_null_optional_ops(void **state)
@@ -202,6 +209,7 @@ static void test_null_optional_ops(void **state)
     assert_int_equal(mb_device_mig_instances(dev, inst, 1, &n, &err), MB_EUNSUPPORTED);
     struct mb_device_info info;
     assert_int_equal(mb_device_info(dev, &info, &err), MB_OK);
+    assert_int_equal(mb_device_caps(dev), MB_CAP_GPU | MB_CAP_POWER);
     mb_device_close(dev);
 
     /* A NULL device is an argument error, not a crash. */
@@ -224,6 +232,10 @@ static void test_ops_version(void **state)
     assert_null(dev);
     bad = mini_ops;
     bad.telemetry = NULL; /* a required operation */
+    assert_int_equal(mb__device_open_ops(&bad, NULL, "mini", &dev, &err), MB_EINVAL);
+    assert_null(dev);
+    bad = mini_ops;
+    bad.caps = NULL; /* required too: code above the layer tests bits, not names */
     assert_int_equal(mb__device_open_ops(&bad, NULL, "mini", &dev, &err), MB_EINVAL);
     assert_null(dev);
 }

@@ -96,6 +96,11 @@ static void test_identity(void **state)
     assert_string_equal(mb_device_backend(a), "emu");
     assert_true(ia.emulated);
     assert_true(ia.mig_capable);
+    uint32_t caps = mb_device_caps(a);
+    assert_true(caps & MB_CAP_EMULATED);
+    assert_true(caps & MB_CAP_GPU);
+    assert_true(caps & MB_CAP_MIG);
+    assert_false(caps & MB_CAP_CPU_PARTITIONS);
     assert_string_equal(ia.model, "H100-SXM5-80GB");
     assert_string_equal(ia.name, "NVIDIA H100 80GB HBM3");
     assert_memory_equal(ia.uuid, "GPU-", 4);

@@ -134,6 +134,11 @@ static void check_identity(int legacy)
     assert_true(info.mem_total_valid);
     assert_true(info.mem_total_bytes > 80ull * 1000 * 1000 * 1000);
     assert_true(info.mig_capable);
+    uint32_t caps = mb_device_caps(dev);
+    assert_true(caps & MB_CAP_GPU);
+    assert_true(caps & MB_CAP_MIG);
+    assert_true(caps & MB_CAP_POWER);
+    assert_false(caps & MB_CAP_EMULATED); /* NVML cannot tell; the fake is a real NVML to us */
     close_dev(dev);
 }
 
