@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "report.h"
+#include "report_internal.h"
 
 static const char *const palette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
                                       "#56B4E9", "#D55E00", "#F0E442"};
@@ -177,7 +176,7 @@ static void axis_x(FILE *out, double x0, double x1, double y0, double y1, double
         if (pct)
             snprintf(b, sizeof(b), "%.0f%%", v * 100);
         else
-            mb_cli_fmt_sig(b, sizeof(b), v, 3);
+            mb__fmt_sig(b, sizeof(b), v, 3);
         fprintf(out, "<path d=\"M%.1f %.1fV%.1f\" class=\"grid\"/>\n", x, y0, y1);
         text(out, x, y1 + 14, "middle", "tick", b);
     }
@@ -414,10 +413,10 @@ static void chart_energy_per_unit(FILE *out, const struct mb_an_experiment *e)
                         end += x->ci95 * scale;
                         char m1[32], c1[32];
                         snprintf(b, sizeof(b), "%s ± %s",
-                                 mb_cli_fmt_sig(m1, sizeof(m1), x->mean * scale, 3),
-                                 mb_cli_fmt_sig(c1, sizeof(c1), x->ci95 * scale, 2));
+                                 mb__fmt_sig(m1, sizeof(m1), x->mean * scale, 3),
+                                 mb__fmt_sig(c1, sizeof(c1), x->ci95 * scale, 2));
                     } else {
-                        mb_cli_fmt_sig(b, sizeof(b), x->mean * scale, 3);
+                        mb__fmt_sig(b, sizeof(b), x->mean * scale, 3);
                     }
                     text(out, left + end * sc + 6, y + 12, "start", "val", b);
                 }
