@@ -466,7 +466,44 @@ struct run_meta {
     struct mb_opt pct[MB_AN_JOBS_MAX];
     int cpus[MB_AN_JOBS_MAX];
     struct mb_opt cores[MB_AN_JOBS_MAX];
+    size_t argc[MB_AN_JOBS_MAX];
+    char **argv[MB_AN_JOBS_MAX]; /* owned until a run takes it */
 };
+
+static void free_argv(char **argv, size_t argc)
+{
+    for (size_t i = 0; argv && i < argc; i++)
+        free(argv[i]);
+    free(argv);
+}
+
+static void free_meta(struct run_meta *m)
+{
+    for (size_t i = 0; i < MB_AN_JOBS_MAX; i++)
+        free_argv(m->argv[i], m->argc[i]);
+    free(m);
+}
+
+/* A job's jobs[].argv: its strings copied (anything else as ""); MB_ENOMEM or MB_OK. */
+static int read_argv(struct run_meta *m, size_t i, const cJSON *argv)
+{
+    size_t n = cJSON_IsArray(argv) ? (size_t)cJSON_GetArraySize(argv) : 0;
+    if (n == 0)
+        return MB_OK;
+    m->argv[i] = calloc(n, sizeof(char *));
+    if (!m->argv[i])
+        return MB_ENOMEM;
+    m->argc[i] = n;
+    size_t k = 0;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, argv)
+    {
+        m->argv[i][k] = strdup(cJSON_IsString(a) ? a->valuestring : "");
+        if (!m->argv[i][k++])
+            return MB_ENOMEM;
+    }
+    return MB_OK;
+}
 
 static int profile_slices(const char *profile)
 {
@@ -734,6 +771,10 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
         const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(j, "cpus");
         m->cpus[i] = cJSON_IsArray(cpus) ? cJSON_GetArraySize(cpus) : 0;
         m->cores[i] = json_num(j, "cores");
+        if (read_argv(m, i, cJSON_GetObjectItemCaseSensitive(j, "argv")) != MB_OK) {
+            cJSON_Delete(root);
+            return mb_error_set(err, MB_ENOMEM, "%s: out of memory", path);
+        }
     }
     cJSON_Delete(root);
     return MB_OK;
@@ -1002,11 +1043,20 @@ static struct mb_an_run *find_run(struct mb_an_experiment *e, const char *name)
     return NULL;
 }
 
-static void fill_run_jobs(struct mb_an_run *r, const struct run_meta *m)
+static void fill_run_jobs(struct mb_an_run *r, struct run_meta *m)
 {
+    for (size_t i = 0; i < r->njobs; i++) {
+        free_argv(r->jobs[i].argv, r->jobs[i].argc);
+        r->jobs[i].argv = NULL;
+        r->jobs[i].argc = 0;
+    }
     r->njobs = m->njobs;
     for (size_t i = 0; i < m->njobs; i++) {
         struct mb_an_job *j = &r->jobs[i];
+        j->argv = m->argv[i];
+        j->argc = m->argc[i];
+        m->argv[i] = NULL;
+        m->argc[i] = 0;
         mb__copy_str(j->name, sizeof(j->name), m->job[i]);
         mb__copy_str(j->workload, sizeof(j->workload), m->workload[i]);
         mb__copy_str(j->unit, sizeof(j->unit), m->unit[i][0] ? m->unit[i] : "units/s");
@@ -1099,12 +1149,12 @@ static int load_cell(struct mb_an_experiment *e, const char *rundir, const char 
     r->cells[r->ncells++] = cell;
     r->nok += cell.ok != 0;
     r->nfailed += cell.ok == 0;
-    free(meta);
+    free_meta(meta);
     (void)telpath;
     return MB_OK;
 fail:
     free(cell.timeline);
-    free(meta);
+    free_meta(meta);
     return st;
 }
 
@@ -1621,6 +1671,8 @@ static void free_experiment(struct mb_an_experiment *e)
         for (size_t k = 0; k < e->runs[i].ncells; k++)
             free(e->runs[i].cells[k].timeline);
         free(e->runs[i].cells);
+        for (size_t j = 0; j < e->runs[i].njobs; j++)
+            free_argv(e->runs[i].jobs[j].argv, e->runs[i].jobs[j].argc);
     }
     free(e->runs);
 }

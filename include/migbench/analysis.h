@@ -133,6 +133,8 @@ struct mb_an_job {
     struct mb_estimate s_per_step;
     struct mb_estimate j_per_unit;  /* attributed energy (default_method) / units of work */
     int64_t attr_mj[MB_ATTR_COUNT]; /* summed over the cells with energy */
+    size_t argc;                    /* the command as the run's cell recorded it (jobs[].argv) */
+    char **argv;                    /* owned, argc strings; NULL when the cell recorded none */
 };
 
 /* One run: a sharing mode and a job set, over its repetitions. */
