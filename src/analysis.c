@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Results analysis: loads cell.json and telemetry.csv files and derives the study's figures. */
 #include "migbench/analysis.h"
+#include "migbench/stats.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -25,6 +26,12 @@
 #define RUNS_MAX 256
 #define CELLS_MAX 1024
 
+/* The two-sided 95% Student t quantile (stats.h); df >= 1 wherever a CI is computed. */
+static double t95(size_t df)
+{
+    return df == 0 ? NAN : mb_stats_t95(df > UINT_MAX ? UINT_MAX : (unsigned)df);
+}
+
 static const char *const method_names[MB_ATTR_COUNT] = {
     "equal", "compute-share", "activity", "static-dynamic", "interval",
 };
@@ -34,21 +41,6 @@ const char *mb_analysis_method_name(int m)
     if (m < 0 || m >= MB_ATTR_COUNT)
         return "unknown";
     return method_names[m];
-}
-
-double mb_analysis_t95(size_t df)
-{
-    static const double table[30] = {
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-        2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-        2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-    };
-    if (df == 0)
-        return NAN;
-    if (df <= 30)
-        return table[df - 1];
-    /* Beyond the table, 1.96 + 2.4/df stays within 0.003 of the exact quantile. */
-    return 1.96 + 2.4 / (double)df;
 }
 
 int mb_analysis_split(int64_t total_mj, const int64_t *weights, size_t n, int64_t *parts)
@@ -184,14 +176,14 @@ static void estimate_from(struct mb_estimate *e, const double *x, size_t n)
     double se = sqrt(ss / (double)(n - 1) / (double)n);
     e->df = n - 1;
     e->ci_valid = 1;
-    e->ci95 = mb_analysis_t95(e->df) * se;
+    e->ci95 = t95(e->df) * se;
 }
 
 static double est_se(const struct mb_estimate *e)
 {
     if (!e->ci_valid)
         return NAN;
-    return e->ci95 / mb_analysis_t95(e->df);
+    return e->ci95 / t95(e->df);
 }
 
 /*
@@ -214,7 +206,7 @@ static void estimate_combined(struct mb_estimate *e, const double *x, size_t n, 
     double se = est_se(e);
     size_t df = (n < base_n ? n : base_n) - 1;
     e->df = df;
-    e->ci95 = mb_analysis_t95(df) * sqrt(se * se + extra_var);
+    e->ci95 = t95(df) * sqrt(se * se + extra_var);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1425,7 +1417,7 @@ static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
             size_t df = (a->n < b->n ? a->n : b->n) - 1;
             j->normalised.ci_valid = 1;
             j->normalised.df = df;
-            j->normalised.ci95 = mb_analysis_t95(df) * j->normalised.mean * sqrt(ra * ra + rb * rb);
+            j->normalised.ci95 = t95(df) * j->normalised.mean * sqrt(ra * ra + rb * rb);
         }
     }
     if (is_exclusive(r->mode))

@@ -203,9 +203,6 @@ int mb_analysis_load(struct mb_analysis **out, const char *const *dirs, size_t n
 /* Frees an analysis; NULL is a no-op. */
 void mb_analysis_destroy(struct mb_analysis *a);
 
-/* The two-sided 95% Student t quantile for df degrees of freedom (df >= 1). */
-double mb_analysis_t95(size_t df);
-
 /*
  * Splits total_mj over n parts in proportion to the non-negative integer weights (all equal
  * when weights is NULL): each part but the last is rounded down, the last gets the remainder,
