@@ -518,8 +518,12 @@ static void read_device(struct mb_an_experiment *e, const cJSON *dev)
     mb__copy_str(e->model, sizeof(e->model), json_str(dev, "model"));
     mb__copy_str(e->uuid, sizeof(e->uuid), json_str(dev, "uuid"));
     mb__copy_str(e->driver_version, sizeof(e->driver_version), json_str(dev, "driver_version"));
-    e->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "emulated")) ||
-                  strcmp(e->backend, "emu") == 0;
+    /* Every cell.json since the first runner records "emulated". */
+    e->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "emulated"));
+    /* "gpu": the device's MB_CAP_GPU bit as recorded; cells written before the flag existed
+     * record only the backend, and there the host backend was the one CPU device. */
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(dev, "gpu");
+    e->cpu_device = cJSON_IsBool(gpu) ? cJSON_IsFalse(gpu) : strcmp(e->backend, "host") == 0;
     struct mb_opt pl = json_num(dev, "power_limit_mw");
     if (pl.valid) {
         e->power_limit_w.valid = 1;

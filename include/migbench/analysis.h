@@ -173,7 +173,8 @@ struct mb_an_experiment {
     char uuid[MB_AN_NAME_MAX];
     char driver_version[MB_AN_NAME_MAX];
     char sensor[MB_AN_TEXT_MAX]; /* the cell's device.sensor object as "key=value, ..." */
-    int emulated;
+    int emulated;                /* device.emulated: numbers are modelled, not measured */
+    int cpu_device; /* the host CPU was the shared device (device.gpu false), not a GPU */
     struct mb_opt power_limit_w;
     size_t nruns;
     struct mb_an_run *runs; /* owned; exclusive first, then by mode and name */

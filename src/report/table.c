@@ -264,7 +264,7 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
     wrapped(out, md, md ? "\n" : "",
             "norm: throughput / the same workload's exclusive throughput (delta-method CI). "
             "mJ/unit: energy by the run's default attribution / units of work.");
-    if (strcmp(e->backend, "host") == 0) {
+    if (e->cpu_device) {
         /* On the host the CPU is the device: say how many cores (and threads) each job had. */
         size_t used = (size_t)snprintf(
             line, sizeof(line), "CPU cores per job (its OMP_NUM_THREADS and torch threads):");
