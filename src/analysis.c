@@ -551,6 +551,153 @@ static void read_device(struct mb_an_experiment *e, const cJSON *dev)
     }
 }
 
+/* The cell's window and energy; the energy used is the counter's, else the integrated one. */
+static void parse_cell_energy(struct mb_an_cell *c, const cJSON *root)
+{
+    c->t0_ns = json_i64(root, "t0_ns");
+    const cJSON *win = cJSON_GetObjectItemCaseSensitive(root, "window");
+    c->window_s = json_num(win, "seconds");
+    c->window_start_ns = json_i64(win, "start_ns");
+    c->window_end_ns = json_i64(win, "end_ns");
+    if (!c->window_s.valid && c->window_end_ns > c->window_start_ns && c->window_start_ns > 0) {
+        c->window_s.valid = 1;
+        c->window_s.v = (double)(c->window_end_ns - c->window_start_ns) * 1e-9;
+    }
+    c->reconfigure_s = json_num(root, "reconfigure_seconds");
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(root, "energy");
+    c->counter_j = json_num(en, "counter_j");
+    c->integrated_j = json_num(en, "integrated_j");
+    c->gap_pct = json_num(en, "gap_pct");
+    c->idle_power_w = json_num(en, "idle_power_w");
+    c->mean_power_w = json_num(en, "mean_power_w");
+    c->peak_power_w = json_num(en, "peak_power_w");
+    c->samples = json_num(en, "samples");
+    c->missed_updates = json_num(en, "missed_updates");
+    mb__copy_str(c->energy_flag, sizeof(c->energy_flag), json_str(en, "flag"));
+    mb__copy_str(c->refused_reason, sizeof(c->refused_reason), json_str(en, "refused_reason"));
+    if (!c->gap_pct.valid && c->counter_j.valid && c->integrated_j.valid && c->counter_j.v > 0) {
+        c->gap_pct.valid = 1;
+        c->gap_pct.v = 100.0 * (c->integrated_j.v - c->counter_j.v) / c->counter_j.v;
+    }
+    if (!c->refused_reason[0] && c->counter_j.valid && c->counter_j.v >= 0) {
+        c->has_energy = 1;
+        c->energy_mj = llround(c->counter_j.v * 1000.0);
+        c->energy_source = "counter";
+    } else if (!c->refused_reason[0] && c->integrated_j.valid && c->integrated_j.v >= 0) {
+        c->has_energy = 1;
+        c->energy_mj = llround(c->integrated_j.v * 1000.0);
+        c->energy_source = "integrated";
+    }
+}
+
+/* Job i of a cell (j: its jobs[i]); the run-level facts go to m. */
+static int parse_cell_job(struct mb_an_cell *c, struct run_meta *m, size_t i, const cJSON *j,
+                          const cJSON *mig_inst, const cJSON *mps_pct, const char *path,
+                          struct mb_error *err)
+{
+    struct mb_an_cell_job *cj = &c->jobs[i];
+    const char *name = json_str(j, "name");
+    if (!name) {
+        return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].name': missing", path, i);
+    }
+    mb__copy_str(cj->name, sizeof(cj->name), name);
+    mb__copy_str(m->job[i], sizeof(m->job[i]), name);
+    mb__copy_str(m->workload[i], sizeof(m->workload[i]),
+                 json_str(j, "workload") ? json_str(j, "workload") : name);
+    const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "throughput");
+    cj->throughput = json_num(tp, "mean");
+    const char *ups = json_str(tp, "unit_per_s");
+    if (ups)
+        mb__copy_str(m->unit[i], sizeof(m->unit[i]), ups);
+    else if (json_str(j, "unit"))
+        snprintf(m->unit[i], sizeof(m->unit[i]), "%.100s/s", json_str(j, "unit"));
+    cj->steps = json_num(j, "steps");
+    cj->units = json_num(j, "units");
+    /* Rates and counts are never negative: such a file is damaged, not a measurement. */
+    const char *neg = cj->throughput.valid && cj->throughput.v < 0 ? "throughput.mean"
+                      : cj->steps.valid && cj->steps.v < 0         ? "steps"
+                      : cj->units.valid && cj->units.v < 0         ? "units"
+                                                                   : NULL;
+    if (neg) {
+        return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].%s': negative", path, i, neg);
+    }
+    cj->steps_unit = ups && strcmp(ups, "steps/s") == 0;
+    const cJSON *jw = cJSON_GetObjectItemCaseSensitive(j, "window");
+    if (!cJSON_IsObject(jw))
+        jw = cJSON_GetObjectItemCaseSensitive(tp, "window");
+    cj->window_s = json_num(jw, "seconds");
+    if (cj->window_s.valid && cj->window_s.v < 0) {
+        return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].window.seconds': negative", path,
+                            i);
+    }
+    cj->window_start_ns = json_i64(jw, "start_ns");
+    cj->window_end_ns = json_i64(jw, "end_ns");
+    cj->has_window = cj->window_start_ns > 0 && cj->window_end_ns > cj->window_start_ns;
+    if (!cj->window_s.valid && cj->has_window) {
+        cj->window_s.valid = 1;
+        cj->window_s.v = (double)(cj->window_end_ns - cj->window_start_ns) * 1e-9;
+    }
+    /* Work in the window: rate x the job's own window, else x the cell's window (shared
+     * modes, where all jobs share it), else the reported units (which may include the
+     * warm-up: said in work_basis). */
+    int excl = strcmp(m->mode, "exclusive") == 0;
+    if (cj->throughput.valid && cj->window_s.valid) {
+        cj->work.valid = 1;
+        cj->work.v = cj->throughput.v * cj->window_s.v;
+        cj->work_basis = "rate x job window";
+    } else if (cj->throughput.valid && !excl && c->window_s.valid) {
+        cj->work.valid = 1;
+        cj->work.v = cj->throughput.v * c->window_s.v;
+        cj->work_basis = "rate x cell window";
+    } else if (cj->units.valid && !cj->steps_unit) {
+        cj->work = cj->units;
+        cj->work_basis = "reported units";
+    }
+    int64_t s = json_i64(j, "started_ns"), en_ns = json_i64(j, "ended_ns");
+    if (s > 0 && en_ns > s) {
+        cj->has_times = 1;
+        cj->started_ns = s;
+        cj->ended_ns = en_ns;
+    }
+    const cJSON *inst = cJSON_GetObjectItemCaseSensitive(j, "instance");
+    const char *prof = json_str(inst, "profile");
+    /* The job's GPU instance id, to find its gi<id>_* telemetry columns. */
+    cj->gi_id = -1;
+    const char *iuuid = json_str(inst, "uuid");
+    const cJSON *mi;
+    cJSON_ArrayForEach(mi, mig_inst)
+    {
+        const char *u = json_str(mi, "uuid");
+        struct mb_opt g = json_num(mi, "gi_id");
+        if (iuuid && u && strcmp(iuuid, u) == 0 && g.valid)
+            cj->gi_id = opt_int(g, -1);
+    }
+    if (cj->gi_id < 0 && !iuuid) {
+        struct mb_opt g = json_num(cJSON_GetArrayItem(mig_inst, (int)i), "gi_id");
+        if (g.valid)
+            cj->gi_id = opt_int(g, -1);
+    }
+    if (!prof)
+        prof = json_str(cJSON_GetArrayItem(mig_inst, (int)i), "profile");
+    if (prof)
+        mb__copy_str(m->instance[i], sizeof(m->instance[i]), prof);
+    struct mb_opt pct = json_num(j, "thread_percentage");
+    if (!pct.valid) {
+        const cJSON *p = cJSON_GetArrayItem(mps_pct, (int)i);
+        if (cJSON_IsNumber(p)) {
+            pct.valid = 1;
+            pct.v = p->valuedouble;
+        }
+    }
+    m->pct[i] = pct;
+    const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(j, "cpus");
+    m->cpus[i] = cJSON_IsArray(cpus) ? cJSON_GetArraySize(cpus) : 0;
+    m->cores[i] = json_num(j, "cores");
+    if (read_argv(m, i, cJSON_GetObjectItemCaseSensitive(j, "argv")) != MB_OK)
+        return mb_error_set(err, MB_ENOMEM, "%s: out of memory", path);
+    return MB_OK;
+}
+
 static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct run_meta *m,
                       const char *path, const char *dirname_run, int dir_rep, struct mb_error *err)
 {
@@ -611,41 +758,7 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
                      json_str(root, "migbench_version"));
     }
     read_device(e, cJSON_GetObjectItemCaseSensitive(root, "device"));
-    c->t0_ns = json_i64(root, "t0_ns");
-    const cJSON *win = cJSON_GetObjectItemCaseSensitive(root, "window");
-    c->window_s = json_num(win, "seconds");
-    c->window_start_ns = json_i64(win, "start_ns");
-    c->window_end_ns = json_i64(win, "end_ns");
-    if (!c->window_s.valid && c->window_end_ns > c->window_start_ns && c->window_start_ns > 0) {
-        c->window_s.valid = 1;
-        c->window_s.v = (double)(c->window_end_ns - c->window_start_ns) * 1e-9;
-    }
-    c->reconfigure_s = json_num(root, "reconfigure_seconds");
-    const cJSON *en = cJSON_GetObjectItemCaseSensitive(root, "energy");
-    c->counter_j = json_num(en, "counter_j");
-    c->integrated_j = json_num(en, "integrated_j");
-    c->gap_pct = json_num(en, "gap_pct");
-    c->idle_power_w = json_num(en, "idle_power_w");
-    c->mean_power_w = json_num(en, "mean_power_w");
-    c->peak_power_w = json_num(en, "peak_power_w");
-    c->samples = json_num(en, "samples");
-    c->missed_updates = json_num(en, "missed_updates");
-    mb__copy_str(c->energy_flag, sizeof(c->energy_flag), json_str(en, "flag"));
-    mb__copy_str(c->refused_reason, sizeof(c->refused_reason), json_str(en, "refused_reason"));
-    if (!c->gap_pct.valid && c->counter_j.valid && c->integrated_j.valid && c->counter_j.v > 0) {
-        c->gap_pct.valid = 1;
-        c->gap_pct.v = 100.0 * (c->integrated_j.v - c->counter_j.v) / c->counter_j.v;
-    }
-    if (!c->refused_reason[0] && c->counter_j.valid && c->counter_j.v >= 0) {
-        c->has_energy = 1;
-        c->energy_mj = llround(c->counter_j.v * 1000.0);
-        c->energy_source = "counter";
-    } else if (!c->refused_reason[0] && c->integrated_j.valid && c->integrated_j.v >= 0) {
-        c->has_energy = 1;
-        c->energy_mj = llround(c->integrated_j.v * 1000.0);
-        c->energy_source = "integrated";
-    }
-
+    parse_cell_energy(c, root);
     const cJSON *mig_inst = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "device"), "mig"),
         "instances");
@@ -665,111 +778,11 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
     c->njobs = nj;
     m->njobs = nj;
     for (size_t i = 0; i < nj; i++) {
-        const cJSON *j = cJSON_GetArrayItem(jobs, (int)i);
-        struct mb_an_cell_job *cj = &c->jobs[i];
-        const char *name = json_str(j, "name");
-        if (!name) {
+        st =
+            parse_cell_job(c, m, i, cJSON_GetArrayItem(jobs, (int)i), mig_inst, mps_pct, path, err);
+        if (st != MB_OK) {
             cJSON_Delete(root);
-            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].name': missing", path, i);
-        }
-        mb__copy_str(cj->name, sizeof(cj->name), name);
-        mb__copy_str(m->job[i], sizeof(m->job[i]), name);
-        mb__copy_str(m->workload[i], sizeof(m->workload[i]),
-                     json_str(j, "workload") ? json_str(j, "workload") : name);
-        const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "throughput");
-        cj->throughput = json_num(tp, "mean");
-        const char *ups = json_str(tp, "unit_per_s");
-        if (ups)
-            mb__copy_str(m->unit[i], sizeof(m->unit[i]), ups);
-        else if (json_str(j, "unit"))
-            snprintf(m->unit[i], sizeof(m->unit[i]), "%.100s/s", json_str(j, "unit"));
-        cj->steps = json_num(j, "steps");
-        cj->units = json_num(j, "units");
-        /* Rates and counts are never negative: such a file is damaged, not a measurement. */
-        const char *neg = cj->throughput.valid && cj->throughput.v < 0 ? "throughput.mean"
-                          : cj->steps.valid && cj->steps.v < 0         ? "steps"
-                          : cj->units.valid && cj->units.v < 0         ? "units"
-                                                                       : NULL;
-        if (neg) {
-            cJSON_Delete(root);
-            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].%s': negative", path, i, neg);
-        }
-        cj->steps_unit = ups && strcmp(ups, "steps/s") == 0;
-        const cJSON *jw = cJSON_GetObjectItemCaseSensitive(j, "window");
-        if (!cJSON_IsObject(jw))
-            jw = cJSON_GetObjectItemCaseSensitive(tp, "window");
-        cj->window_s = json_num(jw, "seconds");
-        if (cj->window_s.valid && cj->window_s.v < 0) {
-            cJSON_Delete(root);
-            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].window.seconds': negative",
-                                path, i);
-        }
-        cj->window_start_ns = json_i64(jw, "start_ns");
-        cj->window_end_ns = json_i64(jw, "end_ns");
-        cj->has_window = cj->window_start_ns > 0 && cj->window_end_ns > cj->window_start_ns;
-        if (!cj->window_s.valid && cj->has_window) {
-            cj->window_s.valid = 1;
-            cj->window_s.v = (double)(cj->window_end_ns - cj->window_start_ns) * 1e-9;
-        }
-        /* Work in the window: rate x the job's own window, else x the cell's window (shared
-         * modes, where all jobs share it), else the reported units (which may include the
-         * warm-up: said in work_basis). */
-        int excl = strcmp(m->mode, "exclusive") == 0;
-        if (cj->throughput.valid && cj->window_s.valid) {
-            cj->work.valid = 1;
-            cj->work.v = cj->throughput.v * cj->window_s.v;
-            cj->work_basis = "rate x job window";
-        } else if (cj->throughput.valid && !excl && c->window_s.valid) {
-            cj->work.valid = 1;
-            cj->work.v = cj->throughput.v * c->window_s.v;
-            cj->work_basis = "rate x cell window";
-        } else if (cj->units.valid && !cj->steps_unit) {
-            cj->work = cj->units;
-            cj->work_basis = "reported units";
-        }
-        int64_t s = json_i64(j, "started_ns"), en_ns = json_i64(j, "ended_ns");
-        if (s > 0 && en_ns > s) {
-            cj->has_times = 1;
-            cj->started_ns = s;
-            cj->ended_ns = en_ns;
-        }
-        const cJSON *inst = cJSON_GetObjectItemCaseSensitive(j, "instance");
-        const char *prof = json_str(inst, "profile");
-        /* The job's GPU instance id, to find its gi<id>_* telemetry columns. */
-        cj->gi_id = -1;
-        const char *iuuid = json_str(inst, "uuid");
-        const cJSON *mi;
-        cJSON_ArrayForEach(mi, mig_inst)
-        {
-            const char *u = json_str(mi, "uuid");
-            struct mb_opt g = json_num(mi, "gi_id");
-            if (iuuid && u && strcmp(iuuid, u) == 0 && g.valid)
-                cj->gi_id = opt_int(g, -1);
-        }
-        if (cj->gi_id < 0 && !iuuid) {
-            struct mb_opt g = json_num(cJSON_GetArrayItem(mig_inst, (int)i), "gi_id");
-            if (g.valid)
-                cj->gi_id = opt_int(g, -1);
-        }
-        if (!prof)
-            prof = json_str(cJSON_GetArrayItem(mig_inst, (int)i), "profile");
-        if (prof)
-            mb__copy_str(m->instance[i], sizeof(m->instance[i]), prof);
-        struct mb_opt pct = json_num(j, "thread_percentage");
-        if (!pct.valid) {
-            const cJSON *p = cJSON_GetArrayItem(mps_pct, (int)i);
-            if (cJSON_IsNumber(p)) {
-                pct.valid = 1;
-                pct.v = p->valuedouble;
-            }
-        }
-        m->pct[i] = pct;
-        const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(j, "cpus");
-        m->cpus[i] = cJSON_IsArray(cpus) ? cJSON_GetArraySize(cpus) : 0;
-        m->cores[i] = json_num(j, "cores");
-        if (read_argv(m, i, cJSON_GetObjectItemCaseSensitive(j, "argv")) != MB_OK) {
-            cJSON_Delete(root);
-            return mb_error_set(err, MB_ENOMEM, "%s: out of memory", path);
+            return st;
         }
     }
     cJSON_Delete(root);
@@ -1354,7 +1367,8 @@ static void aggregate_jobs(struct mb_an_run *r)
     }
 }
 
-static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
+/* The run's whole-GPU energy, window and power over its successful cells; static vs dynamic. */
+static void aggregate_run_energy(struct mb_an_run *r)
 {
     double x[CELLS_MAX], y[CELLS_MAX], z[CELLS_MAX];
     size_t n = 0, nw = 0, np = 0;
@@ -1385,6 +1399,11 @@ static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
     estimate_from(&r->energy_j, x, n);
     estimate_from(&r->window_s, y, nw);
     estimate_from(&r->power_w, z, np);
+}
+
+static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
+{
+    aggregate_run_energy(r);
 
     const struct mb_an_job *bj[MB_AN_JOBS_MAX];
     r->has_baseline = r->njobs > 0;
