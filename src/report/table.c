@@ -203,43 +203,15 @@ static void run_row(struct table *t, const struct mb_an_run *r, int md)
     table_end_row(t);
 }
 
-static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int md)
+/* The jobs table: throughput, normalised, time per step, energy per unit. */
+static void jobs_table(FILE *out, const struct mb_an_experiment *e, int md)
 {
-    char title[MB_AN_NAME_MAX * 4 + 16], line[2048];
-    char dev[MB_AN_NAME_MAX * 2 + 8];
-    snprintf(title, sizeof(title), "%s on %s%s", e->name, mb__device_label(dev, sizeof(dev), e),
-             e->emulated ? " (EMULATED)" : "");
-    heading(out, md, 1, title);
-    device_line(out, e, md);
-    /* A device without an energy sensor (the host without RAPL): said once, and the energy
-     * tables that would hold nothing but n/a are left out. */
-    int no_energy = mb__no_energy_sensor(e);
-    if (no_energy)
-        wrapped(out, md, md ? "- " : "",
-                "energy: this device has no energy sensor (no readable power reading or energy "
-                "counter), so energy, J/unit and the energy attribution are left out.");
-
-    heading(out, md, 2, "Findings");
-    int any = 0;
-    for (size_t i = 0; i < e->nruns; i++) {
-        char h[512], label[MB_AN_TEXT_MAX];
-        mb__fmt_headline(h, sizeof(h), &e->runs[i]);
-        if (!h[0])
-            continue;
-        mb__run_label(label, sizeof(label), &e->runs[i]);
-        snprintf(line, sizeof(line), "%s: %s.", label, h);
-        wrapped(out, md, md ? "- " : "", line);
-        any = 1;
-    }
-    if (!any)
-        fprintf(out, "%sNo run could be compared with an exclusive baseline.\n", md ? "- " : "");
-
+    const size_t off = md ? 0 : 1; /* the terminal table drops the run column */
+    struct table t;
     heading(out, md, 2, "Jobs (mean ± 95% CI over repetitions)");
     static const char *const jh[] = {"run",  "job",     "throughput/s", "unit",
                                      "norm", "ms/step", "mJ/unit"};
     static const int jr[] = {0, 0, 1, 0, 1, 1, 1};
-    const size_t off = md ? 0 : 1; /* the terminal table drops the run column */
-    struct table t;
     if (table_init(&t, 7 - off, jh + off, jr + off) != 0)
         return;
     for (size_t i = 0; i < e->nruns; i++) {
@@ -264,6 +236,12 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
     wrapped(out, md, md ? "\n" : "",
             "norm: throughput / the same workload's exclusive throughput (delta-method CI). "
             "mJ/unit: energy by the run's default attribution / units of work.");
+}
+
+/* When the host CPU was the shared device: the cores (and threads) each job had. */
+static void cpu_cores_line(FILE *out, const struct mb_an_experiment *e, int md)
+{
+    char line[2048];
     if (e->cpu_device) {
         /* On the host the CPU is the device: say how many cores (and threads) each job had. */
         size_t used = (size_t)snprintf(
@@ -284,11 +262,16 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
             snprintf(line + used, sizeof(line) - used, ".");
         wrapped(out, md, md ? "\n" : "", line);
     }
+}
 
+/* Per run: cells, window, energy and power. */
+static void runs_table(FILE *out, const struct mb_an_experiment *e, int md)
+{
     heading(out, md, 2, "Runs");
     static const char *const rh[] = {"run",      "mode",     "cells ok/failed",
                                      "window s", "energy J", "mean W"};
     static const int rr[] = {0, 0, 1, 1, 1, 1};
+    struct table t;
     if (table_init(&t, 6, rh, rr) != 0)
         return;
     for (size_t i = 0; i < e->nruns; i++) {
@@ -302,10 +285,15 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
         table_end_row(&t);
     }
     table_print(out, &t, md);
+}
 
+/* Against the exclusive baseline: STP, ANTT, energy saving, throughput gain. */
+static void comparison_table(FILE *out, const struct mb_an_experiment *e, int md)
+{
     heading(out, md, 2, "Against running the jobs one after another (exclusive)");
     static const char *const ch[] = {"run", "STP", "ANTT", "energy saving %", "throughput gain %"};
     static const int cr[] = {0, 1, 1, 1, 1};
+    struct table t;
     if (table_init(&t, 5, ch, cr) != 0)
         return;
     for (size_t i = 0; i < e->nruns; i++) {
@@ -326,9 +314,14 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
     wrapped(out, md, md ? "\n" : "",
             "STP: sum of normalised throughputs. ANTT: mean of 1/norm. Saving and gain: against "
             "doing the same work one job after another on the whole device.");
+}
 
-    if (no_energy)
-        goto quality;
+/* Energy attribution per job under every method, and each run's notes. */
+static void attribution_tables(FILE *out, const struct mb_an_experiment *e, int md)
+{
+    char line[2048];
+    const size_t off = md ? 0 : 1; /* the terminal table drops the run column */
+    struct table t;
     heading(out, md, 2, "Energy attribution (J, summed over cells with energy)");
     static const char *const ah[] = {
         "run", "job", "equal", "compute-share", "activity", "static-dynamic", "interval"};
@@ -381,8 +374,12 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
             "power over each job's own window, in exclusive runs; equal: the cell's energy split "
             "evenly; compute-share: by MIG slices, MPS percentage or cores). The other methods "
             "are shown for comparison, each summing to the measured energy.");
+}
 
-quality:
+/* Measurement quality: cell counts and the analysis notes. */
+static void quality_notes(FILE *out, const struct mb_an_experiment *e, int md)
+{
+    char line[2048];
     heading(out, md, 2, "Measurement quality");
     snprintf(line, sizeof(line),
              "cells: %zu, failed: %zu, unfinished: %zu, without energy: %zu, energy gap "
@@ -392,6 +389,47 @@ quality:
     wrapped(out, md, md ? "- " : "", line);
     for (size_t i = 0; i < e->nnotes; i++)
         wrapped(out, md, md ? "- " : "", e->notes[i]);
+}
+
+static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int md)
+{
+    char title[MB_AN_NAME_MAX * 4 + 16], line[2048];
+    char dev[MB_AN_NAME_MAX * 2 + 8];
+    snprintf(title, sizeof(title), "%s on %s%s", e->name, mb__device_label(dev, sizeof(dev), e),
+             e->emulated ? " (EMULATED)" : "");
+    heading(out, md, 1, title);
+    device_line(out, e, md);
+    /* A device without an energy sensor (the host without RAPL): said once, and the energy
+     * tables that would hold nothing but n/a are left out. */
+    int no_energy = mb__no_energy_sensor(e);
+    if (no_energy)
+        wrapped(out, md, md ? "- " : "",
+                "energy: this device has no energy sensor (no readable power reading or energy "
+                "counter), so energy, J/unit and the energy attribution are left out.");
+
+    heading(out, md, 2, "Findings");
+    int any = 0;
+    for (size_t i = 0; i < e->nruns; i++) {
+        char h[512], label[MB_AN_TEXT_MAX];
+        mb__fmt_headline(h, sizeof(h), &e->runs[i]);
+        if (!h[0])
+            continue;
+        mb__run_label(label, sizeof(label), &e->runs[i]);
+        snprintf(line, sizeof(line), "%s: %s.", label, h);
+        wrapped(out, md, md ? "- " : "", line);
+        any = 1;
+    }
+    if (!any)
+        fprintf(out, "%sNo run could be compared with an exclusive baseline.\n", md ? "- " : "");
+
+    jobs_table(out, e, md);
+    cpu_cores_line(out, e, md);
+    runs_table(out, e, md);
+    comparison_table(out, e, md);
+    /* A device without an energy sensor: the attribution tables would hold only n/a. */
+    if (!no_energy)
+        attribution_tables(out, e, md);
+    quality_notes(out, e, md);
 }
 
 void mb__report_table(FILE *out, const struct mb_analysis *a, int md)
