@@ -60,6 +60,29 @@ int mb_plan_json_write(FILE *out, const struct mb_plan_context *c, const struct 
 int mb_plan_json_write_pareto(FILE *out, const struct mb_plan_context *c,
                               struct mb_plan *const *plans, size_t n);
 
+/*
+ * Writes a mig-parted configuration ("version: v1", config "migbench-plan") with one entry per
+ * group of GPUs that share a layout; `migbench mig apply` accepts it. Returns MB_OK, MB_ENOMEM
+ * or MB_EIO.
+ */
+int mb_plan_write_mig_parted(FILE *f, const struct mb_plan_context *c, const struct mb_plan *p);
+
+/*
+ * The first workload of the job set with no command: none under the jobs file's `workloads:`
+ * and none recorded in the results an (NULL for none); NULL when every workload has one.
+ */
+const char *mb_plan_uncommanded_workload(const struct mb_plan_context *c,
+                                         const struct mb_analysis *an);
+
+/*
+ * Writes an experiment (YAML, `migbench run`) that runs finite plan p: one workload per job,
+ * named after it, and one run per GPU and queue position (run gG-rK holds the K-th job of every
+ * instance queue of GPU G). Commands come from the jobs file, else from the results an. Returns
+ * MB_OK, MB_EINVAL (a continuous plan) or MB_EIO.
+ */
+int mb_plan_write_experiment(FILE *f, const struct mb_plan_context *c, const struct mb_plan *p,
+                             const struct mb_analysis *an);
+
 /* One job of a plan JSON: what --verify compares. Figures the file leaves null are NaN. */
 struct mb_plan_record_job {
     char name[MB_PLAN_NAME_MAX];

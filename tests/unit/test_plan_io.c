@@ -131,6 +131,32 @@ static void test_round_trip(void **state)
     assert_int_equal(mb_plan_record_parse("{", 1, "y.json", &r, &err), MB_EPARSE);
     assert_non_null(strstr(err.msg, "y.json"));
     free(buf);
+
+    /* The emitted files: no command for a workload until the jobs file gives one. */
+    assert_string_equal(mb_plan_uncommanded_workload(&c, NULL), "resnet");
+    struct mb_plan_workload wl[2];
+    memset(wl, 0, sizeof(wl));
+    char *argv_r[] = {(char *)"train", (char *)"--model=\"r\""}, *argv_g[] = {(char *)"gpt"};
+    snprintf(wl[0].name, sizeof(wl[0].name), "resnet");
+    wl[0].argc = 2;
+    wl[0].argv[0] = argv_r[0];
+    wl[0].argv[1] = argv_r[1];
+    snprintf(wl[1].name, sizeof(wl[1].name), "gpt");
+    wl[1].argc = 1;
+    wl[1].argv[0] = argv_g[0];
+    js.workloads = wl;
+    js.n_workloads = 2;
+    assert_null(mb_plan_uncommanded_workload(&c, NULL));
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(mb_plan_write_experiment(f, &c, p, NULL), MB_OK);
+    assert_int_equal(mb_plan_write_mig_parted(f, &c, p), MB_OK);
+    assert_int_equal(fclose(f), 0);
+    /* YAML double-quoted scalars escape the quote; every job is a workload; a run per queue. */
+    assert_non_null(strstr(buf, "\"a\":\n    command: [\"train\", \"--model=\\\"r\\\"\"]"));
+    assert_non_null(strstr(buf, "  - {name: g0-r1, mode: "));
+    assert_non_null(strstr(buf, "version: v1\nmig-configs:\n  migbench-plan:\n"));
+    free(buf);
     mb_plan_destroy(p);
     mb_plan_profiles_destroy(prof);
 }
