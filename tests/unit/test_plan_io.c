@@ -218,7 +218,7 @@ static void test_verify(void **state)
      * a 40 W, b 30 W. A job the plan does not know ("x") counts for the slices only. */
     write_cell("r1", 0, "ok", "{\"mean_power_w\":120,\"idle_power_w\":50}",
                "[{\"name\":\"a\",\"workload\":\"a\",\"instance\":{\"profile\":\"4g.40gb\"},"
-               "\"throughput\":{\"mean\":10}},"
+               "\"argv\":[\"python\",\"a.py\",7],\"throughput\":{\"mean\":10}},"
                "{\"name\":\"b\",\"workload\":\"b\",\"instance\":{\"profile\":\"3g.40gb\"},"
                "\"throughput\":{\"mean\":20}}]");
     /* A failed repetition is never averaged in. */
@@ -267,6 +267,24 @@ static void test_verify(void **state)
     assert_true(isnan(ck.jobs[2].measured_throughput));
     assert_true(isnan(ck.measured_makespan_s) && isnan(ck.measured_energy_j));
     mb_plan_check_free(&ck);
+
+    /* The analysis keeps each run job's recorded command (a non-string argument as ""), and a
+     * workload the results recorded a command for needs none in the jobs file. */
+    const struct mb_an_run *r1 = &a->exps[0].runs[0];
+    assert_string_equal(r1->name, "r1");
+    assert_int_equal(r1->jobs[0].argc, 3);
+    assert_string_equal(r1->jobs[0].argv[1], "a.py");
+    assert_string_equal(r1->jobs[0].argv[2], "");
+    assert_null(r1->jobs[1].argv);
+    struct mb_plan_job pj[2];
+    memset(pj, 0, sizeof(pj));
+    snprintf(pj[0].workload, sizeof(pj[0].workload), "a");
+    snprintf(pj[1].workload, sizeof(pj[1].workload), "b");
+    struct mb_plan_jobset js = {.n_jobs = 1, .jobs = pj};
+    struct mb_plan_context c = {h100, NULL, &js, ""};
+    assert_null(mb_plan_uncommanded_workload(&c, a));
+    js.n_jobs = 2;
+    assert_string_equal(mb_plan_uncommanded_workload(&c, a), "b");
 
     /* A continuous plan cannot be verified. */
     plan.makespan_s = NAN;
