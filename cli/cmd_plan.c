@@ -371,11 +371,13 @@ static int run_verify(const struct opts *o, const struct mb_catalog *cat)
         mb_cli_error(NAME, "--plan %s: --verify checks finite job sets only", o->plan);
         goto done;
     }
+    /* The analysis names the file or directory it refuses; the check's messages do not. */
     st = mb_analysis_load(&an, &o->verify, 1, &err);
-    if (st == MB_OK)
-        st = mb_plan_check(&plan, model, an, &ck, &err);
-    if (st != MB_OK) {
+    if (st != MB_OK)
+        mb_cli_error(NAME, "--verify %s", err.msg);
+    else if ((st = mb_plan_check(&plan, model, an, &ck, &err)) != MB_OK)
         mb_cli_error(NAME, "--verify %s: %s", o->verify, err.msg);
+    if (st != MB_OK) {
         rc = st == MB_ENOMEM ? MB_EXIT_FAIL : MB_EXIT_USAGE;
         goto done;
     }
