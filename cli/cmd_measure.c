@@ -572,6 +572,56 @@ static int parse(int argc, char **argv, struct opts *o)
     return MB_EXIT_OK;
 }
 
+/* Ends the job's window and the steady one (when it began) at t_end and fetches their results
+ * and the meter's counts into r. */
+static int end_windows(struct job *j, int job_id, int64_t t_end, struct report *r,
+                       struct mb_error *err)
+{
+    /* End both windows at once, before waiting on either: a window cannot end before samples
+     * that were already folded into it, and waiting lets the meter take more. */
+    int ends[2] = {job_id, j->steady_id};
+    int rc = mb_meter_window_end_n(j->meter, ends, j->steady_id >= 0 ? 2 : 1, t_end, err);
+    if (rc == MB_OK)
+        rc = window_result(j->meter, job_id, &r->job, err);
+    if (rc == MB_OK && j->steady_id >= 0) {
+        rc = window_result(j->meter, j->steady_id, &r->steady, err);
+        if (rc != MB_OK)
+            return rc;
+        r->have_steady = true;
+        j->steady_id = -1;
+    }
+    if (rc != MB_OK)
+        return rc;
+    mb_meter_stop(j->meter, NULL);
+    mb_meter_get_counts(j->meter, &r->counts);
+    return MB_OK;
+}
+
+/* Fills r's progress, throughput, unit, energy per unit and static/dynamic split. */
+static void derive(const struct opts *o, struct job *j, struct report *r)
+{
+    struct mb_progress *use = j->regex_prog ? j->regex_prog : j->pipe_prog;
+    r->progress_regex = j->regex_prog != NULL;
+    mb_progress_get_counts(use, &r->pc);
+    r->have_progress = mb_progress_first(use, &r->first) && mb_progress_last(use, &r->last);
+    mb_progress_throughput(use, j->origin_ns, o->warmup_ns, o->warmup_steps, 10, &r->tp);
+    r->unit = o->unit                            ? o->unit
+              : mb_progress_unit_name(use)       ? mb_progress_unit_name(use)
+              : mb_progress_unit_is_samples(use) ? "samples"
+                                                 : "steps";
+    /* Energy per unit: steady mean power over steady throughput (both after the warm-up). */
+    if (r->tp.valid && r->tp.rate.mean > 0 && r->have_steady && r->steady.mean_power_valid) {
+        r->epu_valid = true;
+        r->epu_j = r->steady.mean_power_w / r->tp.rate.mean;
+    }
+    double job_j;
+    if (r->have_idle && r->idle.mean_power_valid && best_energy(&r->job, &job_j)) {
+        r->split_valid = true;
+        r->static_j = r->idle.mean_power_w * r->job.duration_s;
+        r->dynamic_j = job_j - r->static_j;
+    }
+}
+
 static int measure_run(int argc, char **argv)
 {
     struct opts o;
@@ -686,43 +736,11 @@ static int measure_run(int argc, char **argv)
     if (j.regex_prog)
         mb_progress_end(j.regex_prog);
 
-    /* End both windows at once, before waiting on either: a window cannot end before samples
-     * that were already folded into it, and waiting lets the meter take more. */
-    int ends[2] = {job_id, j.steady_id};
-    if (mb_meter_window_end_n(j.meter, ends, j.steady_id >= 0 ? 2 : 1, t_end, &err) != MB_OK)
-        goto fail;
-    if (window_result(j.meter, job_id, &r.job, &err) != MB_OK)
+    if (end_windows(&j, job_id, t_end, &r, &err) != MB_OK)
         goto fail;
     job_id = -1;
-    if (j.steady_id >= 0) {
-        if (window_result(j.meter, j.steady_id, &r.steady, &err) != MB_OK)
-            goto fail;
-        r.have_steady = true;
-        j.steady_id = -1;
-    }
-    mb_meter_stop(j.meter, NULL);
-    mb_meter_get_counts(j.meter, &r.counts);
-
-    struct mb_progress *use = j.regex_prog ? j.regex_prog : j.pipe_prog;
-    r.progress_regex = j.regex_prog != NULL;
-    mb_progress_get_counts(use, &r.pc);
-    r.have_progress = mb_progress_first(use, &r.first) && mb_progress_last(use, &r.last);
-    mb_progress_throughput(use, j.origin_ns, o.warmup_ns, o.warmup_steps, 10, &r.tp);
-    r.unit = o.unit                             ? o.unit
-             : mb_progress_unit_name(use)       ? mb_progress_unit_name(use)
-             : mb_progress_unit_is_samples(use) ? "samples"
-                                                : "steps";
-    /* Energy per unit: steady mean power over steady throughput (both after the warm-up). */
-    if (r.tp.valid && r.tp.rate.mean > 0 && r.have_steady && r.steady.mean_power_valid) {
-        r.epu_valid = true;
-        r.epu_j = r.steady.mean_power_w / r.tp.rate.mean;
-    }
+    derive(&o, &j, &r);
     double job_j;
-    if (r.have_idle && r.idle.mean_power_valid && best_energy(&r.job, &job_j)) {
-        r.split_valid = true;
-        r.static_j = r.idle.mean_power_w * r.job.duration_s;
-        r.dynamic_j = job_j - r.static_j;
-    }
     if (prom.x && best_energy(&r.job, &job_j))
         mb_exporter_job(prom.x, o.argv[0], job_j, r.job.counter_valid ? "counter" : "integrated");
     measure_prom_tick(&prom, true);
