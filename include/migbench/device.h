@@ -191,6 +191,9 @@ enum mb_device_cap {
     MB_CAP_ENERGY_COUNTER = 1u << 6,  /* a cumulative energy counter exists */
     MB_CAP_SET_POWER_LIMIT = 1u << 7, /* the power limit can be set */
     MB_CAP_CPU_PARTITIONS = 1u << 8,  /* host: disjoint core sets as partitions */
+    /* power and utilisation are rates over the time since the previous telemetry read (or the
+     * open), as the host's RAPL and /proc/stat give them: a read soon after is not a figure */
+    MB_CAP_DELTA_TELEMETRY = 1u << 9,
 };
 
 /*

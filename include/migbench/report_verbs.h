@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Output documents of the device, layout and measure verbs, built in the library so the CLI only
+ * parses arguments and prints. Each JSON writer returns a malloc'd, NUL-terminated text (free()
+ * it; NULL when out of memory) laid out exactly as the verb has always printed it: the goldens
+ * under tests/golden check the bytes. Unknown or unsupported values are null, never 0.
+ *
+ * (Issue 13 keeps these beside include/migbench/report.h, the experiment report renderers, until
+ * the two are folded into one header.)
+ */
+#ifndef MIGBENCH_REPORT_VERBS_H
+#define MIGBENCH_REPORT_VERBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "migbench/catalog.h"
+#include "migbench/device.h"
+#include "migbench/status.h"
+
+/* ---- devices ------------------------------------------------------------------------------- */
+
+#define MB_DEVICE_REPORT_MAX_INSTANCES 64
+
+/* Everything `devices` shows of one device; each part keeps its own status (an unsupported part
+ * is not fatal: its *_rc says why it is missing). */
+struct mb_device_report {
+    char spec[128];
+    uint32_t caps; /* MB_CAP_* */
+    struct mb_device_info info;
+    int sensor_rc;
+    struct mb_sensor_info sensor;
+    int tel_rc;
+    struct mb_telemetry tel;
+    int mode_rc;
+    struct mb_mig_mode mode;
+    int prof_rc;
+    char prof_msg[MB_ERROR_MSG_MAX];
+    size_t n_prof;
+    struct mb_device_profile prof[MB_MAX_PROFILES];
+    int inst_rc;
+    size_t n_inst;
+    struct mb_mig_instance inst[MB_DEVICE_REPORT_MAX_INSTANCES];
+    int proc_rc;
+    size_t n_proc;
+    struct mb_process proc[MB_MAX_PROCESSES];
+};
+
+/* Collects dev's report under the name spec. Fails only when the device cannot say what it is
+ * (info); a device with MB_CAP_DELTA_TELEMETRY is read twice, 200 ms apart. */
+int mb_device_report_collect(struct mb_device *dev, const char *spec, struct mb_device_report *r,
+                             struct mb_error *err);
+
+/* The `devices --json` document: {"devices": [...]}, one object per report added. */
+struct mb_devices_json;
+int mb_devices_json_create(struct mb_devices_json **out, struct mb_error *err);
+int mb_devices_json_add(struct mb_devices_json *j, const struct mb_device_report *r,
+                        struct mb_error *err);
+char *mb_devices_json_text(const struct mb_devices_json *j);
+void mb_devices_json_destroy(struct mb_devices_json *j);
+
+#endif
