@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* migbench measure: run one command with the meter around it (perf stat for GPU energy). */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -18,6 +17,7 @@
 #include "migbench/num.h"
 #include "migbench/proc.h"
 #include "migbench/progress.h"
+#include "migbench/report_verbs.h"
 
 #define NAME "measure"
 #define EXIT_OWN_FAILURE 125 /* timeout(1)'s code for its own failure */
@@ -154,51 +154,6 @@ static int window_result(struct mb_meter *m, int id, struct mb_energy *out, stru
 
 /* ---- output -------------------------------------------------------------------------------- */
 
-static void add_num(cJSON *o, const char *k, bool valid, double v)
-{
-    if (valid && isfinite(v))
-        cJSON_AddNumberToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
-}
-
-/* A string the device may not have: null rather than "". */
-static void add_str(cJSON *o, const char *k, const char *v)
-{
-    if (v && v[0])
-        cJSON_AddStringToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
-}
-
-static cJSON *window_json(const struct mb_energy *e)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "duration_s", e->duration_s);
-    add_num(o, "counter_j", e->counter_valid, e->counter_j);
-    add_num(o, "integral_j", e->integral_valid, e->integral_j);
-    add_num(o, "gap_rel", e->gap_valid, e->gap_rel);
-    if (e->gap_valid)
-        cJSON_AddBoolToObject(o, "gap_flag", e->gap_flag);
-    else
-        cJSON_AddNullToObject(o, "gap_flag");
-    add_num(o, "mean_power_w", e->mean_power_valid, e->mean_power_w);
-    add_num(o, "peak_power_w", e->peak_power_valid, e->peak_power_w);
-    cJSON_AddNumberToObject(o, "samples", (double)e->samples);
-    cJSON_AddNumberToObject(o, "missed_updates", (double)e->missed_updates);
-    cJSON_AddNumberToObject(o, "read_failures", (double)e->read_failures);
-    cJSON_AddNumberToObject(o, "counter_wraps", e->counter_wraps);
-    cJSON_AddNumberToObject(o, "counter_resets", e->counter_resets);
-    cJSON_AddNumberToObject(o, "counter_patched_s", e->counter_patched_s);
-    cJSON_AddBoolToObject(o, "refused", e->refused);
-    cJSON_AddBoolToObject(o, "truncated", e->truncated);
-    if (e->reason[0])
-        cJSON_AddStringToObject(o, "reason", e->reason);
-    else
-        cJSON_AddNullToObject(o, "reason");
-    return o;
-}
-
 /* The job's energy: the counter when there is one, else the integral. */
 /* --prometheus: a textfile with the device's live values, and at the end the job's energy. */
 static int measure_prom_open(const struct opts *o, struct mb_exporter **out, struct mb_error *err)
@@ -245,119 +200,16 @@ static bool best_energy(const struct mb_energy *e, double *j)
     return true;
 }
 
-struct report {
-    const struct opts *o;
-    struct mb_device_info info;
-    struct mb_sensor_info sensor;
-    bool have_idle;
-    struct mb_energy idle;
-    struct mb_energy job;
-    bool have_steady;
-    struct mb_energy steady;
-    struct mb_meter_counts counts;
-    struct mb_progress_counts pc;
-    bool progress_regex;
-    bool have_progress;
-    struct mb_progress_point first, last;
-    struct mb_throughput tp;
-    const char *unit;
-    double wall_s;
-    int exit_code;
-    bool epu_valid;
-    double epu_j;
-    bool split_valid;
-    double static_j, dynamic_j;
-};
-
-static void print_json(const struct report *r)
+static bool print_json(const struct mb_measure_report *r)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON *cmd = cJSON_AddArrayToObject(o, "command");
-    for (char **a = r->o->argv; *a; a++)
-        cJSON_AddItemToArray(cmd, cJSON_CreateString(*a));
-    cJSON_AddNumberToObject(o, "exit_code", r->exit_code);
-    cJSON_AddNumberToObject(o, "wall_time_s", r->wall_s);
-
-    cJSON *d = cJSON_AddObjectToObject(o, "device");
-    cJSON_AddStringToObject(d, "spec", r->o->device);
-    cJSON_AddStringToObject(d, "backend", r->info.backend);
-    cJSON_AddBoolToObject(d, "emulated", r->info.emulated);
-    add_str(d, "name", r->info.name);
-    add_str(d, "model", r->info.model);
-    add_str(d, "uuid", r->info.uuid);
-    add_str(d, "driver_version", r->info.driver_version);
-
-    cJSON *s = cJSON_AddObjectToObject(o, "sensor");
-    cJSON_AddStringToObject(s, "power_kind", mb_power_kind_str(r->sensor.power_kind));
-    add_num(s, "power_update_period_ms", r->sensor.power_update_period_ms > 0,
-            r->sensor.power_update_period_ms);
-    add_num(s, "power_avg_window_ms", r->sensor.power_avg_window_ms > 0,
-            r->sensor.power_avg_window_ms);
-    cJSON_AddBoolToObject(s, "has_energy_counter", r->sensor.has_energy_counter);
-    add_num(s, "energy_update_period_ms", r->sensor.energy_update_period_ms > 0,
-            r->sensor.energy_update_period_ms);
-    add_num(s, "energy_wrap_mj", r->sensor.energy_wrap_mj > 0, (double)r->sensor.energy_wrap_mj);
-    add_str(s, "scope", r->sensor.scope);
-    add_str(s, "source", r->sensor.source);
-    cJSON_AddNumberToObject(s, "power_shift_s", (double)r->job.power_shift_ns * 1e-9);
-
-    cJSON *m = cJSON_AddObjectToObject(o, "sampling");
-    cJSON_AddNumberToObject(m, "interval_s", (double)r->o->interval_ns * 1e-9);
-    cJSON_AddNumberToObject(m, "min_window_s", (double)r->job.min_window_ns * 1e-9);
-    cJSON_AddNumberToObject(m, "samples", (double)r->counts.samples);
-    cJSON_AddNumberToObject(m, "missed_updates", (double)r->counts.missed_updates);
-    cJSON_AddNumberToObject(m, "read_failures", (double)r->counts.read_failures);
-    cJSON_AddNumberToObject(m, "overruns", (double)r->counts.overruns);
-    if (r->o->csv)
-        cJSON_AddStringToObject(m, "csv", r->o->csv);
-    else
-        cJSON_AddNullToObject(m, "csv");
-
-    cJSON_AddItemToObject(o, "energy", window_json(&r->job));
-    if (r->have_idle)
-        cJSON_AddItemToObject(o, "idle", window_json(&r->idle));
-    else
-        cJSON_AddNullToObject(o, "idle");
-    add_num(o, "static_energy_j", r->split_valid, r->static_j);
-    add_num(o, "dynamic_energy_j", r->split_valid, r->dynamic_j);
-
-    cJSON *p = cJSON_AddObjectToObject(o, "progress");
-    cJSON_AddStringToObject(p, "source", r->progress_regex ? "regex" : "pipe");
-    cJSON_AddStringToObject(p, "unit", r->unit);
-    cJSON_AddNumberToObject(p, "lines", (double)r->pc.lines);
-    cJSON_AddNumberToObject(p, "records", (double)r->pc.records);
-    cJSON_AddNumberToObject(p, "garbage", (double)r->pc.garbage);
-    cJSON_AddNumberToObject(p, "overlong", (double)r->pc.overlong);
-    cJSON_AddNumberToObject(p, "partial", (double)r->pc.partial);
-    cJSON_AddNumberToObject(p, "rejected", (double)r->pc.rejected);
-    add_num(p, "steps", r->have_progress, (double)r->last.step);
-    add_num(p, "work", r->have_progress, r->last.work);
-
-    cJSON *t = cJSON_AddObjectToObject(o, "throughput");
-    add_num(t, "per_s", r->tp.valid, r->tp.rate.mean);
-    add_num(t, "ci95_half", r->tp.valid && r->tp.rate.ci_valid, r->tp.rate.ci95_half);
-    cJSON_AddNumberToObject(t, "batches", (double)r->tp.batches);
-    add_num(t, "window_s", r->tp.valid, r->tp.duration_s);
-    add_num(t, "warmup_s", !r->o->warmup_steps, (double)r->o->warmup_ns * 1e-9);
-    add_num(t, "warmup_steps", r->o->warmup_steps > 0, (double)r->o->warmup_steps);
-    if (r->tp.valid)
-        cJSON_AddNullToObject(t, "reason");
-    else
-        cJSON_AddStringToObject(t, "reason", r->tp.reason);
-    if (r->have_steady)
-        cJSON_AddItemToObject(o, "steady", window_json(&r->steady));
-    else
-        cJSON_AddNullToObject(o, "steady");
-    add_num(o, "energy_per_unit_j", r->epu_valid, r->epu_j);
-
-    char *text = cJSON_Print(o);
-    if (text) {
-        fputs(text, stdout);
-        fputc('\n', stdout);
-        free(text);
-    }
+    char *text = mb_measure_json(r);
+    if (!text)
+        return false;
+    fputs(text, stdout);
+    fputc('\n', stdout);
     fflush(stdout);
-    cJSON_Delete(o);
+    free(text);
+    return true;
 }
 
 static void fmt_j(char *buf, size_t n, bool valid, double v)
@@ -368,13 +220,13 @@ static void fmt_j(char *buf, size_t n, bool valid, double v)
         snprintf(buf, n, "n/a");
 }
 
-static void print_summary(const struct report *r)
+static void print_summary(const struct mb_measure_report *r)
 {
     FILE *f = stderr;
     char a[48], b[48];
     fprintf(f, "\n Measurement of '");
-    for (char **p = r->o->argv; *p; p++)
-        fprintf(f, "%s%s", p == r->o->argv ? "" : " ", *p);
+    for (char **p = r->argv; *p; p++)
+        fprintf(f, "%s%s", p == r->argv ? "" : " ", *p);
     fprintf(f, "':\n\n");
     fprintf(f, "  device        %s (%s backend%s)%s%s\n", r->info.name[0] ? r->info.name : "?",
             r->info.backend, r->info.emulated ? ", EMULATED: modelled, not measured" : "",
@@ -426,7 +278,7 @@ static void print_summary(const struct report *r)
     fprintf(f,
             "  samples       %llu taken every %.3f ms, %llu missed updates, %llu failed reads, "
             "%llu overruns\n",
-            (unsigned long long)r->counts.samples, (double)r->o->interval_ns * 1e-6,
+            (unsigned long long)r->counts.samples, (double)r->interval_ns * 1e-6,
             (unsigned long long)r->counts.missed_updates,
             (unsigned long long)r->counts.read_failures, (unsigned long long)r->counts.overruns);
     if (r->have_progress)
@@ -448,10 +300,10 @@ static void print_summary(const struct report *r)
             fprintf(f, " +- %.3f", r->tp.rate.ci95_half);
         fprintf(f, " %s/s (95%% CI, %zu batches over %.3f s", r->unit, r->tp.batches,
                 r->tp.duration_s);
-        if (r->o->warmup_steps)
-            fprintf(f, ", after %llu warm-up steps)\n", (unsigned long long)r->o->warmup_steps);
+        if (r->warmup_steps)
+            fprintf(f, ", after %llu warm-up steps)\n", (unsigned long long)r->warmup_steps);
         else
-            fprintf(f, ", after %.3f s warm-up)\n", (double)r->o->warmup_ns * 1e-9);
+            fprintf(f, ", after %.3f s warm-up)\n", (double)r->warmup_ns * 1e-9);
     } else {
         fprintf(f, "  throughput    n/a (%s)\n", r->tp.reason);
     }
@@ -574,7 +426,7 @@ static int parse(int argc, char **argv, struct opts *o)
 
 /* Ends the job's window and the steady one (when it began) at t_end and fetches their results
  * and the meter's counts into r. */
-static int end_windows(struct job *j, int job_id, int64_t t_end, struct report *r,
+static int end_windows(struct job *j, int job_id, int64_t t_end, struct mb_measure_report *r,
                        struct mb_error *err)
 {
     /* End both windows at once, before waiting on either: a window cannot end before samples
@@ -598,7 +450,7 @@ static int end_windows(struct job *j, int job_id, int64_t t_end, struct report *
 }
 
 /* Fills r's progress, throughput, unit, energy per unit and static/dynamic split. */
-static void derive(const struct opts *o, struct job *j, struct report *r)
+static void derive(const struct opts *o, struct job *j, struct mb_measure_report *r)
 {
     struct mb_progress *use = j->regex_prog ? j->regex_prog : j->pipe_prog;
     r->progress_regex = j->regex_prog != NULL;
@@ -632,7 +484,12 @@ static int measure_run(int argc, char **argv)
         return rc;
 
     struct job j = {.steady_id = -1, .warmup_ns = o.warmup_ns, .warmup_steps = o.warmup_steps};
-    struct report r = {.o = &o};
+    struct mb_measure_report r = {.argv = o.argv,
+                                  .device_spec = o.device,
+                                  .interval_ns = o.interval_ns,
+                                  .csv = o.csv,
+                                  .warmup_ns = o.warmup_ns,
+                                  .warmup_steps = o.warmup_steps};
     struct mb_proc *proc = NULL;
     struct mb_error err;
     mb_error_clear(&err);
@@ -746,8 +603,11 @@ static int measure_run(int argc, char **argv)
     measure_prom_tick(&prom, true);
     if (mb_cli_verbosity() > 0)
         print_summary(&r);
-    if (o.json)
-        print_json(&r);
+    if (o.json && !print_json(&r)) {
+        mb_cli_error(NAME, "out of memory");
+        exit_code = EXIT_OWN_FAILURE;
+        goto out;
+    }
     exit_code = r.exit_code;
     goto out;
 

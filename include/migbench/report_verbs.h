@@ -17,6 +17,9 @@
 
 #include "migbench/catalog.h"
 #include "migbench/device.h"
+#include "migbench/layout.h"
+#include "migbench/meter.h"
+#include "migbench/progress.h"
 #include "migbench/status.h"
 
 /* ---- devices ------------------------------------------------------------------------------- */
@@ -59,5 +62,67 @@ int mb_devices_json_add(struct mb_devices_json *j, const struct mb_device_report
                         struct mb_error *err);
 char *mb_devices_json_text(const struct mb_devices_json *j);
 void mb_devices_json_destroy(struct mb_devices_json *j);
+
+/* ---- layouts ------------------------------------------------------------------------------- */
+
+/* One layout on one line: {"profiles": [...], "placements": [...]}, plus "count" when count >= 0
+ * (--distinct: how many placements share the profile set). */
+char *mb_layout_json(const struct mb_gpu_model *m, const struct mb_layout *l, long long count);
+
+/* A --check verdict: valid with the placed layout, or invalid with reasons and the nearest valid
+ * layouts, each with the change that reaches it ("drop 1g.10gb; add 2g.20gb"). */
+struct mb_layout_check {
+    bool valid;
+    const struct mb_layout *placed; /* when valid */
+    const unsigned *want;           /* the asked-for profile indexes into m->profiles */
+    size_t n_want;
+    const char (*reasons)[MB_LAYOUT_REASON_MAX];
+    size_t n_reasons;
+    const struct mb_layout *nearest;
+    const char *const *changes; /* one per nearest layout */
+    size_t n_nearest;
+};
+char *mb_layout_check_json(const struct mb_gpu_model *m, const struct mb_layout_check *c);
+
+/* `layouts --list-gpus --json`: every model of cat, or only `only` when it is not NULL. */
+char *mb_catalog_json(const struct mb_catalog *cat, const struct mb_gpu_model *only);
+
+/* ---- measure ------------------------------------------------------------------------------- */
+
+/* What `measure` found for one command: the caller fills it from the meter and the progress
+ * parsers; each *_valid / have_* flag says whether the figure beside it exists. */
+struct mb_measure_report {
+    /* the invocation */
+    char **argv;             /* the command, NULL-terminated */
+    const char *device_spec; /* as given */
+    int64_t interval_ns;     /* sampling interval */
+    const char *csv;         /* the samples file, or NULL */
+    int64_t warmup_ns;       /* warm-up by time (when warmup_steps is 0) */
+    uint64_t warmup_steps;   /* warm-up by steps, or 0 */
+    /* what was measured */
+    struct mb_device_info info;
+    struct mb_sensor_info sensor;
+    bool have_idle;
+    struct mb_energy idle;
+    struct mb_energy job;
+    bool have_steady;
+    struct mb_energy steady;
+    struct mb_meter_counts counts;
+    struct mb_progress_counts pc;
+    bool progress_regex;
+    bool have_progress;
+    struct mb_progress_point first, last;
+    struct mb_throughput tp;
+    const char *unit;
+    double wall_s;
+    int exit_code;
+    bool epu_valid;
+    double epu_j;
+    bool split_valid;
+    double static_j, dynamic_j;
+};
+
+/* The `measure --json` document. */
+char *mb_measure_json(const struct mb_measure_report *r);
 
 #endif
