@@ -1247,8 +1247,9 @@ static int emu_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct
 static uint32_t emu_caps(struct mb_device *dev)
 {
     struct emu *e = as_emu(dev);
-    uint32_t caps =
-        MB_CAP_EMULATED | MB_CAP_GPU | MB_CAP_MIG | MB_CAP_SET_MIG_MODE | MB_CAP_MPS | MB_CAP_POWER;
+    uint32_t caps = MB_CAP_EMULATED | MB_CAP_GPU | MB_CAP_MPS | MB_CAP_POWER;
+    if (e->model->n_profiles > 0)
+        caps |= MB_CAP_MIG | MB_CAP_SET_MIG_MODE;
     if (e->counter)
         caps |= MB_CAP_ENERGY_COUNTER;
     return caps;
