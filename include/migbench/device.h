@@ -82,16 +82,7 @@ struct mb_telemetry {
     uint32_t power_limit_mw;   /* enforced limit */
 };
 
-/* What the default power reading means. */
-enum mb_power_kind {
-    MB_POWER_UNKNOWN = 0,
-    MB_POWER_INSTANT,  /* a short boxcar (e.g. A100: 25 ms every 100 ms) */
-    MB_POWER_AVERAGED, /* a moving average (e.g. H100/H200: 1 s) */
-    MB_POWER_NONE,     /* the device has no power reading */
-};
-
-/* Returns "unknown", "instant", "averaged" or "none". */
-const char *mb_power_kind_str(enum mb_power_kind k);
+/* enum mb_power_kind and mb_power_kind_str() are in catalog.h: the catalog holds each model's. */
 
 /* The sensor's semantics, recorded in every output. Unknown periods are 0 with a note. */
 struct mb_sensor_info {

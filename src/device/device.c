@@ -23,21 +23,6 @@ static const struct mb_device_ops *const backends[] = {
 
 #define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))
 
-const char *mb_power_kind_str(enum mb_power_kind k)
-{
-    switch (k) {
-    case MB_POWER_INSTANT:
-        return "instant";
-    case MB_POWER_AVERAGED:
-        return "averaged";
-    case MB_POWER_NONE:
-        return "none";
-    case MB_POWER_UNKNOWN:
-        break;
-    }
-    return "unknown";
-}
-
 int mb__spec_next(const char **p, const char *what, char *key, char *val, struct mb_error *err)
 {
     const char *s = *p;
