@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "migbench/fileio.h"
+#include "json_io.h"
 
 extern const char mb__catalog_json[];
 extern const size_t mb__catalog_json_len;
