@@ -2,12 +2,14 @@
 /* The library's one YAML reader: a bounded tree with lines, and typed getters (see yaml_read.h). */
 #include "yaml_read.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "migbench/num.h"
 #include "yaml_internal.h"
@@ -191,6 +193,13 @@ static int convert(struct mb__yread *c, yaml_document_t *doc, yaml_node_t *yn, c
     return MB_OK;
 }
 
+int mb__yread_tree(struct mb__yread *c, yaml_document_t *doc, struct mb__ynode **out)
+{
+    *out = NULL;
+    yaml_node_t *root = yaml_document_get_root_node(doc);
+    return root ? convert(c, doc, root, NULL, 0, out) : MB_OK;
+}
+
 /* Parses YAML text into a tree; an empty document yields NULL with MB_OK. */
 int mb__yread_load(struct mb__yread *c, const char *text, size_t len, const char *origin,
                    struct mb__ynode **out)
@@ -329,4 +338,55 @@ int mb__yread_int(struct mb__yread *c, const struct mb__ynode *n, const char *fi
                               hi);
     *out = v;
     return MB_OK;
+}
+
+int mb__yread_failn(struct mb__yread *c, const struct mb__ynode *at, const char *field,
+                    const char *fmt, ...)
+{
+    char msg[MB_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return mb__yread_fail(c, at ? at->line : 0, at ? at->origin : NULL, field, "%s", msg);
+}
+
+const char *mb__yread_scalar(const struct mb__ynode *n)
+{
+    return n && n->kind == MB__Y_SCALAR ? n->str : NULL;
+}
+
+int mb__yread_uint(struct mb__yread *c, const struct mb__ynode *n, const char *field, unsigned max,
+                   unsigned *out)
+{
+    const char *s = mb__yread_scalar(n);
+    if (!s || n->quoted || !*s)
+        return mb__yread_failn(c, n, field, "expected a whole number");
+    for (const char *p = s; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return mb__yread_failn(c, n, field, "expected a whole number, got '%.40s'", s);
+    errno = 0;
+    unsigned long v = strtoul(s, NULL, 10);
+    if (errno || v > max)
+        return mb__yread_failn(c, n, field, "%.40s is out of range 0..%u", s, max);
+    *out = (unsigned)v;
+    return MB_OK;
+}
+
+int mb__yread_yesno(struct mb__yread *c, const struct mb__ynode *n, const char *field, bool *out)
+{
+    const char *s = mb__yread_scalar(n);
+    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+    if (s && !n->quoted)
+        for (size_t i = 0; i < 3; i++) {
+            if (strcasecmp(s, yes[i]) == 0) {
+                *out = true;
+                return MB_OK;
+            }
+            if (strcasecmp(s, no[i]) == 0) {
+                *out = false;
+                return MB_OK;
+            }
+        }
+    return mb__yread_failn(c, n, field, "expected true or false");
 }

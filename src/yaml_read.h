@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <yaml.h>
+
 #include "migbench/status.h"
 
 enum mb__ykind { MB__Y_SCALAR, MB__Y_SEQ, MB__Y_MAP };
@@ -48,6 +50,10 @@ int mb__yread_load(struct mb__yread *r, const char *text, size_t len, const char
                    struct mb__ynode **out);
 void mb__ynode_free(struct mb__ynode *n);
 
+/* The tree of a document already loaded with mb__yaml_load (for a reader that words load errors
+ * itself); a document without a root yields *out NULL with MB_OK. */
+int mb__yread_tree(struct mb__yread *r, yaml_document_t *doc, struct mb__ynode **out);
+
 /* Appends v (and key, for a mapping) to m; MB_ENOMEM without touching the reader's error. */
 int mb__ynode_append(struct mb__ynode *m, const char *key, unsigned key_line, struct mb__ynode *v);
 
@@ -58,6 +64,13 @@ struct mb__ynode *mb__ymap_get(const struct mb__ynode *m, const char *key, unsig
  * NULL or "". Returns MB_EPARSE. */
 int mb__yread_fail(struct mb__yread *r, unsigned line, const char *origin, const char *field,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* mb__yread_fail at node `at` (line 0, no origin, when at is NULL). */
+int mb__yread_failn(struct mb__yread *r, const struct mb__ynode *at, const char *field,
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The text of a scalar node; NULL for a list, a mapping or NULL. */
+const char *mb__yread_scalar(const struct mb__ynode *n);
 
 /* "a value", "a list" or "a mapping". */
 const char *mb__ykind_word(enum mb__ykind k);
@@ -74,6 +87,11 @@ int mb__yread_number(struct mb__yread *r, const struct mb__ynode *n, const char 
 /* "10%" or "0.1", within 0..1 */
 int mb__yread_fraction(struct mb__yread *r, const struct mb__ynode *n, const char *field,
                        double *out);
+/* An unquoted whole number 0..max ("expected a whole number"). */
+int mb__yread_uint(struct mb__yread *r, const struct mb__ynode *n, const char *field, unsigned max,
+                   unsigned *out);
+/* YAML 1.1 booleans, unquoted: true/yes/on, false/no/off in any case. */
+int mb__yread_yesno(struct mb__yread *r, const struct mb__ynode *n, const char *field, bool *out);
 int mb__yread_int(struct mb__yread *r, const struct mb__ynode *n, const char *field, long lo,
                   long hi, long *out);
 
