@@ -18,6 +18,7 @@
 #include "migbench/num.h"
 #include "text_internal.h"
 #include "yaml_internal.h"
+#include "yaml_read.h"
 
 /* Input files are small; anything larger is refused rather than read without bound. */
 #define MAX_FILE_BYTES (64u << 20)
@@ -404,16 +405,10 @@ fail:
 
 /* ---- job sets ---------------------------------------------------------------------------- */
 
-struct yctx {
-    const char *path;
-    yaml_document_t *doc;
-    struct mb_error *err;
-};
-
-static int yfail(const struct yctx *c, const yaml_node_t *node, const char *field, const char *fmt,
-                 ...) __attribute__((format(printf, 4, 5)));
-static int yfail(const struct yctx *c, const yaml_node_t *node, const char *field, const char *fmt,
-                 ...)
+static int yfail(struct mb__yread *c, const struct mb__ynode *node, const char *field,
+                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int yfail(struct mb__yread *c, const struct mb__ynode *node, const char *field,
+                 const char *fmt, ...)
 {
     char msg[MB_ERROR_MSG_MAX];
     va_list ap;
@@ -421,15 +416,15 @@ static int yfail(const struct yctx *c, const yaml_node_t *node, const char *fiel
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     return mb_error_set(c->err, MB_EPARSE, "%s:%lu: field '%s': %s", c->path,
-                        node ? (unsigned long)node->start_mark.line + 1 : 0UL, field, msg);
+                        node ? (unsigned long)node->line : 0UL, field, msg);
 }
 
-static const char *scalar(const yaml_node_t *n)
+static const char *scalar(const struct mb__ynode *n)
 {
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+    return mb__yread_scalar(n);
 }
 
-static int get_string(const struct yctx *c, const yaml_node_t *n, const char *field, char *out,
+static int get_string(struct mb__yread *c, const struct mb__ynode *n, const char *field, char *out,
                       size_t cap)
 {
     const char *s = scalar(n);
@@ -443,7 +438,7 @@ static int get_string(const struct yctx *c, const yaml_node_t *n, const char *fi
     return MB_OK;
 }
 
-static int get_number(const struct yctx *c, const yaml_node_t *n, const char *field, double lo,
+static int get_number(struct mb__yread *c, const struct mb__ynode *n, const char *field, double lo,
                       double *out)
 {
     const char *s = scalar(n);
@@ -460,7 +455,7 @@ static int get_number(const struct yctx *c, const yaml_node_t *n, const char *fi
 }
 
 /* A number with an optional unit suffix, scaled by the unit's factor. */
-static int get_with_unit(const struct yctx *c, const yaml_node_t *n, const char *field,
+static int get_with_unit(struct mb__yread *c, const struct mb__ynode *n, const char *field,
                          const char *const *units, const double *factors, size_t n_units,
                          double *out)
 {
@@ -488,29 +483,30 @@ static int get_with_unit(const struct yctx *c, const yaml_node_t *n, const char 
     return yfail(c, n, field, "unknown unit '%s'", end);
 }
 
-static int get_duration(const struct yctx *c, const yaml_node_t *n, const char *field, double *out)
+static int get_duration(struct mb__yread *c, const struct mb__ynode *n, const char *field,
+                        double *out)
 {
     static const char *const u[] = {"s", "m", "min", "h", "d"};
     static const double f[] = {1, 60, 60, 3600, 86400};
     return get_with_unit(c, n, field, u, f, 5, out);
 }
 
-static int get_energy(const struct yctx *c, const yaml_node_t *n, const char *field, double *out)
+static int get_energy(struct mb__yread *c, const struct mb__ynode *n, const char *field,
+                      double *out)
 {
     static const char *const u[] = {"J", "kJ", "MJ", "Wh", "kWh"};
     static const double f[] = {1, 1e3, 1e6, 3600, 3.6e6};
     return get_with_unit(c, n, field, u, f, 5, out);
 }
 
-static int get_argv(const struct yctx *c, const yaml_node_t *n, const char *field, char **argv,
+static int get_argv(struct mb__yread *c, const struct mb__ynode *n, const char *field, char **argv,
                     size_t *argc)
 {
-    if (!n || n->type != YAML_SEQUENCE_NODE)
+    if (!n || n->kind != MB__Y_SEQ)
         return yfail(c, n, field, "expected a list of strings (an argv vector)");
     size_t k = 0;
-    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
-         it++) {
-        const yaml_node_t *e = yaml_document_get_node(c->doc, *it);
+    for (size_t i = 0; i < n->n; i++) {
+        const struct mb__ynode *e = n->items[i];
         const char *s = scalar(e);
         if (!s)
             return yfail(c, e, field, "item %zu is not a string", k);
@@ -524,33 +520,33 @@ static int get_argv(const struct yctx *c, const yaml_node_t *n, const char *fiel
     return MB_OK;
 }
 
-static int parse_workloads_in(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js,
-                              struct mb__strmap *names)
+static int parse_workloads_in(struct mb__yread *c, const struct mb__ynode *n,
+                              struct mb_plan_jobset *js, struct mb__strmap *names)
 {
     if (js->workloads) /* the loader refuses a repeated key; this keeps the array safe anyway */
         return yfail(c, n, "workloads", "given twice");
-    if (n->type != YAML_MAPPING_NODE)
+    if (n->kind != MB__Y_MAP)
         return yfail(c, n, "workloads", "expected a mapping of workload name to {command, unit}");
-    size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    size_t cnt = n->n;
     js->workloads = calloc(cnt ? cnt : 1, sizeof(*js->workloads));
     if (!js->workloads)
         return mb_error_set(c->err, MB_ENOMEM, "out of memory");
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
-        const yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
+    for (size_t i = 0; i < n->n; i++) {
+        const struct mb__ynode key_at = {
+            .kind = MB__Y_SCALAR, .line = n->key_lines[i], .str = n->keys[i]};
+        const struct mb__ynode *k = &key_at, *v = n->items[i];
         struct mb_plan_workload *w = &js->workloads[js->n_workloads++];
         int st = get_string(c, k, "workloads", w->name, sizeof(w->name));
         if (st)
             return st;
         char field[MB_PLAN_NAME_MAX + 32];
         snprintf(field, sizeof(field), "workloads.%s", w->name);
-        if (v->type != YAML_MAPPING_NODE)
+        if (v->kind != MB__Y_MAP)
             return yfail(c, v, field, "expected a mapping {command: [...], unit: ...}");
-        for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top;
-             q++) {
-            const yaml_node_t *qk = yaml_document_get_node(c->doc, q->key);
-            const yaml_node_t *qv = yaml_document_get_node(c->doc, q->value);
-            const char *key = scalar(qk);
+        for (size_t q = 0; q < v->n; q++) {
+            const struct mb__ynode qk_at = {.line = v->key_lines[q]}, *qk = &qk_at;
+            const struct mb__ynode *qv = v->items[q];
+            const char *key = v->keys[q];
             char sub[MB_PLAN_NAME_MAX + 64];
             snprintf(sub, sizeof(sub), "%s.%s", field, key ? key : "?");
             if (!key)
@@ -578,7 +574,8 @@ static int parse_workloads_in(const struct yctx *c, const yaml_node_t *n, struct
     return MB_OK;
 }
 
-static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+static int parse_workloads(struct mb__yread *c, const struct mb__ynode *n,
+                           struct mb_plan_jobset *js)
 {
     struct mb__strmap names = {0};
     int st = parse_workloads_in(c, n, js, &names);
@@ -586,23 +583,22 @@ static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb
     return st;
 }
 
-static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
+static int parse_job(struct mb__yread *c, const struct mb__ynode *n, size_t idx,
                      struct mb_plan_job *job, unsigned *replicas)
 {
     char field[64];
     snprintf(field, sizeof(field), "jobs[%zu]", idx);
-    if (n->type != YAML_MAPPING_NODE)
+    if (n->kind != MB__Y_MAP)
         return yfail(c, n, field, "expected a mapping {name, workload, work}");
     memset(job, 0, sizeof(*job));
     job->deadline_s = NAN;
     job->memory_mib = NAN;
-    job->line = (unsigned)n->start_mark.line + 1;
+    job->line = n->line;
     *replicas = 1;
     bool have_work = false;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
-        const yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
-        const char *key = scalar(k);
+    for (size_t i = 0; i < n->n; i++) {
+        const struct mb__ynode k_at = {.line = n->key_lines[i]}, *k = &k_at, *v = n->items[i];
+        const char *key = n->keys[i];
         char sub[96];
         snprintf(sub, sizeof(sub), "%s.%s", field, key ? key : "?");
         int st;
@@ -659,18 +655,16 @@ static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
     return MB_OK;
 }
 
-static int parse_jobs_in(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js,
+static int parse_jobs_in(struct mb__yread *c, const struct mb__ynode *n, struct mb_plan_jobset *js,
                          struct mb__strmap *names)
 {
     if (js->jobs) /* as for workloads: a second list must not land in the first one's array */
         return yfail(c, n, "jobs", "given twice");
-    if (n->type != YAML_SEQUENCE_NODE)
+    if (n->kind != MB__Y_SEQ)
         return yfail(c, n, "jobs", "expected a list of jobs");
     size_t cap = 0;
-    size_t idx = 0;
-    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
-         it++, idx++) {
-        const yaml_node_t *e = yaml_document_get_node(c->doc, *it);
+    for (size_t idx = 0; idx < n->n; idx++) {
+        const struct mb__ynode *e = n->items[idx];
         struct mb_plan_job job;
         unsigned replicas = 1;
         int st = parse_job(c, e, idx, &job, &replicas);
@@ -717,7 +711,7 @@ static int parse_jobs_in(const struct yctx *c, const yaml_node_t *n, struct mb_p
     return MB_OK;
 }
 
-static int parse_jobs(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+static int parse_jobs(struct mb__yread *c, const struct mb__ynode *n, struct mb_plan_jobset *js)
 {
     struct mb__strmap names = {0};
     int st = parse_jobs_in(c, n, js, &names);
@@ -749,6 +743,7 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
     if (st)
         return st;
     struct mb_plan_jobset *js = calloc(1, sizeof(*js));
+    struct mb__ynode *root = NULL;
     yaml_document_t doc;
     bool have_doc = false;
     if (!js) {
@@ -767,18 +762,18 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
         st = mb_error_set(err, MB_EPARSE, "%s:%u: %s", path, f.line, f.msg);
         goto fail;
     }
-    struct yctx c = {path, &doc, err};
-    yaml_node_t *root = have_doc ? yaml_document_get_root_node(&doc) : NULL;
-    if (!root || root->type != YAML_MAPPING_NODE) {
+    struct mb__yread c = {
+        .path = path, .err = err, .max_depth = JOBS_MAX_DEPTH, .max_nodes = JOBS_MAX_NODES};
+    if (have_doc && (st = mb__yread_tree(&c, &doc, &root)) != MB_OK)
+        goto fail;
+    if (!root || root->kind != MB__Y_MAP) {
         st = yfail(&c, root, "(top)", "expected a mapping with 'jobs:'");
         goto fail;
     }
-    const yaml_node_t *jobs_node = NULL;
-    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top;
-         pr++) {
-        const yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
-        const yaml_node_t *v = yaml_document_get_node(&doc, pr->value);
-        const char *key = scalar(k);
+    const struct mb__ynode *jobs_node = NULL;
+    for (size_t i = 0; i < root->n; i++) {
+        const struct mb__ynode k_at = {.line = root->key_lines[i]}, *k = &k_at, *v = root->items[i];
+        const char *key = root->keys[i];
         if (!key) {
             st = yfail(&c, k, "(top)", "keys must be strings");
         } else if (strcmp(key, "jobs") == 0) {
@@ -830,11 +825,13 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
         st = yfail(&c, root, "energy_cap", "applies to 'objective: makespan' only");
         goto fail;
     }
+    mb__ynode_free(root);
     yaml_document_delete(&doc);
     free(text);
     *out = js;
     return MB_OK;
 fail:
+    mb__ynode_free(root);
     if (have_doc)
         yaml_document_delete(&doc);
     mb_plan_jobset_destroy(js);
