@@ -260,27 +260,21 @@ static int devices_run(int argc, char **argv)
     size_t shown = 0;
     if (n_specs == 0 || (n_specs == 1 && strcmp(specs[0], "auto") == 0)) {
         /* Every NVIDIA GPU NVML reports; the host when there is none. Never an emulated one. */
-        for (unsigned i = 0; i < DEVICES_MAX_NVML; i++) {
+        for (size_t i = 0; i < DEVICES_MAX_NVML; i++) {
             char spec[32];
-            snprintf(spec, sizeof(spec), "nvml:%u", i);
             struct mb_device *dev = NULL;
-            if (mb_device_open(spec, &dev, &err) != MB_OK)
+            int rc = mb_device_open_nth(i, spec, sizeof(spec), &dev, &err);
+            if (rc == MB_ENOTFOUND)
                 break;
+            if (rc != MB_OK) {
+                mb_cli_error("devices", "%s", err.msg);
+                status = MB_EXIT_FAIL;
+                break;
+            }
             int s = show(spec, dev, arr, shown++);
             mb_device_close(dev);
             if (s != MB_EXIT_OK)
                 status = s;
-        }
-        if (shown == 0) {
-            struct mb_device *dev = NULL;
-            int rc = mb_device_open("host", &dev, &err);
-            if (rc != MB_OK) {
-                mb_cli_error("devices", "%s", err.msg);
-                status = MB_EXIT_FAIL;
-            } else {
-                status = show("host", dev, arr, shown++);
-                mb_device_close(dev);
-            }
         }
     } else {
         for (size_t i = 0; i < n_specs; i++) {

@@ -241,6 +241,15 @@ struct mb_device {
  */
 int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *err);
 
+/*
+ * Opens the i-th device of this machine as `devices` lists them: every NVIDIA GPU NVML reports
+ * (spec "nvml:I"), or the host (spec "host") as device 0 when there is none; never an emulated
+ * one. spec gets the device's spec. Returns MB_ENOTFOUND past the last device, or the host's
+ * open error.
+ */
+int mb_device_open_nth(size_t i, char *spec, size_t spec_cap, struct mb_device **out,
+                       struct mb_error *err);
+
 /* Closes a device; NULL is a no-op. */
 void mb_device_close(struct mb_device *dev);
 
