@@ -34,12 +34,9 @@ static unsigned line_of(const struct mb__ynode *n)
     return n ? n->line : 0;
 }
 
-#define fail mb__yread_failn
-#define scalar mb__yread_scalar
-
 static int parse_devices(struct mb__yread *c, const struct mb__ynode *n, struct mb_migcfg_entry *e)
 {
-    const char *s = scalar(n);
+    const char *s = mb__yread_scalar(n);
     if (s) {
         if (strcmp(s, "all") == 0) {
             e->all_devices = true;
@@ -48,27 +45,29 @@ static int parse_devices(struct mb__yread *c, const struct mb__ynode *n, struct 
         /* A single index is accepted as mig-parted does. */
         unsigned v;
         if (mb__yread_uint(c, n, "devices", MB_MIGCFG_MAX_DEVICES - 1, &v) != MB_OK)
-            return fail(c, n, "devices", "expected 'all' or a list of GPU indices like [0, 1]");
+            return mb__yread_failn(c, n, "devices",
+                                   "expected 'all' or a list of GPU indices like [0, 1]");
         e->devices[e->n_devices++] = v;
         return MB_OK;
     }
     if (!n || n->kind != MB__Y_SEQ)
-        return fail(c, n, "devices", "expected 'all' or a list of GPU indices like [0, 1]");
+        return mb__yread_failn(c, n, "devices",
+                               "expected 'all' or a list of GPU indices like [0, 1]");
     for (size_t i = 0; i < n->n; i++) {
         const struct mb__ynode *d = n->items[i];
         if (e->n_devices >= MB_MIGCFG_MAX_DEVICES)
-            return fail(c, d, "devices", "more than %d devices", MB_MIGCFG_MAX_DEVICES);
+            return mb__yread_failn(c, d, "devices", "more than %d devices", MB_MIGCFG_MAX_DEVICES);
         unsigned v;
         int rc = mb__yread_uint(c, d, "devices", MB_MIGCFG_MAX_DEVICES - 1, &v);
         if (rc)
             return rc;
         for (size_t k = 0; k < e->n_devices; k++)
             if (e->devices[k] == v)
-                return fail(c, d, "devices", "device %u is listed twice", v);
+                return mb__yread_failn(c, d, "devices", "device %u is listed twice", v);
         e->devices[e->n_devices++] = v;
     }
     if (e->n_devices == 0)
-        return fail(c, n, "devices", "empty list; use 'all' or list GPU indices");
+        return mb__yread_failn(c, n, "devices", "empty list; use 'all' or list GPU indices");
     return MB_OK;
 }
 
@@ -86,30 +85,32 @@ static int parse_mig_devices(struct mb__yread *c, const struct mb__ynode *n,
                              struct mb_migcfg_entry *e)
 {
     const char *field = "mig-devices";
-    if (scalar(n) && !*scalar(n))
+    if (mb__yread_scalar(n) && !*mb__yread_scalar(n))
         return MB_OK; /* "mig-devices:" with nothing after it */
     if (!n || n->kind != MB__Y_MAP)
-        return fail(c, n, field,
-                    "expected a mapping of profile names to counts, e.g. "
-                    "{\"1g.10gb\": 2}");
+        return mb__yread_failn(c, n, field,
+                               "expected a mapping of profile names to counts, e.g. "
+                               "{\"1g.10gb\": 2}");
     for (size_t ki = 0; ki < n->n; ki++) {
         /* The key's own line, for messages and for the profile's line. */
         const struct mb__ynode key_at = {.line = n->key_lines[ki]}, *k = &key_at, *v = n->items[ki];
         const char *name = n->keys[ki];
         size_t digits = strspn(name, "0123456789");
         if (digits && name[digits] == 'c' && name[digits + 1] == '.')
-            return fail(c, k, field,
-                        "'%.40s' splits a GPU instance into compute instances; migbench creates "
-                        "one full-size compute instance per GPU instance, so name the GPU-instance "
-                        "profile alone",
-                        name);
+            return mb__yread_failn(
+                c, k, field,
+                "'%.40s' splits a GPU instance into compute instances; migbench creates "
+                "one full-size compute instance per GPU instance, so name the GPU-instance "
+                "profile alone",
+                name);
         if (!profile_name_ok(name))
-            return fail(c, k, field, "'%.40s' is not a profile name (like 1g.10gb)", name);
+            return mb__yread_failn(c, k, field, "'%.40s' is not a profile name (like 1g.10gb)",
+                                   name);
         for (size_t i = 0; i < e->n_profiles; i++)
             if (strcasecmp(e->profiles[i].name, name) == 0)
-                return fail(c, k, field, "profile '%s' is listed twice", name);
+                return mb__yread_failn(c, k, field, "profile '%s' is listed twice", name);
         if (e->n_profiles >= MB_MAX_PROFILES)
-            return fail(c, k, field, "more than %d profiles", MB_MAX_PROFILES);
+            return mb__yread_failn(c, k, field, "more than %d profiles", MB_MAX_PROFILES);
         struct mb_migcfg_profile *mp = &e->profiles[e->n_profiles];
         int rc = mb__yread_uint(c, v, field, MB_MIGCFG_MAX_COUNT, &mp->count);
         if (rc)
@@ -124,7 +125,8 @@ static int parse_mig_devices(struct mb__yread *c, const struct mb__ynode *n,
 static int parse_entry(struct mb__yread *c, const struct mb__ynode *n, struct mb_migcfg_entry *e)
 {
     if (!n || n->kind != MB__Y_MAP)
-        return fail(c, n, NULL, "a config entry must be a mapping with devices and mig-enabled");
+        return mb__yread_failn(c, n, NULL,
+                               "a config entry must be a mapping with devices and mig-enabled");
     e->line = line_of(n);
     const struct mb__ynode *devices = NULL, *enabled = NULL, *mdev = NULL;
     for (size_t i = 0; i < n->n; i++) {
@@ -140,20 +142,20 @@ static int parse_entry(struct mb__yread *c, const struct mb__ynode *n, struct mb
         else if (strcmp(key, "device-filter") == 0)
             e->device_filter = true;
         else
-            return fail(c, k, key,
-                        "unknown field (expected devices, mig-enabled, mig-devices, "
-                        "device-filter)");
+            return mb__yread_failn(c, k, key,
+                                   "unknown field (expected devices, mig-enabled, mig-devices, "
+                                   "device-filter)");
         if (slot) {
             if (*slot)
-                return fail(c, k, key, "given twice");
+                return mb__yread_failn(c, k, key, "given twice");
             *slot = v;
         }
     }
     int rc;
     if (!devices)
-        return fail(c, n, "devices", "missing (use 'all' or a list of GPU indices)");
+        return mb__yread_failn(c, n, "devices", "missing (use 'all' or a list of GPU indices)");
     if (!enabled)
-        return fail(c, n, "mig-enabled", "missing (true or false)");
+        return mb__yread_failn(c, n, "mig-enabled", "missing (true or false)");
     if ((rc = parse_devices(c, devices, e)) ||
         (rc = mb__yread_yesno(c, enabled, "mig-enabled", &e->mig_enabled)))
         return rc;
@@ -162,8 +164,8 @@ static int parse_entry(struct mb__yread *c, const struct mb__ynode *n, struct mb
     if (!e->mig_enabled) {
         for (size_t i = 0; i < e->n_profiles; i++)
             if (e->profiles[i].count)
-                return fail(c, mdev, "mig-devices",
-                            "instances are listed but mig-enabled is false");
+                return mb__yread_failn(c, mdev, "mig-devices",
+                                       "instances are listed but mig-enabled is false");
     }
     return MB_OK;
 }
@@ -174,7 +176,8 @@ static int parse_configs(struct mb__yread *c, const struct mb__ynode *configs,
 static int parse_root(struct mb__yread *c, const struct mb__ynode *root, struct mb_migcfg *cfg)
 {
     if (!root || root->kind != MB__Y_MAP)
-        return fail(c, root, NULL, "expected a mapping with 'version: v1' and 'mig-configs'");
+        return mb__yread_failn(c, root, NULL,
+                               "expected a mapping with 'version: v1' and 'mig-configs'");
     const struct mb__ynode *version = NULL, *configs = NULL;
     for (size_t i = 0; i < root->n; i++) {
         const struct mb__ynode key_at = {.line = root->key_lines[i]}, *k = &key_at,
@@ -185,18 +188,18 @@ static int parse_root(struct mb__yread *c, const struct mb__ynode *root, struct 
         else if (key && strcmp(key, "mig-configs") == 0 && !configs)
             configs = v;
         else
-            return fail(c, k, key ? key : "?",
-                        key && (!strcmp(key, "version") || !strcmp(key, "mig-configs"))
-                            ? "given twice"
-                            : "unknown top-level field (expected version, mig-configs)");
+            return mb__yread_failn(c, k, key ? key : "?",
+                                   key && (!strcmp(key, "version") || !strcmp(key, "mig-configs"))
+                                       ? "given twice"
+                                       : "unknown top-level field (expected version, mig-configs)");
     }
     if (!version)
-        return fail(c, root, "version", "missing (expected v1)");
-    if (!scalar(version) || strcmp(scalar(version), "v1") != 0)
-        return fail(c, version, "version", "'%.20s' is not supported (expected v1)",
-                    scalar(version) ? scalar(version) : "?");
+        return mb__yread_failn(c, root, "version", "missing (expected v1)");
+    if (!mb__yread_scalar(version) || strcmp(mb__yread_scalar(version), "v1") != 0)
+        return mb__yread_failn(c, version, "version", "'%.20s' is not supported (expected v1)",
+                               mb__yread_scalar(version) ? mb__yread_scalar(version) : "?");
     if (!configs)
-        return fail(c, root, "mig-configs", "missing");
+        return mb__yread_failn(c, root, "mig-configs", "missing");
     return parse_configs(c, configs, cfg);
 }
 
@@ -204,39 +207,43 @@ static int parse_configs(struct mb__yread *c, const struct mb__ynode *configs,
                          struct mb_migcfg *cfg)
 {
     if (configs->kind != MB__Y_MAP)
-        return fail(c, configs, "mig-configs", "expected a mapping of config names to lists");
+        return mb__yread_failn(c, configs, "mig-configs",
+                               "expected a mapping of config names to lists");
     for (size_t ki = 0; ki < configs->n; ki++) {
         const struct mb__ynode key_at = {.line = configs->key_lines[ki]}, *k = &key_at,
                                *v = configs->items[ki];
         const char *name = configs->keys[ki];
         if (!name || !*name || strlen(name) >= MB_MIGCFG_NAME_MAX)
-            return fail(c, k, "mig-configs", "config names must be strings of 1..%d characters",
-                        MB_MIGCFG_NAME_MAX - 1);
+            return mb__yread_failn(c, k, "mig-configs",
+                                   "config names must be strings of 1..%d characters",
+                                   MB_MIGCFG_NAME_MAX - 1);
         for (size_t i = 0; i < cfg->n; i++)
             if (strcmp(cfg->configs[i].name, name) == 0)
-                return fail(c, k, "mig-configs", "config '%s' is defined twice", name);
+                return mb__yread_failn(c, k, "mig-configs", "config '%s' is defined twice", name);
         if (cfg->n >= MB_MIGCFG_MAX_CONFIGS)
-            return fail(c, k, "mig-configs", "more than %d configs", MB_MIGCFG_MAX_CONFIGS);
+            return mb__yread_failn(c, k, "mig-configs", "more than %d configs",
+                                   MB_MIGCFG_MAX_CONFIGS);
         struct mb_migcfg_config *mc = &cfg->configs[cfg->n];
         memset(mc, 0, sizeof(*mc));
         snprintf(mc->name, sizeof(mc->name), "%s", name);
         mc->line = line_of(k);
         if (!v || v->kind != MB__Y_SEQ)
-            return fail(c, v, name, "expected a list of entries (- devices: ...)");
+            return mb__yread_failn(c, v, name, "expected a list of entries (- devices: ...)");
         for (size_t j = 0; j < v->n; j++) {
             if (mc->n_entries >= MB_MIGCFG_MAX_ENTRIES)
-                return fail(c, v->items[j], name, "more than %d entries", MB_MIGCFG_MAX_ENTRIES);
+                return mb__yread_failn(c, v->items[j], name, "more than %d entries",
+                                       MB_MIGCFG_MAX_ENTRIES);
             int rc = parse_entry(c, v->items[j], &mc->entries[mc->n_entries]);
             if (rc)
                 return rc;
             mc->n_entries++;
         }
         if (mc->n_entries == 0)
-            return fail(c, v, name, "no entries");
+            return mb__yread_failn(c, v, name, "no entries");
         cfg->n++;
     }
     if (cfg->n == 0)
-        return fail(c, configs, "mig-configs", "no configs");
+        return mb__yread_failn(c, configs, "mig-configs", "no configs");
     return MB_OK;
 }
 

@@ -348,7 +348,10 @@ int mb__yread_failn(struct mb__yread *c, const struct mb__ynode *at, const char 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return mb__yread_fail(c, at ? at->line : 0, at ? at->origin : NULL, field, "%s", msg);
+    if (!at) /* no node at all (an empty document): line 0, as the readers always said */
+        return mb_error_set(c->err, MB_EPARSE, "%s:0: %s%s%s%s", c->path, field ? "field '" : "",
+                            field ? field : "", field ? "': " : "", msg);
+    return mb__yread_fail(c, at->line, at->origin, field, "%s", msg);
 }
 
 const char *mb__yread_scalar(const struct mb__ynode *n)
@@ -389,4 +392,100 @@ int mb__yread_yesno(struct mb__yread *c, const struct mb__ynode *n, const char *
             }
         }
     return mb__yread_failn(c, n, field, "expected true or false");
+}
+
+/* ---- getters of the planner's job sets ---- */
+
+int mb__yread_text(struct mb__yread *c, const struct mb__ynode *n, const char *field, char *out,
+                   size_t cap)
+{
+    const char *s = mb__yread_scalar(n);
+    if (!s)
+        return mb__yread_failn(c, n, field, "expected a string");
+    if (strlen(s) >= cap)
+        return mb__yread_failn(c, n, field, "longer than %zu characters", cap - 1);
+    if (!*s)
+        return mb__yread_failn(c, n, field, "empty");
+    memcpy(out, s, strlen(s) + 1);
+    return MB_OK;
+}
+
+int mb__yread_number_min(struct mb__yread *c, const struct mb__ynode *n, const char *field,
+                         double lo, double *out)
+{
+    const char *s = mb__yread_scalar(n);
+    double v = 0;
+    int nrc = s && *s ? mb_num_parse(s, &v, NULL) : MB_EINVAL;
+    if (nrc == MB_ERANGE)
+        return mb__yread_failn(c, n, field, "'%s': the number is out of range", s);
+    if (nrc != MB_OK)
+        return mb__yread_failn(c, n, field, "expected a number");
+    if (v < lo)
+        return mb__yread_failn(c, n, field, "must be at least %g", lo);
+    *out = v;
+    return MB_OK;
+}
+
+/* A number with an optional unit suffix, scaled by the unit's factor. */
+int mb__yread_scaled(struct mb__yread *c, const struct mb__ynode *n, const char *field,
+                     const char *const *units, const double *factors, size_t n_units, double *out)
+{
+    const char *s = mb__yread_scalar(n);
+    if (!s)
+        return mb__yread_failn(c, n, field, "expected a number");
+    const char *end;
+    double v;
+    int nrc = mb_num_parse(s, &v, &end);
+    if (nrc == MB_ERANGE)
+        return mb__yread_failn(c, n, field, "'%s': the number is out of range", s);
+    if (nrc != MB_OK || v <= 0)
+        return mb__yread_failn(c, n, field, "'%s' is not a positive number", s);
+    while (*end == ' ')
+        end++;
+    if (!*end) {
+        *out = v;
+        return MB_OK;
+    }
+    for (size_t i = 0; i < n_units; i++)
+        if (strcmp(end, units[i]) == 0) {
+            *out = v * factors[i];
+            return MB_OK;
+        }
+    return mb__yread_failn(c, n, field, "unknown unit '%s'", end);
+}
+
+int mb__yread_seconds(struct mb__yread *c, const struct mb__ynode *n, const char *field,
+                      double *out)
+{
+    static const char *const u[] = {"s", "m", "min", "h", "d"};
+    static const double f[] = {1, 60, 60, 3600, 86400};
+    return mb__yread_scaled(c, n, field, u, f, 5, out);
+}
+
+int mb__yread_joules(struct mb__yread *c, const struct mb__ynode *n, const char *field, double *out)
+{
+    static const char *const u[] = {"J", "kJ", "MJ", "Wh", "kWh"};
+    static const double f[] = {1, 1e3, 1e6, 3600, 3.6e6};
+    return mb__yread_scaled(c, n, field, u, f, 5, out);
+}
+
+int mb__yread_argv(struct mb__yread *c, const struct mb__ynode *n, const char *field, size_t max,
+                   char **argv, size_t *argc)
+{
+    if (!n || n->kind != MB__Y_SEQ)
+        return mb__yread_failn(c, n, field, "expected a list of strings (an argv vector)");
+    size_t k = 0;
+    for (size_t i = 0; i < n->n; i++) {
+        const struct mb__ynode *e = n->items[i];
+        const char *s = mb__yread_scalar(e);
+        if (!s)
+            return mb__yread_failn(c, e, field, "item %zu is not a string", k);
+        if (k == max)
+            return mb__yread_failn(c, e, field, "more than %zu words", max);
+        argv[k] = strdup(s);
+        if (!argv[k])
+            return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+        *argc = ++k;
+    }
+    return MB_OK;
 }

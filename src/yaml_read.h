@@ -65,7 +65,7 @@ struct mb__ynode *mb__ymap_get(const struct mb__ynode *m, const char *key, unsig
 int mb__yread_fail(struct mb__yread *r, unsigned line, const char *origin, const char *field,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* mb__yread_fail at node `at` (line 0, no origin, when at is NULL). */
+/* mb__yread_fail at node `at`; without a node (NULL) the message says line 0. */
 int mb__yread_failn(struct mb__yread *r, const struct mb__ynode *at, const char *field,
                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
@@ -94,5 +94,21 @@ int mb__yread_uint(struct mb__yread *r, const struct mb__ynode *n, const char *f
 int mb__yread_yesno(struct mb__yread *r, const struct mb__ynode *n, const char *field, bool *out);
 int mb__yread_int(struct mb__yread *r, const struct mb__ynode *n, const char *field, long lo,
                   long hi, long *out);
+
+/* The job sets' getters (plan_input.c): a non-empty string; a number >= lo; a positive number with
+ * an optional unit (s, m, min, h, d / J, kJ, MJ, Wh, kWh) scaled to seconds or joules; an argv
+ * vector of at most max strings (strdup'd into argv, *argc counting them as they come). */
+int mb__yread_text(struct mb__yread *r, const struct mb__ynode *n, const char *field, char *out,
+                   size_t cap);
+int mb__yread_number_min(struct mb__yread *r, const struct mb__ynode *n, const char *field,
+                         double lo, double *out);
+int mb__yread_scaled(struct mb__yread *r, const struct mb__ynode *n, const char *field,
+                     const char *const *units, const double *factors, size_t n_units, double *out);
+int mb__yread_seconds(struct mb__yread *r, const struct mb__ynode *n, const char *field,
+                      double *out);
+int mb__yread_joules(struct mb__yread *r, const struct mb__ynode *n, const char *field,
+                     double *out);
+int mb__yread_argv(struct mb__yread *r, const struct mb__ynode *n, const char *field, size_t max,
+                   char **argv, size_t *argc);
 
 #endif

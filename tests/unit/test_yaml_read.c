@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "yaml_read.h"
@@ -109,11 +110,53 @@ static void test_refusals_and_origin(void **state)
     mb__ynode_free(root);
 }
 
+/* The job sets' getters: argv vectors with a limit, numbers with units, non-empty text. */
+static void test_jobset_getters(void **state)
+{
+    (void)state;
+    struct mb__yread r;
+    struct mb__ynode *root =
+        load(&r, "cmd: [python3, train.py, -x]\nt: 2 h\ne: 1.5 kWh\nu: 3 weeks\nw: ''\n", NULL);
+    assert_non_null(root);
+    char *argv[4] = {0};
+    size_t argc = 0;
+    const struct mb__ynode *cmd = mb__ymap_get(root, "cmd", NULL);
+    assert_int_equal(mb__yread_argv(&r, cmd, "cmd", 4, argv, &argc), MB_OK);
+    assert_int_equal(argc, 3);
+    assert_string_equal(argv[2], "-x");
+    for (size_t i = 0; i < argc; i++)
+        free(argv[i]);
+    argc = 0;
+    assert_int_equal(mb__yread_argv(&r, cmd, "cmd", 2, argv, &argc), MB_EPARSE);
+    assert_string_equal(err.msg, "t.yaml:1: field 'cmd': more than 2 words");
+    for (size_t i = 0; i < argc; i++)
+        free(argv[i]);
+    double d;
+    assert_int_equal(mb__yread_seconds(&r, mb__ymap_get(root, "t", NULL), "t", &d), MB_OK);
+    assert_true(d == 7200);
+    assert_int_equal(mb__yread_joules(&r, mb__ymap_get(root, "e", NULL), "e", &d), MB_OK);
+    assert_true(d == 5.4e6);
+    assert_int_equal(mb__yread_seconds(&r, mb__ymap_get(root, "u", NULL), "u", &d), MB_EPARSE);
+    assert_string_equal(err.msg, "t.yaml:4: field 'u': unknown unit 'weeks'");
+    char s[8];
+    assert_int_equal(mb__yread_text(&r, mb__ymap_get(root, "w", NULL), "w", s, sizeof(s)),
+                     MB_EPARSE);
+    assert_string_equal(err.msg, "t.yaml:5: field 'w': empty");
+    assert_int_equal(mb__yread_number_min(&r, mb__ymap_get(root, "t", NULL), "t", 0, &d),
+                     MB_EPARSE);
+    assert_string_equal(err.msg, "t.yaml:2: field 't': expected a number");
+    /* No node at all: the message says line 0. */
+    assert_int_equal(mb__yread_failn(&r, NULL, "(top)", "expected a mapping"), MB_EPARSE);
+    assert_string_equal(err.msg, "t.yaml:0: field '(top)': expected a mapping");
+    mb__ynode_free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tree_and_getters),
         cmocka_unit_test(test_refusals_and_origin),
+        cmocka_unit_test(test_jobset_getters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
