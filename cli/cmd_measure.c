@@ -474,6 +474,40 @@ static void derive(const struct opts *o, struct job *j, struct mb_measure_report
     }
 }
 
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal; /* no SA_RESTART: poll and nanosleep return at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Starts the command with the progress pipe, its output teed (to stderr with --json). */
+static int spawn_job(const struct opts *o, struct job *j, struct mb_proc **proc,
+                     struct mb_error *err)
+{
+    bool capture = o->json || o->regex || o->pty;
+    /* An unmodified Python job block-buffers a piped stdout; its progress would come in bursts. */
+    char unbuffered[] = "PYTHONUNBUFFERED=1";
+    char *env[] = {o->python_buffered ? NULL : unbuffered, NULL};
+    struct mb_proc_spec ps = {
+        .argv = o->argv,
+        .env = env,
+        .progress_pipe = true,
+        .capture = capture,
+        .pty = o->pty,
+        /* With --json stdout is ours: the command's output goes to stderr instead. */
+        .tee_stdout_fd = o->json ? 2 : 1,
+        .tee_stderr_fd = 2,
+        .on_data = on_data,
+        .ctx = j,
+    };
+    return mb_proc_spawn(&ps, proc, err);
+}
+
 static int measure_run(int argc, char **argv)
 {
     struct opts o;
@@ -523,13 +557,7 @@ static int measure_run(int argc, char **argv)
     if (o.prometheus && measure_prom_open(&o, &prom.x, &err) != MB_OK)
         goto fail;
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal; /* no SA_RESTART: poll and nanosleep return at once */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    install_signals();
 
     if (mb_meter_start(j.meter, &err) != MB_OK)
         goto fail;
@@ -550,26 +578,10 @@ static int measure_run(int argc, char **argv)
         idle_id = -1;
     }
 
-    bool capture = o.json || o.regex || o.pty;
-    /* An unmodified Python job block-buffers a piped stdout; its progress would come in bursts. */
-    char unbuffered[] = "PYTHONUNBUFFERED=1";
-    char *env[] = {o.python_buffered ? NULL : unbuffered, NULL};
-    struct mb_proc_spec ps = {
-        .argv = o.argv,
-        .env = env,
-        .progress_pipe = true,
-        .capture = capture,
-        .pty = o.pty,
-        /* With --json stdout is ours: the command's output goes to stderr instead. */
-        .tee_stdout_fd = o.json ? 2 : 1,
-        .tee_stderr_fd = 2,
-        .on_data = on_data,
-        .ctx = &j,
-    };
     j.origin_ns = mb_meter_now_ns();
     if (mb_meter_window_begin(j.meter, j.origin_ns, &job_id, &err) != MB_OK)
         goto fail;
-    rc = mb_proc_spawn(&ps, &proc, &err);
+    rc = spawn_job(&o, &j, &proc, &err);
     if (rc != MB_OK) {
         mb_cli_error(NAME, "%s", err.msg);
         exit_code = mb_proc_spawn_exit_code(rc);
