@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The cell runner: one run x one repetition, from preparing the sharing mode to
  * cell.json. */
+#define _DEFAULT_SOURCE /* realpath */
 #include "migbench/runner.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <spawn.h>
@@ -20,6 +22,7 @@
 
 #include "migbench/clock.h"
 #include "migbench/layout.h"
+#include "migbench/mig.h"
 #include "migbench/meter.h"
 #include "migbench/proc.h"
 #include "migbench/progress.h"
@@ -103,6 +106,7 @@ struct cell {
     /* mode */
     struct inst inst[MB_EXP_MAX_JOBS];
     size_t n_inst;
+    struct mb_mig_ledger *ledger; /* what migbench made on this GPU (mig.h); NULL before MIG */
     double reconfigure_s;
     bool mps_up;
     char mps_pipe[1100], mps_log[1100];
@@ -551,48 +555,12 @@ static int mps_quit(const char *pipe_dir, const char *log_dir, char *why, size_t
 /* ---- mode preparation
  * -------------------------------------------------------------------- */
 
-static int model_profile_index(const struct mb_gpu_model *m, const char *name)
-{
-    for (size_t i = 0; i < m->n_profiles; i++)
-        if (strcasecmp(m->profiles[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
-/* The instances on the GPU now, as a layout of the model. */
-static int current_layout(struct mb_device *dev, const struct mb_gpu_model *m,
-                          struct mb_layout *out, struct mb_error *err)
-{
-    memset(out, 0, sizeof(*out));
-    struct mb_mig_instance cur[MB_MAX_MIG_INSTANCES * 2];
-    size_t n = 0;
-    int rc = mb_device_mig_instances(dev, cur, sizeof(cur) / sizeof(cur[0]), &n, err);
-    if (rc != MB_OK)
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        bool seen = false;
-        for (size_t k = 0; k < i; k++)
-            if (cur[k].gi_id == cur[i].gi_id)
-                seen = true;
-        if (seen)
-            continue;
-        int p = model_profile_index(m, cur[i].profile_name);
-        if (p < 0 || out->n == MB_LAYOUT_MAX)
-            return mb_error_set(err, MB_EDEVICE, "GPU instance %u has profile '%s', unknown to %s",
-                                cur[i].gi_id, cur[i].profile_name, m->name);
-        out->items[out->n].profile = (unsigned)p;
-        out->items[out->n].placement = cur[i].placement;
-        out->n++;
-    }
-    return MB_OK;
-}
-
 /* Where the run's layout goes beside what exists: placed[i] for job i. */
 static int plan_mig(struct mb_device *dev, const struct mb_gpu_model *m, const struct mb_exp_run *r,
                     struct mb_layout_item placed[MB_EXP_MAX_JOBS], struct mb_error *err)
 {
     struct mb_layout existing, out;
-    int rc = current_layout(dev, m, &existing, err);
+    int rc = mb_mig_current_layout(dev, m, &existing, err);
     if (rc != MB_OK)
         return rc;
     unsigned add[MB_EXP_MAX_JOBS];
@@ -621,6 +589,43 @@ static int plan_mig(struct mb_device *dev, const struct mb_gpu_model *m, const s
         placed[i] = out.items[k];
     }
     return MB_OK;
+}
+
+/*
+ * The ledger entry for an instance about to be made (mig.h): written before the create call, so
+ * that 'mig clear --ours' and 'run --resume' find it even when this process dies right after.
+ */
+static int ledger_intend(struct cell *c, const char *profile, unsigned driver_id,
+                         struct mb_placement placement)
+{
+    struct mb_error e;
+    if (!c->ledger && mb_mig_ledger_open(c->o->dev, c->o->device_spec, &c->ledger, &e) != MB_OK) {
+        cell_fail(c, -1, "MIG ownership ledger: %s", e.msg);
+        return MB_EIO;
+    }
+    struct mb_mig_owned o;
+    memset(&o, 0, sizeof(o));
+    o.profile_id = driver_id;
+    snprintf(o.profile, sizeof(o.profile), "%s", profile);
+    o.placement = placement;
+    o.creator = MB_MIG_BY_RUN;
+    char real[PATH_MAX];
+    snprintf(o.experiment, sizeof(o.experiment), "%s",
+             realpath(c->o->results_dir, real) ? real : c->o->results_dir);
+    if (mb_mig_ledger_intend(c->ledger, &o, &e) != MB_OK) {
+        cell_fail(c, -1, "cannot record the instance before creating it: %s", e.msg);
+        return MB_EIO;
+    }
+    return MB_OK;
+}
+
+/* Records what is known of a made instance (GI, then CI, then its UUID). */
+static void ledger_confirm(struct cell *c, const struct inst *in)
+{
+    struct mb_error e;
+    if (mb_mig_ledger_confirm(c->ledger, in->placement, in->gi_id, in->ci_made, in->ci_id, in->uuid,
+                              &e) != MB_OK)
+        emit(c, MB_RUNNER_NOTE, "MIG ownership ledger: %s", e.msg);
 }
 
 static int prepare_mig(struct cell *c)
@@ -676,13 +681,17 @@ static int prepare_mig(struct cell *c)
             cell_fail(c, -1, "the device does not offer profile %s", gp->name);
             return MB_OK;
         }
+        if (ledger_intend(c, gp->name, dprof->driver_id, in->placement) != MB_OK)
+            return MB_OK;
         if (mb_device_mig_create_gi(c->o->dev, dprof->driver_id, &in->placement, &in->gi_id, &e) !=
             MB_OK) {
             cell_fail(c, -1, "cannot create GPU instance %s at slice %u: %s", gp->name,
                       in->placement.start, e.msg);
+            mb_mig_ledger_forget(c->ledger, in->placement, NULL);
             return MB_OK;
         }
         in->gi_made = true;
+        ledger_confirm(c, in);
         cJSON *o = jevent("mig_created", c);
         if (o) {
             cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
@@ -701,6 +710,7 @@ static int prepare_mig(struct cell *c)
             return MB_OK;
         }
         in->ci_made = true;
+        ledger_confirm(c, in);
         o = jevent("mig_created", c);
         if (o) {
             cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
@@ -731,6 +741,7 @@ static int prepare_mig(struct cell *c)
                       c->inst[i].ci_id);
             return MB_OK;
         }
+        ledger_confirm(c, &c->inst[i]);
     }
     return MB_OK;
 }
@@ -767,6 +778,8 @@ static int teardown_mig(struct cell *c)
                 continue;
             }
             in->gi_made = false;
+            if (mb_mig_ledger_forget(c->ledger, in->placement, &e) != MB_OK)
+                emit(c, MB_RUNNER_NOTE, "%s", e.msg);
             cJSON *o = jevent("mig_destroyed", c);
             if (o) {
                 cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
@@ -1708,6 +1721,7 @@ out:
     for (size_t i = 0; i < MB_EXP_MAX_JOBS; i++)
         free_job(&c->jobs[i]);
     mb_meter_destroy(c->meter);
+    mb_mig_ledger_close(c->ledger);
     free(c);
     return rc;
 }
@@ -1775,6 +1789,39 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
                                     r->name, e.msg);
         }
     }
+    return MB_OK;
+}
+
+/*
+ * What the ledger says the dead run made in this results directory and the journal may not name
+ * (it died between creating an instance and journaling it): removed, and journaled.
+ */
+static int ledger_cleanup(const struct mb_runner_opts *o, size_t *removed, struct mb_error *err)
+{
+    if (!(mb_device_caps(o->dev) & MB_CAP_MIG))
+        return MB_OK;
+    struct mb_mig_ledger *l = NULL;
+    struct mb_error e;
+    mb_error_clear(&e);
+    size_t n = 0;
+    int rc = mb_mig_ledger_open(o->dev, o->device_spec, &l, &e);
+    if (rc == MB_OK)
+        rc = mb_mig_clear_run(o->dev, l, o->results_dir, &n, &e);
+    mb_mig_ledger_close(l);
+    *removed += n;
+    cJSON *ev = cJSON_CreateObject();
+    cJSON_AddStringToObject(ev, "event", "cleanup");
+    cJSON_AddStringToObject(ev, "what", "mig_ledger");
+    cJSON_AddNumberToObject(ev, "removed", (double)n);
+    cJSON_AddBoolToObject(ev, "ok", rc == MB_OK);
+    cJSON_AddItemToObject(ev, "reason", str_or_null(rc == MB_OK ? "" : e.msg));
+    struct mb_error je;
+    int jrc = mb_journal_append(o->journal, ev, &je);
+    cJSON_Delete(ev);
+    if (rc != MB_OK)
+        return mb_error_set(err, MB_EBUSY, "%s", e.msg);
+    if (jrc != MB_OK)
+        return mb_error_set(err, MB_EIO, "%s", je.msg);
     return MB_OK;
 }
 
@@ -1864,6 +1911,8 @@ int mb_runner_cleanup(const struct mb_runner_opts *o, const struct mb_leftovers 
             rc = mb_error_set(err, MB_EBUSY, "%s", why);
         }
     }
+    if (ledger_cleanup(o, removed, err) != MB_OK && rc == MB_OK)
+        rc = err->status;
     for (size_t i = 0; i < left->n_mps; i++) {
         const struct mb_leftover_mps *l = &left->mps[i];
         char why[256] = "";
