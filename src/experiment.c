@@ -22,6 +22,7 @@
 
 #include "experiment_internal.h"
 #include "yaml_internal.h"
+#include "migbench/device.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
 
@@ -1520,21 +1521,9 @@ int mb_experiment_job_argv(const struct mb_exp_workload *w, const char *python,
     return MB_OK;
 }
 
-int mb_device_kind_from_backend(const char *backend)
+bool mb_exp_run_applies(const struct mb_exp_run *run, uint32_t caps, char *why, size_t cap)
 {
-    if (strcmp(backend, "host") == 0)
-        return MB_KIND_HOST;
-    if (strcmp(backend, "emu") == 0)
-        return MB_KIND_EMU;
-    if (strcmp(backend, "nvml") == 0)
-        return MB_KIND_NVML;
-    return -1;
-}
-
-bool mb_exp_run_applies(const struct mb_exp_run *run, enum mb_device_kind kind, char *why,
-                        size_t cap)
-{
-    bool gpu = kind != MB_KIND_HOST;
+    bool gpu = (caps & MB_CAP_GPU) != 0;
     const char *reason = NULL;
     if (run->mode == MB_MODE_PARTITION && gpu)
         reason = "mode partition is for the host CPU";
@@ -1569,11 +1558,11 @@ void mb_exp_run_thread_pct(const struct mb_exp_run *run, unsigned model_compute_
     }
 }
 
-unsigned mb_experiment_repetitions(const struct mb_experiment *exp, enum mb_device_kind kind)
+unsigned mb_experiment_repetitions(const struct mb_experiment *exp, uint32_t caps)
 {
     if (exp->measure.repetitions > 0)
         return (unsigned)exp->measure.repetitions;
-    return kind == MB_KIND_NVML ? 4 : 1;
+    return (caps & MB_CAP_GPU) && !(caps & MB_CAP_EMULATED) ? 4 : 1;
 }
 
 void mb_notes_free(char **notes, size_t n)
@@ -1600,8 +1589,7 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
-int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kind,
-                        const char *only_runs, struct mb_cell **cells, size_t *n_cells,
+int mb_experiment_cells(const struct mb_experiment *exp, uint32_t caps, const char *only_runs, struct mb_cell **cells, size_t *n_cells,
                         char ***notes, size_t *n_notes, struct mb_error *err)
 {
     *cells = NULL;
@@ -1629,7 +1617,7 @@ int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kin
             p = comma + 1;
         }
     }
-    unsigned reps = mb_experiment_repetitions(exp, kind);
+    unsigned reps = mb_experiment_repetitions(exp, caps);
     struct mb_cell *cs = calloc(exp->n_runs * reps + 1, sizeof(*cs));
     char **ns = calloc(exp->n_runs + 1, sizeof(*ns));
     if (!cs || !ns) {
@@ -1643,7 +1631,7 @@ int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kin
         if (only_runs && only_runs[0] && !in_list(only_runs, r->name))
             continue;
         char why[128];
-        if (!mb_exp_run_applies(r, kind, why, sizeof(why))) {
+        if (!mb_exp_run_applies(r, caps, why, sizeof(why))) {
             char buf[256];
             snprintf(buf, sizeof(buf), "run '%s' skipped: %s", r->name, why);
             ns[nn] = strdup(buf);

@@ -911,7 +911,7 @@ static int setup_job(struct cell *c, size_t i)
     j->thread_pct = -1;
     j->regex_mode = j->w->progress_regex[0] != '\0';
     struct mb_error e;
-    bool gpu = c->o->kind != MB_KIND_HOST;
+    bool gpu = (mb_device_caps(c->o->dev) & MB_CAP_GPU) != 0;
     int rc = mb_experiment_job_argv(j->w, c->o->python, c->o->workloads_dir, gpu, &j->argv, &e);
     if (rc != MB_OK)
         return mb_error_set(c->err, rc, "job %s: %s", j->name, e.msg);
@@ -1285,7 +1285,7 @@ static cJSON *device_json(struct cell *c)
         cJSON_AddNullToObject(d, "sensor");
     }
     struct mb_mig_mode mm;
-    if (c->o->kind != MB_KIND_HOST && mb_device_mig_mode(c->o->dev, &mm, NULL) == MB_OK) {
+    if ((mb_device_caps(c->o->dev) & MB_CAP_GPU) && mb_device_mig_mode(c->o->dev, &mm, NULL) == MB_OK) {
         cJSON *mig = cJSON_AddObjectToObject(d, "mig");
         cJSON_AddNumberToObject(mig, "mode", mm.current);
         cJSON *arr = cJSON_AddArrayToObject(mig, "instances");
@@ -1615,7 +1615,7 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
          * a stall for the whole job (measured: resnet18 on 2 busy cores ran 2.4 images/s with
          * 2 spinning threads, 46 with 2 passive ones, 31 with 1). Passive waiting measures the
          * sharing, not the spin; a setting in migbench's own environment is left alone. */
-        if (opts->kind == MB_KIND_HOST && !getenv("OMP_WAIT_POLICY") &&
+        if (!(mb_device_caps(opts->dev) & MB_CAP_GPU) && !getenv("OMP_WAIT_POLICY") &&
             (rc = add_env(j, "OMP_WAIT_POLICY=PASSIVE")) != MB_OK) {
             rc = mb_error_set(err, rc, "job %s: environment too large", j->name);
             goto teardown;
@@ -1756,7 +1756,7 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
         if (i > 0 && cells[i - 1].run == cells[i].run)
             continue;
         if (r->mode == MB_MODE_MPS) {
-            if (o->kind != MB_KIND_NVML)
+            if (!(mb_device_caps(o->dev) & MB_CAP_MPS) || (mb_device_caps(o->dev) & MB_CAP_EMULATED))
                 return mb_error_set(err, MB_EUNSUPPORTED,
                                     "run '%s': mode mps needs a real GPU through the nvml backend "
                                     "(this device is %s); use --only to leave it out",

@@ -80,7 +80,6 @@ struct mb_runner_opts {
     struct mb_device *dev;
     const char *device_spec;          /* the meter opens its own handle from it */
     const struct mb_gpu_model *model; /* the device's catalog model; NULL on the host */
-    enum mb_device_kind kind;
     const char *results_dir; /* the experiment's results directory */
     const char *python;      /* resolved interpreter for {python}; NULL when not needed */
     const char *workloads_dir;
