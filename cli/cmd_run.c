@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "migbench/analysis.h"
 #include "migbench/catalog.h"
 #include "migbench/experiment.h"
 #include "migbench/device.h"
@@ -481,143 +482,134 @@ static void on_runner_event(void *vctx, const struct mb_runner_event *ev)
     p->line_open = true;
 }
 
-static const char *jstr(const cJSON *o, const char *k)
+/* One run's line of the summary, over the cells of this invocation. */
+struct summary_row {
+    size_t n_ok, n_cell;
+    double rate[MB_EXP_MAX_JOBS][64];
+    size_t n_rate[MB_EXP_MAX_JOBS];
+    double energy_sum, units_sum;
+    size_t n_energy;
+    bool units_ok;
+};
+
+static bool selected_rep(const struct mb_cell *cells, size_t n, size_t c, int rep)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    for (size_t k = c; k < n && cells[k].run == cells[c].run; k++)
+        if ((int)cells[k].rep == rep)
+            return true;
+    return false;
 }
 
-static bool jnum(const cJSON *o, const char *k, double *out)
+/* Adds one recorded cell of the run: job throughputs, energy and units of work. */
+static void add_cell(struct summary_row *row, const struct mb_an_cell *cell, size_t n_jobs)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (!cJSON_IsNumber(v))
-        return false;
-    *out = v->valuedouble;
-    return true;
+    if (!cell->ok)
+        return;
+    row->n_ok++;
+    double units = 0;
+    for (size_t j = 0; j < n_jobs && j < cell->njobs; j++) {
+        const struct mb_an_cell_job *job = &cell->jobs[j];
+        if (!job->throughput.valid) {
+            row->units_ok = false;
+            continue;
+        }
+        if (row->n_rate[j] < 64)
+            row->rate[j][row->n_rate[j]++] = job->throughput.v;
+        const struct mb_opt *w = job->window_s.valid ? &job->window_s : &cell->window_s;
+        if (w->valid)
+            units += job->throughput.v * w->v;
+        else
+            row->units_ok = false;
+    }
+    const struct mb_opt *e = cell->counter_j.valid ? &cell->counter_j : &cell->integrated_j;
+    if (e->valid) {
+        row->energy_sum += e->v;
+        row->units_sum += units;
+        row->n_energy++;
+    }
 }
 
-/* The two-sided 95% Student-t quantile for small df (df >= 30: 2.0). */
-static double t95(size_t df)
+/* "mean +- CI unit" over the repetitions (a CI needs two of them). */
+static void format_rate(const double *rate, size_t n, const char *unit, char *out, size_t cap)
 {
-    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
-                               2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131};
-    return df < sizeof(t) / sizeof(t[0]) ? t[df] : df < 30 ? 2.09 : 2.0;
+    char a[32], b[32];
+    if (n == 0) {
+        snprintf(out, cap, "n/a");
+        return;
+    }
+    double m = 0, v = 0;
+    for (size_t k = 0; k < n; k++)
+        m += rate[k];
+    m /= (double)n;
+    for (size_t k = 0; k < n; k++)
+        v += (rate[k] - m) * (rate[k] - m);
+    if (n < 2) {
+        snprintf(out, cap, "%s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4), unit);
+        return;
+    }
+    double half = mb_analysis_t95(n - 1) * sqrt(v / (double)(n - 1)) / sqrt((double)n);
+    snprintf(out, cap, "%s +- %s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4),
+             mb_cli_fmt_sig(b, sizeof(b), half, 2), unit);
 }
 
-/* Summary table: per run and job, throughput (mean over repetitions), energy, J/unit. */
+static void print_run_rows(const struct mb_exp_run *r, const struct mb_an_run *ar,
+                           const struct summary_row *row, int nw)
+{
+    for (size_t j = 0; j < r->n_jobs; j++) {
+        char tp[96], ok[48] = "", en[32] = "", jpu[32] = "";
+        const char *unit = ar && j < ar->njobs ? ar->jobs[j].unit : "";
+        format_rate(row->rate[j], row->n_rate[j], unit, tp, sizeof(tp));
+        if (j == 0) {
+            snprintf(ok, sizeof(ok), "%zu/%zu", row->n_ok, row->n_cell);
+            if (row->n_energy)
+                mb_cli_fmt_sig(en, sizeof(en), row->energy_sum / (double)row->n_energy, 4);
+            else
+                snprintf(en, sizeof(en), "n/a");
+            bool same_unit = true;
+            for (size_t k = 1; ar && k < ar->njobs; k++)
+                same_unit = same_unit && strcmp(ar->jobs[k].unit, ar->jobs[0].unit) == 0;
+            if (row->n_energy && same_unit && row->units_ok && row->units_sum > 0)
+                mb_cli_fmt_sig(jpu, sizeof(jpu), row->energy_sum / row->units_sum, 4);
+            else
+                snprintf(jpu, sizeof(jpu), "n/a");
+        }
+        printf("%-*s %-10s %-5s %-20s %-32s %-12s %s\n", nw, j == 0 ? r->name : "",
+               j == 0 ? mb_exp_mode_str(r->mode) : "", ok, r->job_name[j], tp, en, jpu);
+    }
+}
+
+/*
+ * Summary table: per run and job of this invocation's cells, throughput (mean over
+ * repetitions, 95% CI), energy per cell and J/unit, from the analysis of the results directory.
+ */
 static void print_summary(const struct mb_experiment *exp, const char *dir,
                           const struct mb_cell *cells, size_t n_cells)
 {
     int nw = name_width(exp);
     printf("%-*s %-10s %-5s %-20s %-32s %-12s %s\n", nw, "run", "mode", "ok", "job",
            "throughput (mean +- 95% CI)", "energy_J", "J/unit");
+    struct mb_analysis *an = NULL;
+    struct mb_error err;
+    if (mb_analysis_load(&an, &dir, 1, &err) != MB_OK)
+        an = NULL;
+    const struct mb_an_experiment *ae = an && an->nexp ? &an->exps[0] : NULL;
     for (size_t c = 0; c < n_cells; c++) {
         if (c > 0 && cells[c - 1].run == cells[c].run)
             continue;
         const struct mb_exp_run *r = &exp->runs[cells[c].run];
-        double rate[MB_EXP_MAX_JOBS][64];
-        size_t n_rate[MB_EXP_MAX_JOBS] = {0};
-        double ci_single[MB_EXP_MAX_JOBS] = {0};
-        bool ci_single_ok[MB_EXP_MAX_JOBS] = {false};
-        char unit[MB_EXP_MAX_JOBS][32];
-        memset(unit, 0, sizeof(unit));
-        double energy_sum = 0, units_sum = 0;
-        size_t n_energy = 0, n_ok = 0, n_cell = 0;
-        bool same_unit = true, units_ok = true;
-        for (size_t k = c; k < n_cells && cells[k].run == cells[c].run; k++) {
-            n_cell++;
-            char cdir[1200], path[1300];
-            if (mb_results_cell_dir(dir, r->name, cells[k].rep, cdir, sizeof(cdir), NULL) != MB_OK)
-                continue;
-            snprintf(path, sizeof(path), "%s/cell.json", cdir);
-            cJSON *cj = NULL;
-            if (mb_results_read_json(path, 16u << 20, &cj, NULL) != MB_OK)
-                continue;
-            const char *st = jstr(cj, "status");
-            if (!st || strcmp(st, "ok") != 0) {
-                cJSON_Delete(cj);
-                continue;
-            }
-            n_ok++;
-            const cJSON *en = cJSON_GetObjectItemCaseSensitive(cj, "energy");
-            double e;
-            bool e_ok = jnum(en, "counter_j", &e) || jnum(en, "integrated_j", &e);
-            double cell_units = 0;
-            const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(cj, "jobs");
-            size_t j = 0;
-            const cJSON *job;
-            cJSON_ArrayForEach(job, jobs)
-            {
-                if (j >= r->n_jobs)
-                    break;
-                const cJSON *tp = cJSON_GetObjectItemCaseSensitive(job, "throughput");
-                const cJSON *win = cJSON_GetObjectItemCaseSensitive(job, "window");
-                double mean, ci, secs;
-                const char *u = jstr(tp, "unit_per_s");
-                if (u) {
-                    if (unit[0][0] && strcmp(unit[0], u) != 0)
-                        same_unit = false;
-                    snprintf(unit[j], sizeof(unit[j]), "%s", u);
-                }
-                if (jnum(tp, "mean", &mean) && n_rate[j] < 64) {
-                    rate[j][n_rate[j]++] = mean;
-                    if (jnum(tp, "ci95", &ci)) {
-                        ci_single[j] = ci;
-                        ci_single_ok[j] = true;
-                    }
-                    if (jnum(win, "seconds", &secs))
-                        cell_units += mean * secs;
-                    else
-                        units_ok = false;
-                } else {
-                    units_ok = false;
-                }
-                j++;
-            }
-            if (e_ok) {
-                energy_sum += e;
-                units_sum += cell_units;
-                n_energy++;
-            }
-            cJSON_Delete(cj);
-        }
-        for (size_t j = 0; j < r->n_jobs; j++) {
-            char tp[96] = "n/a", a[32], b[32];
-            if (n_rate[j] > 0) {
-                double m = 0, v = 0;
-                for (size_t k = 0; k < n_rate[j]; k++)
-                    m += rate[j][k];
-                m /= (double)n_rate[j];
-                for (size_t k = 0; k < n_rate[j]; k++)
-                    v += (rate[j][k] - m) * (rate[j][k] - m);
-                if (n_rate[j] >= 2) {
-                    double half = t95(n_rate[j] - 1) * sqrt(v / (double)(n_rate[j] - 1)) /
-                                  sqrt((double)n_rate[j]);
-                    snprintf(tp, sizeof(tp), "%s +- %s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4),
-                             mb_cli_fmt_sig(b, sizeof(b), half, 2), unit[j]);
-                } else if (ci_single_ok[j]) {
-                    snprintf(tp, sizeof(tp), "%s +- %s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4),
-                             mb_cli_fmt_sig(b, sizeof(b), ci_single[j], 2), unit[j]);
-                } else {
-                    snprintf(tp, sizeof(tp), "%s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4), unit[j]);
-                }
-            }
-            char ok[48] = "", en[32] = "", jpu[32] = "";
-            if (j == 0) {
-                snprintf(ok, sizeof(ok), "%zu/%zu", n_ok, n_cell);
-                if (n_energy)
-                    mb_cli_fmt_sig(en, sizeof(en), energy_sum / (double)n_energy, 4);
-                else
-                    snprintf(en, sizeof(en), "n/a");
-                if (n_energy && same_unit && units_ok && units_sum > 0)
-                    mb_cli_fmt_sig(jpu, sizeof(jpu), energy_sum / units_sum, 4);
-                else
-                    snprintf(jpu, sizeof(jpu), "n/a");
-            }
-            printf("%-*s %-10s %-5s %-20s %-32s %-12s %s\n", nw, j == 0 ? r->name : "",
-                   j == 0 ? mb_exp_mode_str(r->mode) : "", ok, r->job_name[j], tp, en, jpu);
-        }
+        struct summary_row row = {.units_ok = true};
+        for (size_t k = c; k < n_cells && cells[k].run == cells[c].run; k++)
+            row.n_cell++;
+        const struct mb_an_run *ar = NULL;
+        for (size_t i = 0; ae && i < ae->nruns && !ar; i++)
+            if (strcmp(ae->runs[i].name, r->name) == 0)
+                ar = &ae->runs[i];
+        for (size_t i = 0; ar && i < ar->ncells; i++)
+            if (selected_rep(cells, n_cells, c, ar->cells[i].rep))
+                add_cell(&row, &ar->cells[i], r->n_jobs);
+        print_run_rows(r, ar, &row, nw);
     }
+    mb_analysis_destroy(an);
 }
 
 /* Notes and warnings of the session, and where the progress line stands. */

@@ -23,8 +23,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include "migbench/catalog.h"
 #include "migbench/device.h"
 #include "migbench/experiment.h"
