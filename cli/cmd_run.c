@@ -218,6 +218,69 @@ static void layout_indices(const struct mb_gpu_model *model, const struct mb_exp
     }
 }
 
+/* Each mig run's layout on an empty GPU of the model, and each mps run's thread shares. */
+static void print_modes(const struct mb_experiment *exp, const struct target *tp,
+                        const struct mb_cell *cells, size_t n_cells)
+{
+    const struct target t = *tp;
+    struct mb_error err;
+    for (size_t c = 0; c < n_cells; c++) {
+        if (c > 0 && cells[c - 1].run == cells[c].run)
+            continue;
+        const struct mb_exp_run *r = &exp->runs[cells[c].run];
+        if (r->mode == MB_MODE_MIG && t.model) {
+            unsigned add[MB_EXP_MAX_JOBS];
+            layout_indices(t.model, r, add);
+            struct mb_layout placed;
+            mb_layout_place(t.model, NULL, add, r->n_layout, &placed, &err);
+            printf("\nlayout %s on %s (on an empty GPU; placed beside existing instances at run "
+                   "time):\n",
+                   r->name, t.model->name);
+            bool used[MB_LAYOUT_MAX] = {false};
+            for (size_t j = 0; j < r->n_jobs; j++) {
+                size_t k;
+                for (k = 0; k < placed.n; k++)
+                    if (!used[k] && placed.items[k].profile == add[j])
+                        break;
+                if (k == placed.n)
+                    continue;
+                used[k] = true;
+                const struct mb_gi_profile *p = &t.model->profiles[add[j]];
+                char sl[32];
+                mb_layout_slices_str(placed.items[k].placement, sl, sizeof(sl));
+                char shown[2 * MB_PROFILE_NAME_MAX + 8];
+                if (strcasecmp(p->name, r->layout[j]) == 0)
+                    snprintf(shown, sizeof(shown), "%s", p->name);
+                else
+                    snprintf(shown, sizeof(shown), "%s (%s)", p->name, r->layout[j]);
+                printf("  %-20s %-16s memory slices %-5s %2u compute slices", r->job_name[j], shown,
+                       sl, p->compute_slices);
+                if (p->memory_mib > 0)
+                    printf(", %lld MiB", (long long)p->memory_mib);
+                const struct mb_exp_workload *w = &exp->workloads[r->job_workload[j]];
+                if (w->memory_mib > 0)
+                    printf(" (job needs %lld)", (long long)w->memory_mib);
+                printf("\n");
+            }
+            char pic[512];
+            mb_layout_picture(t.model, &placed, pic, sizeof(pic));
+            printf("  %s\n", pic);
+        } else if (r->mode == MB_MODE_MPS) {
+            unsigned pct[MB_EXP_MAX_JOBS];
+            mb_exp_run_thread_pct(r, t.model ? t.model->compute_slices : 7, pct);
+            printf("\nmps %s: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", r->name);
+            for (size_t j = 0; j < r->n_jobs; j++)
+                printf("%s %s=%u%%", j ? "," : "", r->job_name[j], pct[j]);
+            printf(" (%s)\n", r->n_thread_pct     ? "as given"
+                              : r->n_match_layout ? "matched to the compute slices of match_layout"
+                                                  : "equal split");
+            if (!(t.caps & MB_CAP_MPS) || (t.caps & MB_CAP_EMULATED))
+                printf("  note: mps runs only on the nvml backend; on this device migbench run "
+                       "stops before running anything\n");
+        }
+    }
+}
+
 static int dry_run(const struct run_args *a, const struct mb_experiment *exp, const char *spec)
 {
     struct mb_catalog *cat = NULL;
@@ -305,61 +368,7 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
             printf("%s%s", j ? ", " : " ", r->job_name[j]);
         printf("\n");
     }
-    for (size_t c = 0; c < n_cells; c++) {
-        if (c > 0 && cells[c - 1].run == cells[c].run)
-            continue;
-        const struct mb_exp_run *r = &exp->runs[cells[c].run];
-        if (r->mode == MB_MODE_MIG && t.model) {
-            unsigned add[MB_EXP_MAX_JOBS];
-            layout_indices(t.model, r, add);
-            struct mb_layout placed;
-            mb_layout_place(t.model, NULL, add, r->n_layout, &placed, &err);
-            printf("\nlayout %s on %s (on an empty GPU; placed beside existing instances at run "
-                   "time):\n",
-                   r->name, t.model->name);
-            bool used[MB_LAYOUT_MAX] = {false};
-            for (size_t j = 0; j < r->n_jobs; j++) {
-                size_t k;
-                for (k = 0; k < placed.n; k++)
-                    if (!used[k] && placed.items[k].profile == add[j])
-                        break;
-                if (k == placed.n)
-                    continue;
-                used[k] = true;
-                const struct mb_gi_profile *p = &t.model->profiles[add[j]];
-                char sl[32];
-                mb_layout_slices_str(placed.items[k].placement, sl, sizeof(sl));
-                char shown[2 * MB_PROFILE_NAME_MAX + 8];
-                if (strcasecmp(p->name, r->layout[j]) == 0)
-                    snprintf(shown, sizeof(shown), "%s", p->name);
-                else
-                    snprintf(shown, sizeof(shown), "%s (%s)", p->name, r->layout[j]);
-                printf("  %-20s %-16s memory slices %-5s %2u compute slices", r->job_name[j], shown,
-                       sl, p->compute_slices);
-                if (p->memory_mib > 0)
-                    printf(", %lld MiB", (long long)p->memory_mib);
-                const struct mb_exp_workload *w = &exp->workloads[r->job_workload[j]];
-                if (w->memory_mib > 0)
-                    printf(" (job needs %lld)", (long long)w->memory_mib);
-                printf("\n");
-            }
-            char pic[512];
-            mb_layout_picture(t.model, &placed, pic, sizeof(pic));
-            printf("  %s\n", pic);
-        } else if (r->mode == MB_MODE_MPS) {
-            unsigned pct[MB_EXP_MAX_JOBS];
-            mb_exp_run_thread_pct(r, t.model ? t.model->compute_slices : 7, pct);
-            printf("\nmps %s: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", r->name);
-            for (size_t j = 0; j < r->n_jobs; j++)
-                printf("%s %s=%u%%", j ? "," : "", r->job_name[j], pct[j]);
-            printf(" (%s)\n", r->n_thread_pct     ? "as given"
-                              : r->n_match_layout ? "matched to the compute slices of match_layout"
-                                                  : "equal split");
-            if (!(t.caps & MB_CAP_MPS) || (t.caps & MB_CAP_EMULATED))
-                printf("  note: mps runs only on the nvml backend; on this device migbench run "
-                       "stops before running anything\n");
-        }
-    }
+    print_modes(exp, &t, cells, n_cells);
     printf("\ncommands (%s):\n", (t.caps & MB_CAP_GPU) ? "gpu_args" : "host_args");
     for (size_t i = 0; i < exp->n_workloads; i++) {
         char **argv;

@@ -1013,10 +1013,10 @@ static uint64_t last_step(const struct job *j)
 }
 
 /* Runs jobs js[0..n) together: spawn, warm-up, window, stop. */
-static int run_phase(struct cell *c, struct job **js, size_t n)
+/* Starts the phase's jobs, each journaled as started. */
+static int spawn_jobs(struct cell *c, struct job **js, size_t n,
+                      struct mb_proc *procs[MB_EXP_MAX_JOBS])
 {
-    const struct mb_exp_measure *m = &c->o->exp->measure;
-    struct mb_proc *procs[MB_EXP_MAX_JOBS] = {NULL};
     struct mb_error e;
     for (size_t i = 0; i < n; i++) {
         struct job *j = js[i];
@@ -1055,119 +1055,87 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
         if ((rc = jappend(c, o)) != MB_OK)
             return rc;
     }
-    emit(c, MB_RUNNER_PHASE_START, NULL);
-    int64_t phase_t0 = mb_clock_monotonic_ns();
-    int64_t win_start = 0, next_check = 0;
-    int win_id = -1;
-    bool interrupted = false;
-    while (!c->failed) {
-        int prc = mb_proc_poll(procs, n, 50, &e);
-        if (prc != MB_OK && prc != MB_EINTR) {
-            cell_fail(c, -1, "supervising jobs: %s", e.msg);
-            break;
-        }
-        int64_t t = mb_clock_monotonic_ns();
-        if (*c->o->stop) {
-            interrupted = true;
-            break;
-        }
-        bool completion = m->duration.kind == MB_AMOUNT_COMPLETION;
-        for (size_t i = 0; i < n; i++) {
-            struct job *j = js[i];
-            if (j->completed)
+    return MB_OK;
+}
+
+/* Reaps finished jobs and fails those that died or stopped reporting progress. */
+static void check_jobs(struct cell *c, struct job **js, size_t n, int64_t t, bool completion)
+{
+    const struct mb_exp_measure *m = &c->o->exp->measure;
+    for (size_t i = 0; i < n; i++) {
+        struct job *j = js[i];
+        if (j->completed)
+            continue;
+        if (mb_proc_done(j->proc)) {
+            j->ended_ns = t;
+            int st = mb_proc_wait_status(j->proc);
+            if (completion && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+                /* Time-to-completion: its window ends where it finished. */
+                j->completed = true;
+                if (j->win_start_ns) {
+                    j->win_end_ns = t;
+                    j->window_closed = true;
+                }
+                emit(c, MB_RUNNER_NOTE, "job %s completed after %.1fs", j->name,
+                     (double)(t - j->started_ns) / 1e9);
                 continue;
-            if (mb_proc_done(j->proc)) {
-                j->ended_ns = t;
-                int st = mb_proc_wait_status(j->proc);
-                if (completion && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-                    /* Time-to-completion: its window ends where it finished. */
-                    j->completed = true;
-                    if (j->win_start_ns) {
-                        j->win_end_ns = t;
-                        j->window_closed = true;
-                    }
-                    emit(c, MB_RUNNER_NOTE, "job %s completed after %.1fs", j->name,
-                         (double)(t - j->started_ns) / 1e9);
-                    continue;
-                }
-                j->failed = true;
-                describe_exit(j, completion);
-                cell_fail(c, (int)j->index, "%s", j->fail);
-            } else if (t - j->last_progress_ns > m->progress_timeout_ns) {
-                j->failed = true;
-                snprintf(j->fail, sizeof(j->fail), "job %s reported no progress for %.0fs%s",
-                         j->name, (double)(t - j->last_progress_ns) / 1e9,
-                         j->regex_mode && !j->w->pty
-                             ? " (is its output block-buffered? pty: true runs it on a terminal)"
-                             : "");
-                cell_fail(c, (int)j->index, "%s", j->fail);
             }
-        }
-        if (c->failed)
-            break;
-        if (completion && all_completed(js, n))
-            break;
-        if (!win_start) {
-            bool warm;
-            if (m->warmup.kind == MB_AMOUNT_STEPS) {
-                warm = true;
-                for (size_t i = 0; i < n; i++)
-                    if (!js[i]->completed && last_step(js[i]) < m->warmup.steps)
-                        warm = false;
-            } else {
-                warm = t - phase_t0 >= m->warmup.ns;
-            }
-            if (warm) {
-                win_start = t;
-                win_id = window_begin(c, t);
-                for (size_t i = 0; i < n; i++) {
-                    if (js[i]->completed)
-                        continue; /* finished within the warm-up: no window */
-                    js[i]->win_start_ns = t;
-                    js[i]->win_start_step = last_step(js[i]);
-                }
-                emit(c, MB_RUNNER_WINDOW_START, NULL);
-            }
-        }
-        if (win_start && phase_window_started(js, n)) {
-            bool end = false;
-            if (m->duration.kind == MB_AMOUNT_TIME) {
-                end = t - win_start >= m->duration.ns;
-            } else if (m->duration.kind == MB_AMOUNT_COMPLETION) {
-                if (m->max_duration_ns > 0 && t - win_start >= m->max_duration_ns) {
-                    end = true;
-                    emit(c, MB_RUNNER_NOTE,
-                         "window reached max_duration before the jobs completed");
-                }
-            } else if (m->duration.kind == MB_AMOUNT_STEPS) {
-                end = true;
-                for (size_t i = 0; i < n; i++)
-                    if (last_step(js[i]) - js[i]->win_start_step < m->duration.steps)
-                        end = false;
-            } else if (t - win_start >= m->max_duration_ns) {
-                end = true;
-                emit(c, MB_RUNNER_NOTE, "window reached max_duration before the CI target");
-            } else if (t >= next_check && t - win_start >= 2 * NS) {
-                next_check = t + NS;
-                end = true;
-                for (size_t i = 0; i < n && end; i++) {
-                    struct mb_throughput tp;
-                    mb_progress_throughput(js[i]->prog, win_start, 0, 0, 10, &tp);
-                    if (!tp.valid || !tp.rate.ci_valid || tp.rate.mean <= 0 ||
-                        tp.rate.ci95_half >= m->ci_target * tp.rate.mean)
-                        end = false;
-                }
-            }
-            if (end)
-                break;
-        }
-        if (t >= c->next_tick_ns) {
-            c->next_tick_ns = t + NS;
-            emit(c, MB_RUNNER_TICK, NULL);
+            j->failed = true;
+            describe_exit(j, completion);
+            cell_fail(c, (int)j->index, "%s", j->fail);
+        } else if (t - j->last_progress_ns > m->progress_timeout_ns) {
+            j->failed = true;
+            snprintf(j->fail, sizeof(j->fail), "job %s reported no progress for %.0fs%s", j->name,
+                     (double)(t - j->last_progress_ns) / 1e9,
+                     j->regex_mode && !j->w->pty
+                         ? " (is its output block-buffered? pty: true runs it on a terminal)"
+                         : "");
+            cell_fail(c, (int)j->index, "%s", j->fail);
         }
     }
-    /* Stop: close every window now, then SIGTERM, SIGKILL after the grace period.
-     */
+}
+
+/* Whether the measurement window that began at win_start is over at t. */
+static bool window_over(struct cell *c, struct job **js, size_t n, int64_t t, int64_t win_start,
+                        int64_t *next_check)
+{
+    const struct mb_exp_measure *m = &c->o->exp->measure;
+    bool end = false;
+    if (m->duration.kind == MB_AMOUNT_TIME) {
+        end = t - win_start >= m->duration.ns;
+    } else if (m->duration.kind == MB_AMOUNT_COMPLETION) {
+        if (m->max_duration_ns > 0 && t - win_start >= m->max_duration_ns) {
+            end = true;
+            emit(c, MB_RUNNER_NOTE, "window reached max_duration before the jobs completed");
+        }
+    } else if (m->duration.kind == MB_AMOUNT_STEPS) {
+        end = true;
+        for (size_t i = 0; i < n; i++)
+            if (last_step(js[i]) - js[i]->win_start_step < m->duration.steps)
+                end = false;
+    } else if (t - win_start >= m->max_duration_ns) {
+        end = true;
+        emit(c, MB_RUNNER_NOTE, "window reached max_duration before the CI target");
+    } else if (t >= *next_check && t - win_start >= 2 * NS) {
+        *next_check = t + NS;
+        end = true;
+        for (size_t i = 0; i < n && end; i++) {
+            struct mb_throughput tp;
+            mb_progress_throughput(js[i]->prog, win_start, 0, 0, 10, &tp);
+            if (!tp.valid || !tp.rate.ci_valid || tp.rate.mean <= 0 ||
+                tp.rate.ci95_half >= m->ci_target * tp.rate.mean)
+                end = false;
+        }
+    }
+    return end;
+}
+
+/* Closes every window now, then SIGTERM, SIGKILL after the grace period; returns the end. */
+static int64_t stop_jobs(struct cell *c, struct job **js, size_t n,
+                         struct mb_proc *procs[MB_EXP_MAX_JOBS])
+{
+    const struct mb_exp_measure *m = &c->o->exp->measure;
+    struct mb_error e;
     int64_t t_end = mb_clock_monotonic_ns();
     emit(c, MB_RUNNER_STOPPING, NULL);
     for (size_t i = 0; i < n; i++) {
@@ -1199,6 +1167,71 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
         if (js[i]->prog)
             mb_progress_end(js[i]->prog);
     }
+    return t_end;
+}
+
+static int run_phase(struct cell *c, struct job **js, size_t n)
+{
+    const struct mb_exp_measure *m = &c->o->exp->measure;
+    struct mb_proc *procs[MB_EXP_MAX_JOBS] = {NULL};
+    struct mb_error e;
+    int src = spawn_jobs(c, js, n, procs);
+    if (src != MB_OK)
+        return src;
+    emit(c, MB_RUNNER_PHASE_START, NULL);
+    int64_t phase_t0 = mb_clock_monotonic_ns();
+    int64_t win_start = 0, next_check = 0;
+    int win_id = -1;
+    bool interrupted = false;
+    while (!c->failed) {
+        int prc = mb_proc_poll(procs, n, 50, &e);
+        if (prc != MB_OK && prc != MB_EINTR) {
+            cell_fail(c, -1, "supervising jobs: %s", e.msg);
+            break;
+        }
+        int64_t t = mb_clock_monotonic_ns();
+        if (*c->o->stop) {
+            interrupted = true;
+            break;
+        }
+        bool completion = m->duration.kind == MB_AMOUNT_COMPLETION;
+        check_jobs(c, js, n, t, completion);
+        if (c->failed)
+            break;
+        if (completion && all_completed(js, n))
+            break;
+        if (!win_start) {
+            bool warm;
+            if (m->warmup.kind == MB_AMOUNT_STEPS) {
+                warm = true;
+                for (size_t i = 0; i < n; i++)
+                    if (!js[i]->completed && last_step(js[i]) < m->warmup.steps)
+                        warm = false;
+            } else {
+                warm = t - phase_t0 >= m->warmup.ns;
+            }
+            if (warm) {
+                win_start = t;
+                win_id = window_begin(c, t);
+                for (size_t i = 0; i < n; i++) {
+                    if (js[i]->completed)
+                        continue; /* finished within the warm-up: no window */
+                    js[i]->win_start_ns = t;
+                    js[i]->win_start_step = last_step(js[i]);
+                }
+                emit(c, MB_RUNNER_WINDOW_START, NULL);
+            }
+        }
+        if (win_start && phase_window_started(js, n)) {
+            if (window_over(c, js, n, t, win_start, &next_check))
+                break;
+        }
+        if (t >= c->next_tick_ns) {
+            c->next_tick_ns = t + NS;
+            emit(c, MB_RUNNER_TICK, NULL);
+        }
+    }
+    int64_t t_end = stop_jobs(c, js, n, procs);
     if (win_start) {
         struct mb_energy en;
         window_finish(c, win_id, win_start, t_end, &en);
@@ -1285,7 +1318,8 @@ static cJSON *device_json(struct cell *c)
         cJSON_AddNullToObject(d, "sensor");
     }
     struct mb_mig_mode mm;
-    if ((mb_device_caps(c->o->dev) & MB_CAP_GPU) && mb_device_mig_mode(c->o->dev, &mm, NULL) == MB_OK) {
+    if ((mb_device_caps(c->o->dev) & MB_CAP_GPU) &&
+        mb_device_mig_mode(c->o->dev, &mm, NULL) == MB_OK) {
         cJSON *mig = cJSON_AddObjectToObject(d, "mig");
         cJSON_AddNumberToObject(mig, "mode", mm.current);
         cJSON *arr = cJSON_AddArrayToObject(mig, "instances");
@@ -1525,6 +1559,77 @@ static double random_offset_s(uint64_t seed, unsigned rep)
     return (double)(x % 1000) / 1000.0; /* 0 .. 1 s, to decorrelate from periodic effects */
 }
 
+/* The jobs' argv and environment, CPU sets in partition mode, thread counts. */
+static int prepare_jobs(struct cell *c)
+{
+    int rc = MB_OK;
+    c->n_jobs = c->run->n_jobs;
+    for (size_t i = 0; i < c->n_jobs && !c->failed; i++)
+        if ((rc = setup_job(c, i)) != MB_OK)
+            return rc;
+    if (c->run->mode == MB_MODE_PARTITION && !c->failed) {
+        struct mb_cpuset *sets = calloc(c->n_jobs, sizeof(*sets));
+        struct mb_error e;
+        if (!sets) {
+            return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+        }
+        if (mb_device_cpu_partitions(c->o->dev, (unsigned)c->n_jobs, sets, &e) != MB_OK) {
+            cell_fail(c, -1, "cannot partition the CPUs: %s", e.msg);
+        } else {
+            for (size_t i = 0; i < c->n_jobs; i++) {
+                c->jobs[i].cpus = sets[i];
+                c->jobs[i].has_cpus = true;
+            }
+        }
+        free(sets);
+    }
+    /* Every job's CPU threads match the cores it may use: a baseline that claims the whole
+     * device must not run on torch's default of fewer threads. */
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    for (size_t i = 0; i < c->n_jobs && !c->failed; i++) {
+        struct job *j = &c->jobs[i];
+        j->cores = j->has_cpus ? j->cpus.n : online > 0 ? (unsigned)online : 0;
+        if (j->cores > 0 && (rc = add_env(j, "OMP_NUM_THREADS=%u", j->cores)) != MB_OK) {
+            rc = mb_error_set(c->err, rc, "job %s: environment too large", j->name);
+            return rc;
+        }
+        /* On the host the CPU is the device being shared: OpenMP threads that spin at barriers
+         * while a co-runner (or anything else) holds a core turn every descheduled thread into
+         * a stall for the whole job (measured: resnet18 on 2 busy cores ran 2.4 images/s with
+         * 2 spinning threads, 46 with 2 passive ones, 31 with 1). Passive waiting measures the
+         * sharing, not the spin; a setting in migbench's own environment is left alone. */
+        if (!(mb_device_caps(c->o->dev) & MB_CAP_GPU) && !getenv("OMP_WAIT_POLICY") &&
+            (rc = add_env(j, "OMP_WAIT_POLICY=PASSIVE")) != MB_OK) {
+            rc = mb_error_set(c->err, rc, "job %s: environment too large", j->name);
+            return rc;
+        }
+    }
+
+    return MB_OK;
+}
+
+/* The idle baseline before the jobs start: the device's power with nothing running. */
+static void idle_baseline(struct cell *c)
+{
+    const struct mb_exp_measure *m = &c->o->exp->measure;
+    if (!c->failed && m->idle_ns > 0) {
+        int64_t a = mb_clock_monotonic_ns();
+        int id = window_begin(c, a);
+        idle_wait(c, m->idle_ns);
+        struct mb_energy e;
+        window_finish(c, id, a, mb_clock_monotonic_ns(), &e);
+        if (e.mean_power_valid && !e.refused) {
+            c->idle_power_w = e.mean_power_w;
+            c->idle_ok = true;
+            power_seen(c, e.mean_power_w);
+            if (c->o->power && !c->o->power->idle_ok) {
+                c->o->power->idle_ok = true;
+                c->o->power->idle_w = e.mean_power_w;
+            }
+        }
+    }
+}
+
 int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *cellp, bool *failed,
                        struct mb_error *err)
 {
@@ -1579,67 +1684,11 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
         rc = prepare_mps(c);
     if (rc != MB_OK)
         goto teardown;
-    c->n_jobs = c->run->n_jobs;
-    for (size_t i = 0; i < c->n_jobs && !c->failed; i++)
-        if ((rc = setup_job(c, i)) != MB_OK)
-            goto teardown;
-    if (c->run->mode == MB_MODE_PARTITION && !c->failed) {
-        struct mb_cpuset *sets = calloc(c->n_jobs, sizeof(*sets));
-        struct mb_error e;
-        if (!sets) {
-            rc = mb_error_set(err, MB_ENOMEM, "out of memory");
-            goto teardown;
-        }
-        if (mb_device_cpu_partitions(opts->dev, (unsigned)c->n_jobs, sets, &e) != MB_OK) {
-            cell_fail(c, -1, "cannot partition the CPUs: %s", e.msg);
-        } else {
-            for (size_t i = 0; i < c->n_jobs; i++) {
-                c->jobs[i].cpus = sets[i];
-                c->jobs[i].has_cpus = true;
-            }
-        }
-        free(sets);
-    }
-    /* Every job's CPU threads match the cores it may use: a baseline that claims the whole
-     * device must not run on torch's default of fewer threads. */
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    for (size_t i = 0; i < c->n_jobs && !c->failed; i++) {
-        struct job *j = &c->jobs[i];
-        j->cores = j->has_cpus ? j->cpus.n : online > 0 ? (unsigned)online : 0;
-        if (j->cores > 0 && (rc = add_env(j, "OMP_NUM_THREADS=%u", j->cores)) != MB_OK) {
-            rc = mb_error_set(err, rc, "job %s: environment too large", j->name);
-            goto teardown;
-        }
-        /* On the host the CPU is the device being shared: OpenMP threads that spin at barriers
-         * while a co-runner (or anything else) holds a core turn every descheduled thread into
-         * a stall for the whole job (measured: resnet18 on 2 busy cores ran 2.4 images/s with
-         * 2 spinning threads, 46 with 2 passive ones, 31 with 1). Passive waiting measures the
-         * sharing, not the spin; a setting in migbench's own environment is left alone. */
-        if (!(mb_device_caps(opts->dev) & MB_CAP_GPU) && !getenv("OMP_WAIT_POLICY") &&
-            (rc = add_env(j, "OMP_WAIT_POLICY=PASSIVE")) != MB_OK) {
-            rc = mb_error_set(err, rc, "job %s: environment too large", j->name);
-            goto teardown;
-        }
-    }
-
+    if ((rc = prepare_jobs(c)) != MB_OK)
+        goto teardown;
     if (!c->failed)
         start_meter(c);
-    if (!c->failed && m->idle_ns > 0) {
-        int64_t a = mb_clock_monotonic_ns();
-        int id = window_begin(c, a);
-        idle_wait(c, m->idle_ns);
-        struct mb_energy e;
-        window_finish(c, id, a, mb_clock_monotonic_ns(), &e);
-        if (e.mean_power_valid && !e.refused) {
-            c->idle_power_w = e.mean_power_w;
-            c->idle_ok = true;
-            power_seen(c, e.mean_power_w);
-            if (opts->power && !opts->power->idle_ok) {
-                opts->power->idle_ok = true;
-                opts->power->idle_w = e.mean_power_w;
-            }
-        }
-    }
+    idle_baseline(c);
     if (*opts->stop)
         interrupted = true;
 
@@ -1756,7 +1805,8 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
         if (i > 0 && cells[i - 1].run == cells[i].run)
             continue;
         if (r->mode == MB_MODE_MPS) {
-            if (!(mb_device_caps(o->dev) & MB_CAP_MPS) || (mb_device_caps(o->dev) & MB_CAP_EMULATED))
+            if (!(mb_device_caps(o->dev) & MB_CAP_MPS) ||
+                (mb_device_caps(o->dev) & MB_CAP_EMULATED))
                 return mb_error_set(err, MB_EUNSUPPORTED,
                                     "run '%s': mode mps needs a real GPU through the nvml backend "
                                     "(this device is %s); use --only to leave it out",
