@@ -8,7 +8,6 @@
 #include <math.h>
 #include <regex.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include "migbench/device.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
+#include "migbench/proc.h"
 
 extern char **environ;
 
@@ -1326,45 +1326,16 @@ fail:
 /* Runs argv with stdio on /dev/null; true when it exits 0 within timeout_s. */
 static bool runs_ok(char *const argv[], int timeout_s, char *why, size_t cap)
 {
-    posix_spawn_file_actions_t fa;
-    if (posix_spawn_file_actions_init(&fa) != 0) {
-        snprintf(why, cap, "cannot spawn");
-        return false;
-    }
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid;
-    int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (e != 0) {
-        snprintf(why, cap, "cannot run: %s", strerror(e));
-        return false;
-    }
-    int status = 0;
-    struct timespec step = {0, 20000000};
-    for (int waited_ms = 0;; waited_ms += 20) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR) {
-            snprintf(why, cap, "lost the child: %s", strerror(errno));
-            return false;
-        }
-        if (waited_ms >= timeout_s * 1000) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            snprintf(why, cap, "did not finish within %ds", timeout_s);
-            return false;
-        }
-        nanosleep(&step, NULL);
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    char msg[256];
+    int code = mb_proc_run_helper(argv, NULL, NULL, NULL, timeout_s * 1000, msg, sizeof(msg));
+    if (code == 0)
         return true;
-    if (WIFEXITED(status))
-        snprintf(why, cap, "'import torch' failed (exit %d)", WEXITSTATUS(status));
+    if (code > 0)
+        snprintf(why, cap, "'import torch' failed (exit %d)", code);
+    else if (code == MB_PROC_HELPER_TIMEOUT)
+        snprintf(why, cap, "did not finish within %ds", timeout_s);
     else
-        snprintf(why, cap, "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        snprintf(why, cap, "%.150s", msg);
     return false;
 }
 
@@ -1589,8 +1560,9 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
-int mb_experiment_cells(const struct mb_experiment *exp, uint32_t caps, const char *only_runs, struct mb_cell **cells, size_t *n_cells,
-                        char ***notes, size_t *n_notes, struct mb_error *err)
+int mb_experiment_cells(const struct mb_experiment *exp, uint32_t caps, const char *only_runs,
+                        struct mb_cell **cells, size_t *n_cells, char ***notes, size_t *n_notes,
+                        struct mb_error *err)
 {
     *cells = NULL;
     *n_cells = 0;
