@@ -203,14 +203,15 @@ struct mb_cell {
 };
 
 /*
- * Expands exp into cells for a device with the MB_CAP_* bits caps, keeping only runs named in only_runs (a
- * comma-separated list; NULL or "" for all). Runs that do not apply are skipped; for each a
- * note "run 'x' skipped: ..." is added to notes (each note a heap string; free with
+ * Expands exp into cells for a device with the MB_CAP_* bits caps, keeping only runs named in
+ * only_runs (a comma-separated list; NULL or "" for all). Runs that do not apply are skipped; for
+ * each a note "run 'x' skipped: ..." is added to notes (each note a heap string; free with
  * mb_notes_free). *cells is a heap array owned by the caller (free()). A name in only_runs that
  * is not a run: MB_EINVAL.
  */
-int mb_experiment_cells(const struct mb_experiment *exp, uint32_t caps, const char *only_runs, struct mb_cell **cells, size_t *n_cells,
-                        char ***notes, size_t *n_notes, struct mb_error *err);
+int mb_experiment_cells(const struct mb_experiment *exp, uint32_t caps, const char *only_runs,
+                        struct mb_cell **cells, size_t *n_cells, char ***notes, size_t *n_notes,
+                        struct mb_error *err);
 
 /*
  * Checks the runs that cells will run against the GPU model they run on; runs not in cells

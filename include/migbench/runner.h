@@ -78,8 +78,8 @@ struct mb_runner_opts {
     struct mb_device *dev;
     const char *device_spec;          /* the meter opens its own handle from it */
     const struct mb_gpu_model *model; /* the device's catalog model; NULL on the host */
-    const char *results_dir; /* the experiment's results directory */
-    const char *python;      /* resolved interpreter for {python}; NULL when not needed */
+    const char *results_dir;          /* the experiment's results directory */
+    const char *python;               /* resolved interpreter for {python}; NULL when not needed */
     const char *workloads_dir;
     struct mb_journal *journal;
     volatile sig_atomic_t *stop; /* non-zero: stop now (holds the signal number) */

@@ -38,8 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             struct mb_cell *cells = NULL;
             char **notes = NULL;
             size_t n_cells = 0, n_notes = 0;
-            if (mb_experiment_cells(exp, caps[kind], NULL, &cells, &n_cells, &notes,
-                                    &n_notes, &err) == MB_OK) {
+            if (mb_experiment_cells(exp, caps[kind], NULL, &cells, &n_cells, &notes, &n_notes,
+                                    &err) == MB_OK) {
                 free(cells);
                 mb_notes_free(notes, n_notes);
             }

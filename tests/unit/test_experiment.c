@@ -411,8 +411,8 @@ static void test_cells(void **state)
     free(cells);
     mb_notes_free(notes, nn);
     /* emu: partition skipped. */
-    assert_int_equal(
-        mb_experiment_cells(exp, EMU_CAPS, "mix,split", &cells, &n, &notes, &nn, &err), MB_OK);
+    assert_int_equal(mb_experiment_cells(exp, EMU_CAPS, "mix,split", &cells, &n, &notes, &nn, &err),
+                     MB_OK);
     assert_int_equal(n, 3);
     assert_int_equal(cells[0].run, 2);
     assert_int_equal(nn, 1);
@@ -420,8 +420,7 @@ static void test_cells(void **state)
     free(cells);
     mb_notes_free(notes, nn);
     assert_int_equal(
-        mb_experiment_cells(exp, EMU_CAPS, "mix,nosuch", &cells, &n, &notes, &nn, &err),
-        MB_EINVAL);
+        mb_experiment_cells(exp, EMU_CAPS, "mix,nosuch", &cells, &n, &notes, &nn, &err), MB_EINVAL);
     assert_non_null(strstr(err.msg, "'nosuch' is not a run"));
     mb_experiment_destroy(exp);
     /* Default repetitions: 4 on real GPUs, 1 elsewhere. */
