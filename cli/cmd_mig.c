@@ -143,22 +143,6 @@ static bool ours(const struct target *t, const struct mb_mig_gi *g)
     return mb_mig_ledger_owner(t->ledger, g) != NULL;
 }
 
-static int profile_index(const struct target *t, const struct mb_mig_gi *g, unsigned *out)
-{
-    const struct mb_gi_profile *p = mb_model_profile_by_driver_id(t->model, (int)g->profile_id);
-    if (!p)
-        p = mb_model_profile(t->model, g->profile_name);
-    if (!p) {
-        mb_cli_error(NAME,
-                     "%s: GPU instance %u has profile id %u, unknown to the catalog's %s; "
-                     "migbench will not plan around it",
-                     label(t), g->id, g->profile_id, t->model->name);
-        return MB_EXIT_FAIL;
-    }
-    *out = (unsigned)(p - t->model->profiles);
-    return MB_EXIT_OK;
-}
-
 /* Refuses (unless --force) when processes run on any of the instances to remove. */
 static int check_busy(const struct target *t, const struct mb_mig_gi *const *rm, size_t n,
                       bool force)
@@ -536,43 +520,21 @@ static int apply_one(struct target *t, const struct mb_migcfg *cfg,
         return MB_EXIT_FAIL;
 
     /* Keep what already matches, remove the rest, and place the missing ones beside the kept. */
-    unsigned need[MB_MAX_PROFILES] = {0};
-    for (size_t i = 0; i < nw; i++)
-        need[want[i]]++;
-    struct mb_layout keep = {0};
-    const struct mb_mig_gi *rm[MAX_GIS];
-    size_t nrm = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned idx;
-        if (profile_index(t, &gis[i], &idx) != MB_EXIT_OK)
-            return MB_EXIT_FAIL;
-        if (need[idx] > 0 && keep.n < MB_LAYOUT_MAX) {
-            need[idx]--;
-            keep.items[keep.n].profile = idx;
-            keep.items[keep.n++].placement = gis[i].placement;
-        } else {
-            rm[nrm++] = &gis[i];
-        }
+    struct mb_mig_diff d;
+    if (mb_mig_diff(t->model, gis, n, want, nw, &d, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s: %s", label(t), err.msg);
+        return MB_EXIT_FAIL;
     }
-    unsigned add[MB_LAYOUT_MAX];
-    size_t nadd = 0;
-    for (unsigned p = 0; p < t->model->n_profiles; p++)
-        for (unsigned k = 0; k < need[p] && nadd < MB_LAYOUT_MAX; k++)
-            add[nadd++] = p;
-    struct mb_layout placed;
-    size_t kept = keep.n;
-    if (mb_layout_place(t->model, &keep, add, nadd, &placed, &err) != MB_OK) {
-        /* The kept instances are in the way: start from an empty GPU. */
-        placed = fresh;
-        kept = 0;
-        nrm = 0;
-        for (size_t i = 0; i < n; i++)
-            rm[nrm++] = &gis[i];
+    const struct mb_mig_gi *rm[MAX_GIS];
+    size_t nrm = d.n_remove, kept = d.kept;
+    for (size_t i = 0; i < nrm; i++)
+        rm[i] = &gis[d.remove[i]];
+    const struct mb_layout placed = d.create;
+    if (d.replaced_all)
         mb_cli_info(NAME,
                     "%s: the instances already there leave no room for the config's "
                     "placement; all of them are replaced",
                     label(t));
-    }
     if (check_busy(t, rm, nrm, o->force) != MB_EXIT_OK)
         return MB_EXIT_FAIL;
     if (!o->dry_run && mb_mig_ledger_check_writable(t->ledger, &err) != MB_OK) {
@@ -610,18 +572,15 @@ static int apply_one(struct target *t, const struct mb_migcfg *cfg,
     /* Verify: the device must now hold exactly the config's multiset. */
     if (list_gis(t, gis, &n) != MB_EXIT_OK)
         return MB_EXIT_FAIL;
-    unsigned have[MB_MAX_PROFILES] = {0}, asked[MB_MAX_PROFILES] = {0};
-    for (size_t i = 0; i < n; i++) {
-        unsigned idx;
-        if (profile_index(t, &gis[i], &idx) != MB_EXIT_OK)
-            return MB_EXIT_FAIL;
-        have[idx]++;
+    bool match = false;
+    if (mb_mig_matches(t->model, gis, n, want, nw, &match, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s: %s", label(t), err.msg);
+        return MB_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < n; i++)
         if (gis[i].n_ci == 0)
             mb_cli_warn(NAME, "%s: GPU instance %u has no compute instance", label(t), gis[i].id);
-    }
-    for (size_t i = 0; i < nw; i++)
-        asked[want[i]]++;
-    if (memcmp(have, asked, sizeof(have)) != 0) {
+    if (!match) {
         mb_cli_error(NAME,
                      "%s: verification failed: the GPU does not hold the config's "
                      "instances afterwards ('migbench mig show' shows what it holds)",

@@ -695,3 +695,79 @@ int mb_mig_clear_run(struct mb_device *dev, struct mb_mig_ledger *l, const char 
         rc = mb_mig_ledger_prune(l, gis, n, err);
     return first != MB_OK ? first : rc;
 }
+
+/* ---- layouts -------------------------------------------------------------------------------- */
+
+int mb_mig_profile_index(const struct mb_gpu_model *m, const struct mb_mig_gi *g, unsigned *out,
+                         struct mb_error *err)
+{
+    const struct mb_gi_profile *p = mb_model_profile_by_driver_id(m, (int)g->profile_id);
+    if (!p)
+        p = mb_model_profile(m, g->profile_name);
+    if (!p)
+        return mb_error_set(err, MB_EDEVICE,
+                            "GPU instance %u has profile id %u, unknown to the catalog's %s; "
+                            "migbench will not plan around it",
+                            g->id, g->profile_id, m->name);
+    *out = (unsigned)(p - m->profiles);
+    return MB_OK;
+}
+
+int mb_mig_diff(const struct mb_gpu_model *m, const struct mb_mig_gi *gis, size_t n,
+                const unsigned *want, size_t nw, struct mb_mig_diff *out, struct mb_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    struct mb_layout fresh;
+    int rc = mb_layout_place(m, NULL, want, nw, &fresh, err);
+    if (rc != MB_OK)
+        return rc;
+    unsigned need[MB_MAX_PROFILES] = {0};
+    for (size_t i = 0; i < nw; i++)
+        need[want[i]]++;
+    struct mb_layout keep = {0};
+    for (size_t i = 0; i < n && i < MB_MIG_MAX_GIS; i++) {
+        unsigned idx;
+        if ((rc = mb_mig_profile_index(m, &gis[i], &idx, err)) != MB_OK)
+            return rc;
+        if (need[idx] > 0 && keep.n < MB_LAYOUT_MAX) {
+            need[idx]--;
+            keep.items[keep.n].profile = idx;
+            keep.items[keep.n++].placement = gis[i].placement;
+        } else {
+            out->remove[out->n_remove++] = i;
+        }
+    }
+    unsigned add[MB_LAYOUT_MAX];
+    size_t nadd = 0;
+    for (unsigned p = 0; p < m->n_profiles; p++)
+        for (unsigned k = 0; k < need[p] && nadd < MB_LAYOUT_MAX; k++)
+            add[nadd++] = p;
+    out->kept = keep.n;
+    if (mb_layout_place(m, &keep, add, nadd, &out->create, NULL) != MB_OK) {
+        /* The kept instances are in the way: start from an empty GPU. */
+        out->create = fresh;
+        out->kept = 0;
+        out->replaced_all = true;
+        out->n_remove = 0;
+        for (size_t i = 0; i < n && i < MB_MIG_MAX_GIS; i++)
+            out->remove[out->n_remove++] = i;
+    }
+    return MB_OK;
+}
+
+int mb_mig_matches(const struct mb_gpu_model *m, const struct mb_mig_gi *gis, size_t n,
+                   const unsigned *want, size_t nw, bool *match, struct mb_error *err)
+{
+    unsigned have[MB_MAX_PROFILES] = {0}, asked[MB_MAX_PROFILES] = {0};
+    for (size_t i = 0; i < n; i++) {
+        unsigned idx;
+        int rc = mb_mig_profile_index(m, &gis[i], &idx, err);
+        if (rc != MB_OK)
+            return rc;
+        have[idx]++;
+    }
+    for (size_t i = 0; i < nw; i++)
+        asked[want[i]]++;
+    *match = memcmp(have, asked, sizeof(have)) == 0;
+    return MB_OK;
+}

@@ -147,6 +147,33 @@ int mb_mig_destroy(struct mb_device *dev, struct mb_mig_ledger *l, const struct 
 int mb_mig_clear_run(struct mb_device *dev, struct mb_mig_ledger *l, const char *results_dir,
                      size_t *removed, struct mb_error *err);
 
+/* The catalog profile index of a live instance (by driver id, else name); MB_EDEVICE if none. */
+int mb_mig_profile_index(const struct mb_gpu_model *m, const struct mb_mig_gi *g, unsigned *out,
+                         struct mb_error *err);
+
+/* What applying a layout changes: which live instances go, what is created, how many stay. */
+struct mb_mig_diff {
+    size_t remove[MB_MIG_MAX_GIS]; /* indices into the live instances */
+    size_t n_remove;
+    struct mb_layout create; /* the instances to create, with placements, largest first */
+    size_t kept;
+    bool replaced_all; /* the kept instances left no room: every instance is replaced */
+};
+
+/*
+ * The diff from the live instances gis[0..n) to the multiset of profiles want[0..nw) (catalog
+ * indices) on model m: instances that match are kept, the others removed, and the missing ones
+ * placed beside the kept (when they leave no room: everything is replaced, placed on an empty
+ * GPU). MB_EINFEASIBLE when want does not fit on an empty GPU; MB_EDEVICE when a live
+ * instance's profile is unknown to the catalog.
+ */
+int mb_mig_diff(const struct mb_gpu_model *m, const struct mb_mig_gi *gis, size_t n,
+                const unsigned *want, size_t nw, struct mb_mig_diff *out, struct mb_error *err);
+
+/* Whether the live instances are exactly the multiset want[0..nw) (MB_EDEVICE as above). */
+int mb_mig_matches(const struct mb_gpu_model *m, const struct mb_mig_gi *gis, size_t n,
+                   const unsigned *want, size_t nw, bool *match, struct mb_error *err);
+
 const char *mb_mig_creator_str(enum mb_mig_creator c);
 
 #endif

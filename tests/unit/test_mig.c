@@ -321,6 +321,59 @@ static void test_no_ledger(void **state)
     mb_device_close(dev);
 }
 
+static struct mb_mig_gi live(unsigned id, const char *profile, unsigned start, unsigned size)
+{
+    struct mb_mig_gi g;
+    memset(&g, 0, sizeof(g));
+    g.id = id;
+    g.profile_id = driver_id(profile);
+    snprintf(g.profile_name, sizeof(g.profile_name), "%s", profile);
+    g.placement = (struct mb_placement){start, size};
+    return g;
+}
+
+/* apply's diff: keep what matches, remove the rest, place the missing beside the kept. */
+static void test_diff(void **state)
+{
+    (void)state;
+    struct mb_catalog *cat = NULL;
+    const struct mb_gpu_model *m = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_catalog_create(&cat, &err), MB_OK);
+    assert_int_equal(mb_catalog_find(cat, "H100-80GB", &m, &err), MB_OK);
+    unsigned p3 = (unsigned)(mb_model_profile(m, "3g.40gb") - m->profiles);
+    unsigned p2 = (unsigned)(mb_model_profile(m, "2g.20gb") - m->profiles);
+    unsigned p4 = (unsigned)(mb_model_profile(m, "4g.40gb") - m->profiles);
+    struct mb_mig_gi gis[2] = {live(1, "3g.40gb", 0, 4), live(7, "1g.10gb", 6, 1)};
+    struct mb_mig_diff d;
+    unsigned want[] = {p3, p2};
+    assert_int_equal(mb_mig_diff(m, gis, 2, want, 2, &d, &err), MB_OK);
+    assert_int_equal(d.kept, 1);
+    assert_int_equal(d.n_remove, 1);
+    assert_int_equal(d.remove[0], 1);
+    assert_int_equal(d.create.n, 1);
+    assert_int_equal(d.create.items[0].profile, p2);
+    assert_false(d.replaced_all);
+    bool match = true;
+    assert_int_equal(mb_mig_matches(m, gis, 2, want, 2, &match, &err), MB_OK);
+    assert_false(match);
+    assert_int_equal(mb_mig_matches(m, gis, 1, want, 1, &match, &err), MB_OK);
+    assert_true(match);
+    /* A kept 3g at 0-3 blocks the 4g's only placement: everything is replaced. */
+    unsigned big[] = {p4, p3};
+    assert_int_equal(mb_mig_diff(m, gis, 1, big, 2, &d, &err), MB_OK);
+    assert_true(d.replaced_all);
+    assert_int_equal(d.kept, 0);
+    assert_int_equal(d.n_remove, 1);
+    assert_int_equal(d.create.n, 2);
+    /* An instance the catalog does not know stops the plan. */
+    gis[1].profile_id = 999;
+    snprintf(gis[1].profile_name, sizeof(gis[1].profile_name), "9g.999gb");
+    assert_int_equal(mb_mig_diff(m, gis, 2, want, 2, &d, &err), MB_EDEVICE);
+    assert_non_null(strstr(err.msg, "unknown to the catalog"));
+    mb_catalog_destroy(cat);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +382,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_records, setup, teardown),
         cmocka_unit_test(test_no_ledger),
+        cmocka_unit_test(test_diff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
