@@ -1698,6 +1698,21 @@ static bool on_path(const char *name)
     return false;
 }
 
+/* Every instance a run makes is recorded first: the ledger must be writable before it starts. */
+static int ledger_writable(const struct mb_runner_opts *o, const struct mb_exp_run *r,
+                           struct mb_error *err)
+{
+    struct mb_mig_ledger *l = NULL;
+    struct mb_error e;
+    int rc = mb_mig_ledger_open(o->dev, o->device_spec, &l, &e);
+    if (rc == MB_OK)
+        rc = mb_mig_ledger_check_writable(l, &e);
+    mb_mig_ledger_close(l);
+    if (rc != MB_OK)
+        return mb_error_set(err, rc, "run '%s': %s", r->name, e.msg);
+    return MB_OK;
+}
+
 int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *cells, size_t n_cells,
                         struct mb_error *err)
 {
@@ -1738,6 +1753,8 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
                                     "run '%s': layout does not fit beside the instances on the "
                                     "GPU now: %s",
                                     r->name, e.msg);
+            if (ledger_writable(o, r, err) != MB_OK)
+                return MB_EIO;
         }
     }
     return MB_OK;

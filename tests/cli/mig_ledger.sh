@@ -121,4 +121,16 @@ expect_err 'resume: removing 2 MIG instances'
 [ -f "$TMP/r2/mix/0/cell.json" ] || fail "resume: the cell did not run"
 grep -q '"what":"mig_ledger"' "$TMP/r2/journal.jsonl" || fail "resume: ledger cleanup not journaled"
 
+# A run that could not record its instances creates none: refused before anything changes.
+(
+    export MIGBENCH_NVML_LIBRARY="$FAKE" MIGBENCH_STATE_DIR="$TMP/no/such/dir"
+    export MIGBENCH_FAKE_NVML_SPEC="H100-80GB:mig=on,state=$TMP/nv.json"
+    run 1 "$M" run "$TMP/exp.yaml" --device nvml:0 --results "$TMP/r3"
+    expect_err "run 'mix': cannot write the record of instances migbench makes"
+    [ ! -e "$TMP/r3" ] || fail "unwritable ledger: the run wrote results"
+    run 0 "$M" mig show --device nvml:0
+    expect_out 'no GPU instances'
+    finish >/dev/null
+) || fail "a run without a writable ledger"
+
 finish
