@@ -496,6 +496,8 @@ struct summary_row {
     size_t n_ok, n_cell;
     double rate[MB_EXP_MAX_JOBS][64];
     size_t n_rate[MB_EXP_MAX_JOBS];
+    double ci_single[MB_EXP_MAX_JOBS]; /* a cell's own CI, shown for a single repetition */
+    bool ci_single_ok[MB_EXP_MAX_JOBS];
     double energy_sum, units_sum;
     size_t n_energy;
     bool units_ok;
@@ -510,7 +512,8 @@ static bool selected_rep(const struct mb_cell *cells, size_t n, size_t c, int re
 }
 
 /* Adds one recorded cell of the run: job throughputs, energy and units of work. */
-static void add_cell(struct summary_row *row, const struct mb_an_cell *cell, size_t n_jobs)
+static void add_cell(struct summary_row *row, const char *dir, const char *run,
+                     const struct mb_an_cell *cell, size_t n_jobs)
 {
     if (!cell->ok)
         return;
@@ -524,6 +527,11 @@ static void add_cell(struct summary_row *row, const struct mb_an_cell *cell, siz
         }
         if (row->n_rate[j] < 64)
             row->rate[j][row->n_rate[j]++] = job->throughput.v;
+        double ci;
+        if (mb_session_cell_rate_ci(dir, run, (unsigned)cell->rep, j, &ci)) {
+            row->ci_single[j] = ci;
+            row->ci_single_ok[j] = true;
+        }
         const struct mb_opt *w = job->window_s.valid ? &job->window_s : &cell->window_s;
         if (w->valid)
             units += job->throughput.v * w->v;
@@ -538,8 +546,10 @@ static void add_cell(struct summary_row *row, const struct mb_an_cell *cell, siz
     }
 }
 
-/* "mean +- CI unit" over the repetitions (a CI needs two of them). */
-static void format_rate(const double *rate, size_t n, const char *unit, char *out, size_t cap)
+/* "mean +- CI unit" over the repetitions; one repetition shows its cell's own CI (ci1 < 0: none).
+ */
+static void format_rate(const double *rate, size_t n, double ci1, const char *unit, char *out,
+                        size_t cap)
 {
     char a[32], b[32];
     if (n == 0) {
@@ -552,6 +562,11 @@ static void format_rate(const double *rate, size_t n, const char *unit, char *ou
     m /= (double)n;
     for (size_t k = 0; k < n; k++)
         v += (rate[k] - m) * (rate[k] - m);
+    if (n < 2 && ci1 >= 0) {
+        snprintf(out, cap, "%s +- %s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4),
+                 mb_cli_fmt_sig(b, sizeof(b), ci1, 2), unit);
+        return;
+    }
     if (n < 2) {
         snprintf(out, cap, "%s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4), unit);
         return;
@@ -567,7 +582,8 @@ static void print_run_rows(const struct mb_exp_run *r, const struct mb_an_run *a
     for (size_t j = 0; j < r->n_jobs; j++) {
         char tp[96], ok[48] = "", en[32] = "", jpu[32] = "";
         const char *unit = ar && j < ar->njobs ? ar->jobs[j].unit : "";
-        format_rate(row->rate[j], row->n_rate[j], unit, tp, sizeof(tp));
+        format_rate(row->rate[j], row->n_rate[j], row->ci_single_ok[j] ? row->ci_single[j] : -1,
+                    unit, tp, sizeof(tp));
         if (j == 0) {
             snprintf(ok, sizeof(ok), "%zu/%zu", row->n_ok, row->n_cell);
             if (row->n_energy)
@@ -615,7 +631,7 @@ static void print_summary(const struct mb_experiment *exp, const char *dir,
                 ar = &ae->runs[i];
         for (size_t i = 0; ar && i < ar->ncells; i++)
             if (selected_rep(cells, n_cells, c, ar->cells[i].rep))
-                add_cell(&row, &ar->cells[i], r->n_jobs);
+                add_cell(&row, dir, r->name, &ar->cells[i], r->n_jobs);
         print_run_rows(r, ar, &row, nw);
     }
     mb_analysis_destroy(an);
