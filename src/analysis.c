@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Results analysis: loads cell.json and telemetry.csv files and derives the study's figures. */
+#include "json_io.h"
 #include "migbench/analysis.h"
 #include "migbench/stats.h"
 

@@ -8,7 +8,6 @@
 #include <math.h>
 #include <regex.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +22,10 @@
 #include "experiment_internal.h"
 #include "yaml_internal.h"
 #include "yaml_read.h"
+#include "migbench/device.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
+#include "migbench/proc.h"
 
 extern char **environ;
 
@@ -1015,45 +1016,16 @@ fail:
 /* Runs argv with stdio on /dev/null; true when it exits 0 within timeout_s. */
 static bool runs_ok(char *const argv[], int timeout_s, char *why, size_t cap)
 {
-    posix_spawn_file_actions_t fa;
-    if (posix_spawn_file_actions_init(&fa) != 0) {
-        snprintf(why, cap, "cannot spawn");
-        return false;
-    }
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid;
-    int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (e != 0) {
-        snprintf(why, cap, "cannot run: %s", strerror(e));
-        return false;
-    }
-    int status = 0;
-    struct timespec step = {0, 20000000};
-    for (int waited_ms = 0;; waited_ms += 20) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR) {
-            snprintf(why, cap, "lost the child: %s", strerror(errno));
-            return false;
-        }
-        if (waited_ms >= timeout_s * 1000) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            snprintf(why, cap, "did not finish within %ds", timeout_s);
-            return false;
-        }
-        nanosleep(&step, NULL);
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    char msg[256];
+    int code = mb_proc_run_helper(argv, NULL, NULL, NULL, timeout_s * 1000, msg, sizeof(msg));
+    if (code == 0)
         return true;
-    if (WIFEXITED(status))
-        snprintf(why, cap, "'import torch' failed (exit %d)", WEXITSTATUS(status));
+    if (code > 0)
+        snprintf(why, cap, "'import torch' failed (exit %d)", code);
+    else if (code == MB_PROC_HELPER_TIMEOUT)
+        snprintf(why, cap, "did not finish within %ds", timeout_s);
     else
-        snprintf(why, cap, "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        snprintf(why, cap, "%.150s", msg);
     return false;
 }
 
@@ -1210,21 +1182,9 @@ int mb_experiment_job_argv(const struct mb_exp_workload *w, const char *python,
     return MB_OK;
 }
 
-int mb_device_kind_from_backend(const char *backend)
+bool mb_exp_run_applies(const struct mb_exp_run *run, uint32_t caps, char *why, size_t cap)
 {
-    if (strcmp(backend, "host") == 0)
-        return MB_KIND_HOST;
-    if (strcmp(backend, "emu") == 0)
-        return MB_KIND_EMU;
-    if (strcmp(backend, "nvml") == 0)
-        return MB_KIND_NVML;
-    return -1;
-}
-
-bool mb_exp_run_applies(const struct mb_exp_run *run, enum mb_device_kind kind, char *why,
-                        size_t cap)
-{
-    bool gpu = kind != MB_KIND_HOST;
+    bool gpu = (caps & MB_CAP_GPU) != 0;
     const char *reason = NULL;
     if (run->mode == MB_MODE_PARTITION && gpu)
         reason = "mode partition is for the host CPU";
@@ -1259,11 +1219,11 @@ void mb_exp_run_thread_pct(const struct mb_exp_run *run, unsigned model_compute_
     }
 }
 
-unsigned mb_experiment_repetitions(const struct mb_experiment *exp, enum mb_device_kind kind)
+unsigned mb_experiment_repetitions(const struct mb_experiment *exp, uint32_t caps)
 {
     if (exp->measure.repetitions > 0)
         return (unsigned)exp->measure.repetitions;
-    return kind == MB_KIND_NVML ? 4 : 1;
+    return (caps & MB_CAP_GPU) && !(caps & MB_CAP_EMULATED) ? 4 : 1;
 }
 
 void mb_notes_free(char **notes, size_t n)
@@ -1290,9 +1250,9 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
-int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kind,
-                        const char *only_runs, struct mb_cell **cells, size_t *n_cells,
-                        char ***notes, size_t *n_notes, struct mb_error *err)
+int mb_experiment_cells(const struct mb_experiment *exp, uint32_t caps, const char *only_runs,
+                        struct mb_cell **cells, size_t *n_cells, char ***notes, size_t *n_notes,
+                        struct mb_error *err)
 {
     *cells = NULL;
     *n_cells = 0;
@@ -1319,7 +1279,7 @@ int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kin
             p = comma + 1;
         }
     }
-    unsigned reps = mb_experiment_repetitions(exp, kind);
+    unsigned reps = mb_experiment_repetitions(exp, caps);
     struct mb_cell *cs = calloc(exp->n_runs * reps + 1, sizeof(*cs));
     char **ns = calloc(exp->n_runs + 1, sizeof(*ns));
     if (!cs || !ns) {
@@ -1333,7 +1293,7 @@ int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kin
         if (only_runs && only_runs[0] && !in_list(only_runs, r->name))
             continue;
         char why[128];
-        if (!mb_exp_run_applies(r, kind, why, sizeof(why))) {
+        if (!mb_exp_run_applies(r, caps, why, sizeof(why))) {
             char buf[256];
             snprintf(buf, sizeof(buf), "run '%s' skipped: %s", r->name, why);
             ns[nn] = strdup(buf);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The live monitor: read-only sampling of devices, rendering, and Prometheus series. */
+#include "json_io.h"
 #include "migbench/monitor.h"
 
 #include <cjson/cJSON.h>

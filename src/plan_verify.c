@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_io.h"
 #include "migbench/plan_io.h"
 #include "text_internal.h"
 

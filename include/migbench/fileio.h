@@ -53,16 +53,4 @@ int mb_file_fopen_input(const char *path, FILE **out, struct mb_error *err);
 int mb_file_read(const char *path, size_t max_bytes, char **out, size_t *len_out,
                  struct mb_error *err);
 
-/*
- * TRANSITIONAL (issue 13): the cJSON functions now live in the library's private header
- * src/json_io.h. These two declarations stay only while cli/cmd_mig.c, cli/cmd_plan.c,
- * src/analysis.c and src/results.c still take them from here; delete this block and the cJSON
- * include once those files include src/json_io.h or stop using cJSON.
- */
-#include <cjson/cJSON.h>
-int mb_file_write_json_atomic(const char *path, const cJSON *obj, mode_t mode,
-                              struct mb_error *err);
-int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out,
-                  struct mb_error *err);
-
 #endif

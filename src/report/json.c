@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_io.h"
 #include "migbench/status.h"
 #include "report_internal.h"
 

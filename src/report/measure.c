@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "json_io.h"
 #include "migbench/report_verbs.h"
 
 static void add_num(cJSON *o, const char *k, bool valid, double v)
