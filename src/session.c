@@ -32,6 +32,7 @@ struct mb_session {
     size_t *sel_index;   /* its positions in all */
     size_t n_sel;
     bool selected; /* a selection was given */
+    bool shared;   /* the journal is shared with other selections (no --resume) */
     bool checked;  /* mb_session_check passed */
     char dir[PATH_MAX];
     char jpath[PATH_MAX + 32];
@@ -559,8 +560,12 @@ int mb_session_start(struct mb_session *s, struct mb_error *err)
     int rc;
     if (!s->checked && (rc = mb_session_check(s, err)) != MB_OK)
         return rc;
+    /* Selections without --resume run side by side (one Slurm array task per cell); a whole
+     * experiment or a resume owns the directory. */
+    s->shared = s->selected && !s->o.resume;
     if ((rc = mb_results_mkdirs(s->dir, 0755, err)) != MB_OK ||
-        (rc = mb_journal_open(s->jpath, &s->journal, err)) != MB_OK)
+        (rc = (s->shared ? mb_journal_open_shared : mb_journal_open)(s->jpath, &s->journal, err)) !=
+            MB_OK)
         return rc;
     s->ro.journal = s->journal;
     if (s->o.resume) {
@@ -599,8 +604,27 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
         *skipped = true;
         return MB_OK;
     }
+    int claim = -1;
+    if (s->shared) {
+        int crc = mb_results_cell_claim(s->dir, r->name, c->rep, &claim, err);
+        if (crc == MB_EBUSY) {
+            say(s, MB_SESSION_NOTE, "%s %u: running in another invocation; skipped", r->name,
+                c->rep);
+            *skipped = true;
+            return MB_OK;
+        }
+        if (crc != MB_OK)
+            return crc;
+        /* Finished by another invocation between the check above and the claim. */
+        if (mb_results_cell_done(s->dir, r->name, c->rep)) {
+            mb_results_cell_release(claim);
+            *skipped = true;
+            return MB_OK;
+        }
+    }
     int sig = *s->o.stop;
     int rc = sig ? MB_EINTR : mb_runner_run_cell(&s->ro, c, failed, err);
+    mb_results_cell_release(claim);
     if (rc == MB_EINTR || *s->o.stop) {
         sig = *s->o.stop ? *s->o.stop : SIGINT;
         journal_interrupted(s, sig, c);
