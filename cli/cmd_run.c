@@ -513,8 +513,7 @@ static bool selected_rep(const struct mb_cell *cells, size_t n, size_t c, int re
 }
 
 /* Adds one recorded cell of the run: job throughputs, energy and units of work. */
-static void add_cell(struct summary_row *row, const char *dir, const char *run,
-                     const struct mb_an_cell *cell, size_t n_jobs)
+static void add_cell(struct summary_row *row, const struct mb_an_cell *cell, size_t n_jobs)
 {
     if (!cell->ok)
         return;
@@ -528,9 +527,8 @@ static void add_cell(struct summary_row *row, const char *dir, const char *run,
         }
         if (row->n_rate[j] < 64)
             row->rate[j][row->n_rate[j]++] = job->throughput.v;
-        double ci;
-        if (mb_session_cell_rate_ci(dir, run, (unsigned)cell->rep, j, &ci)) {
-            row->ci_single[j] = ci;
+        if (job->throughput_ci95.valid) {
+            row->ci_single[j] = job->throughput_ci95.v;
             row->ci_single_ok[j] = true;
         }
         const struct mb_opt *w = job->window_s.valid ? &job->window_s : &cell->window_s;
@@ -627,7 +625,7 @@ static void print_summary(const struct mb_experiment *exp, const char *dir,
                 ar = &ae->runs[i];
         for (size_t i = 0; ar && i < ar->ncells; i++)
             if (selected_rep(cells, n_cells, c, ar->cells[i].rep))
-                add_cell(&row, dir, r->name, &ar->cells[i], r->n_jobs);
+                add_cell(&row, &ar->cells[i], r->n_jobs);
         print_run_rows(r, ar, &row, nw);
     }
     mb_analysis_destroy(an);

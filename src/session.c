@@ -700,24 +700,3 @@ int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct 
     }
     return MB_OK;
 }
-
-bool mb_session_cell_rate_ci(const char *results_dir, const char *run, unsigned rep, size_t j,
-                             double *ci95)
-{
-    char cdir[PATH_MAX], path[PATH_MAX + 16];
-    if (mb_results_cell_dir(results_dir, run, rep, cdir, sizeof(cdir), NULL) != MB_OK)
-        return false;
-    snprintf(path, sizeof(path), "%s/cell.json", cdir);
-    cJSON *cj = NULL;
-    if (mb_results_read_json(path, 16u << 20, &cj, NULL) != MB_OK)
-        return false;
-    const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(cj, "jobs");
-    const cJSON *job = cJSON_IsArray(jobs) ? cJSON_GetArrayItem(jobs, (int)j) : NULL;
-    const cJSON *tp = job ? cJSON_GetObjectItemCaseSensitive(job, "throughput") : NULL;
-    const cJSON *ci = tp ? cJSON_GetObjectItemCaseSensitive(tp, "ci95") : NULL;
-    bool ok = cJSON_IsNumber(ci);
-    if (ok)
-        *ci95 = ci->valuedouble;
-    cJSON_Delete(cj);
-    return ok;
-}

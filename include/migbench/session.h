@@ -156,13 +156,4 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
  */
 int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct mb_error *err);
 
-/*
- * The within-window 95% CI half-width of job j's throughput as recorded in the cell of run
- * `run`, repetition rep, under results_dir (its cell.json's jobs[j].throughput.ci95): what the
- * run summary shows when a run has a single repetition. False when the cell or value is missing.
- * (The analysis' cell record does not carry it yet; once it does, this goes.)
- */
-bool mb_session_cell_rate_ci(const char *results_dir, const char *run, unsigned rep, size_t j,
-                             double *ci95);
-
 #endif
