@@ -247,6 +247,7 @@ static bool best_energy(const struct mb_energy *e, double *j)
 
 struct report {
     const struct opts *o;
+    struct mb_visible vis; /* what CUDA_VISIBLE_DEVICES named, when it named a UUID */
     struct mb_device_info info;
     struct mb_sensor_info sensor;
     bool have_idle;
@@ -269,6 +270,37 @@ struct report {
     double static_j, dynamic_j;
 };
 
+/*
+ * "visible": the GPU and MIG instance a scheduler gave the job through CUDA_VISIBLE_DEVICES, or
+ * null. The meter reads the parent GPU: MIG instances share its one power sensor, so the energy
+ * is the whole GPU's and the instance is named beside it, not metered apart.
+ */
+static void add_visible(cJSON *o, const struct mb_visible *v)
+{
+    if (!v->resolved) {
+        cJSON_AddNullToObject(o, "visible");
+        return;
+    }
+    cJSON *x = cJSON_AddObjectToObject(o, "visible");
+    cJSON_AddStringToObject(x, "cuda_visible_devices", v->entry);
+    cJSON_AddStringToObject(x, "gpu_uuid", v->gpu_uuid);
+    cJSON_AddStringToObject(x, "energy_scope", "whole GPU");
+    if (!v->has_instance) {
+        cJSON_AddNullToObject(x, "mig_instance");
+        return;
+    }
+    cJSON *m = cJSON_AddObjectToObject(x, "mig_instance");
+    cJSON_AddStringToObject(m, "profile", v->instance.profile_name);
+    cJSON_AddNumberToObject(m, "gi_id", v->instance.gi_id);
+    if (v->instance.has_ci)
+        cJSON_AddNumberToObject(m, "ci_id", v->instance.ci_id);
+    else
+        cJSON_AddNullToObject(m, "ci_id");
+    cJSON_AddNumberToObject(m, "placement_start", v->instance.placement.start);
+    cJSON_AddNumberToObject(m, "placement_size", v->instance.placement.size);
+    add_str(m, "uuid", v->instance.uuid);
+}
+
 static void print_json(const struct report *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -279,13 +311,14 @@ static void print_json(const struct report *r)
     cJSON_AddNumberToObject(o, "wall_time_s", r->wall_s);
 
     cJSON *d = cJSON_AddObjectToObject(o, "device");
-    cJSON_AddStringToObject(d, "spec", r->o->device);
+    cJSON_AddStringToObject(d, "spec", r->vis.spec);
     cJSON_AddStringToObject(d, "backend", r->info.backend);
     cJSON_AddBoolToObject(d, "emulated", r->info.emulated);
     add_str(d, "name", r->info.name);
     add_str(d, "model", r->info.model);
     add_str(d, "uuid", r->info.uuid);
     add_str(d, "driver_version", r->info.driver_version);
+    add_visible(o, &r->vis);
 
     cJSON *s = cJSON_AddObjectToObject(o, "sensor");
     cJSON_AddStringToObject(s, "power_kind", mb_power_kind_str(r->sensor.power_kind));
@@ -379,6 +412,12 @@ static void print_summary(const struct report *r)
     fprintf(f, "  device        %s (%s backend%s)%s%s\n", r->info.name[0] ? r->info.name : "?",
             r->info.backend, r->info.emulated ? ", EMULATED: modelled, not measured" : "",
             r->info.uuid[0] ? " " : "", r->info.uuid);
+    if (r->vis.has_instance)
+        fprintf(f,
+                "  instance      MIG %s (GI %u, CI %u) %s from CUDA_VISIBLE_DEVICES; energy is "
+                "the whole GPU's\n",
+                r->vis.instance.profile_name, r->vis.instance.gi_id, r->vis.instance.ci_id,
+                r->vis.instance.uuid);
     if (r->sensor.power_kind == MB_POWER_NONE)
         fprintf(f, "  sensor        no power reading");
     else
@@ -601,7 +640,16 @@ static int measure_run(int argc, char **argv)
             goto out;
         }
     }
-    struct mb_meter_opts mo = {.device_spec = o.device,
+    /* Inside a Slurm or Kubernetes job the scheduler names the GPU or MIG instance by UUID. */
+    if (mb_device_resolve_visible(o.device, getenv("CUDA_VISIBLE_DEVICES"), &r.vis, &err) !=
+        MB_OK) {
+        if (err.status == MB_EINVAL || err.status == MB_ENOTFOUND) {
+            exit_code = mb_cli_usage_error(&mb_cmd_measure, "%s", err.msg);
+            goto out;
+        }
+        goto fail;
+    }
+    struct mb_meter_opts mo = {.device_spec = r.vis.spec,
                                .interval_ns = o.interval_ns,
                                .csv_path = o.csv,
                                .min_window_ns = o.min_window_ns};
