@@ -40,13 +40,15 @@ static char *slurp(const char *path)
     return buf;
 }
 
-/* Compares dir/name with tests/golden/fleet/<golden>/<name>; rewrites it under MB_UPDATE_GOLDEN. */
+/* Compares dir/name with tests/golden/fleet/<golden>/<name>.golden; rewrites it under
+ * MB_UPDATE_GOLDEN. */
 static void check_golden(const char *dir, const char *name, const char *golden)
 {
     char got_path[600], want_path[600];
     snprintf(got_path, sizeof(got_path), "%s/%s", dir, name);
-    snprintf(want_path, sizeof(want_path), "%s/tests/golden/fleet/%s/%s", MB_SOURCE_DIR, golden,
-             name);
+    /* ".golden": a golden shell script is output, not one of the project's scripts. */
+    snprintf(want_path, sizeof(want_path), "%s/tests/golden/fleet/%s/%s.golden", MB_SOURCE_DIR,
+             golden, name);
     char *got = slurp(got_path);
     assert_non_null(got);
     /* The temporary directory's name varies: the goldens say TMP. */
