@@ -17,6 +17,7 @@
 set -euo pipefail
 dir=${1:?usage: slurm-up.sh DIR}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/daemons.sh"
 : "${MIGBENCH:?MIGBENCH must point at the migbench binary}"
 for tool in munged mungekey slurmctld slurmd sinfo scontrol sbatch srun; do
     command -v "$tool" >/dev/null || { echo "slurm-up: $tool not installed" >&2; exit 77; }
@@ -45,14 +46,7 @@ YAML
 fi
 "$MIGBENCH" mig apply "$layout" --device "$device" >"$dir/log/mig-apply.out" 2>&1 ||
     { cat "$dir/log/mig-apply.out" >&2; exit 1; }
-"$MIGBENCH" slurm gres --device "$device" --node localhost --cpus 1 --fake \
-    --dev-prefix "$dir/dev/gpu" --out "$dir/etc" >"$dir/log/gres.out"
-# Slurm stats each device file and wants a character device: nodes of the experimental major
-# 240, in DIR, never opened by anything.
-mkdir -p "$dir/dev"
-for ((i = 0; i < $(wc -l <"$dir/log/gres.out"); i++)); do
-    [ -e "$dir/dev/gpu$i" ] || mknod "$dir/dev/gpu$i" c 240 "$i"
-done
+mb_slurm_fake_gpus "$dir" "$device"
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 ctld_port=$(free_port)
@@ -97,36 +91,14 @@ export SLURM_CONF='$dir/etc/slurm.conf'
 export MB_SLURM_DEVICE='$device'
 EOF2
 export SLURM_CONF="$dir/etc/slurm.conf"
-
-# start NAME CMD...: runs a daemon in the foreground of a background job and records its PID.
-start() {
-    local name=$1
-    shift
-    "$@" >"$dir/log/$name.out" 2>&1 </dev/null &
-    echo "$name $!" >>"$dir/pids"
-}
-# until_ok SECONDS CMD...: polls CMD until it succeeds (waiting on a daemon to come up).
-until_ok() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@" >/dev/null 2>&1; do
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            echo "slurm-up: timed out waiting for: $*" >&2
-            tail -n 20 "$dir"/log/*.out "$dir"/log/*.log >&2 2>/dev/null || true
-            return 1
-        fi
-        sleep 0.2
-    done
-}
 node_idle() { [ "$(sinfo -h -N -n localhost -o %T)" = idle ]; }
 
 mungekey --create --keyfile="$dir/munge.key"
 chmod 0400 "$dir/munge.key"
-start munged munged -F -f --socket="$dir/munge.sock" --key-file="$dir/munge.key" \
+mb_slurm_start "$dir" munged munged -F -f --socket="$dir/munge.sock" --key-file="$dir/munge.key" \
     --pid-file="$dir/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munged.seed"
-until_ok 20 test -S "$dir/munge.sock"
-start slurmctld slurmctld -D -i
-until_ok 30 scontrol ping
-start slurmd slurmd -D -N localhost
-until_ok 60 node_idle
+mb_slurm_until_ok "$dir" 20 test -S "$dir/munge.sock"
+mb_slurm_start_ctld "$dir"
+mb_slurm_start_slurmd "$dir"
+mb_slurm_until_ok "$dir" 60 node_idle
 echo "slurm-up: node idle: $(sinfo -h -N -o '%N %T %G')" >&2
