@@ -318,8 +318,9 @@ static void tsv_field(FILE *f, const char *s)
         fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, f);
 }
 
-static int write_cells_tsv(const struct mb_experiment *exp, const struct mb_cell *cells,
-                           const size_t *idx, size_t n, const char *dir, struct mb_error *err)
+/* Every cell of the experiment (not only those submitted): the map that status reads. */
+static int write_cells_tsv(const struct mb_experiment *exp, const struct mb_cell *cells, size_t n,
+                           const char *dir, struct mb_error *err)
 {
     struct mb__ftext t;
     int rc = mb__ftext_open(&t, err);
@@ -327,10 +328,10 @@ static int write_cells_tsv(const struct mb_experiment *exp, const struct mb_cell
         return rc;
     fputs("index\trun\trepetition\tmode\tjobs\n", t.f);
     for (size_t i = 0; i < n; i++) {
-        const struct mb_exp_run *r = &exp->runs[cells[idx[i]].run];
-        fprintf(t.f, "%zu\t", idx[i]);
+        const struct mb_exp_run *r = &exp->runs[cells[i].run];
+        fprintf(t.f, "%zu\t", i);
         tsv_field(t.f, r->name);
-        fprintf(t.f, "\t%u\t%s\t", cells[idx[i]].rep, mb_exp_mode_str(r->mode));
+        fprintf(t.f, "\t%u\t%s\t", cells[i].rep, mb_exp_mode_str(r->mode));
         for (size_t j = 0; j < r->n_jobs; j++) {
             if (j)
                 fputc(',', t.f);
@@ -396,7 +397,7 @@ int mb_slurm_write_array(const struct mb_experiment *exp, const struct mb_cell *
         snprintf(job_name, sizeof(job_name), "migbench-%s", exp->name);
     rc = mb__fleet_check_plain("job name (from the experiment's name)", job_name, err);
     if (rc == MB_OK)
-        rc = write_cells_tsv(exp, cells, idx, n, dir, err);
+        rc = write_cells_tsv(exp, cells, n_cells, dir, err);
     if (rc == MB_OK)
         rc = write_array_sbatch(exp, idx, n, o, job_name, dir, err);
     if (rc == MB_OK)

@@ -92,7 +92,8 @@ struct mb_slurm_array_opts {
  * session's cell numbering; NULL for all n_cells): dir/array.sbatch (--array=<indices>%K,
  * --gres=gpu:1, --exclusive, each task `migbench run EXP --cells $SLURM_ARRAY_TASK_ID --results
  * DIR`), dir/report.sbatch (`migbench report DIR`, to be submitted with
- * --dependency=afterany:<array job>), dir/cells.tsv (index, run, repetition, mode, jobs) and
+ * --dependency=afterany:<array job>), dir/cells.tsv (every cell of the experiment: index, run,
+ * repetition, mode, jobs) and
  * dir/submit.sh (both sbatch calls, for a person who submits by hand).
  */
 int mb_slurm_write_array(const struct mb_experiment *exp, const struct mb_cell *cells,
@@ -134,5 +135,70 @@ int mb_slurm_write_plan(const struct mb_gpu_model *model, const struct mb_plan *
 int mb_k8s_write_plan(const struct mb_gpu_model *model, const struct mb_plan *plan,
                       const struct mb_plan_job *jobs, size_t n_jobs,
                       const struct mb_fleet_plan_opts *o, const char *dir, struct mb_error *err);
+
+/* ---- running Slurm's commands, submitting, and what became of each cell ---------------- */
+
+/*
+ * Runs argv (no shell; argv[0] looked up in PATH) and waits at most timeout_ms: its stdout
+ * into out (cap bytes, cut to fit, terminated; trailing newlines removed), stderr appended to
+ * err's message on failure. *exit_code gets the shell-style status. MB_ENOTFOUND when it cannot
+ * be started, MB_ETIMEDOUT when it ran too long (it is killed), MB_ECHILD when it exited
+ * non-zero (err holds its stderr's first line).
+ */
+int mb_fleet_command(char *const *argv, char *out, size_t cap, int timeout_ms,
+                     struct mb_error *err);
+
+/*
+ * Submits what mb_slurm_write_array wrote in dir: `sbatch --parsable DIR/array.sbatch`, then
+ * `sbatch --parsable --dependency=afterany:<array> DIR/report.sbatch`, creating
+ * <results>/slurm for the tasks' output first. The job ids go to array_job / report_job and,
+ * with the cell indices, as one line to <results>/slurm/submissions.jsonl.
+ */
+int mb_slurm_submit(const char *dir, const char *results, const size_t *indices, size_t n,
+                    char *array_job, size_t array_cap, char *report_job, size_t report_cap,
+                    struct mb_error *err);
+
+enum mb_slurm_cell_state {
+    MB_SLURM_CELL_NOT_RUN = 0, /* no task has run it and none waits to */
+    MB_SLURM_CELL_QUEUED,      /* its task waits in Slurm's queue */
+    MB_SLURM_CELL_RUNNING,     /* started, and its job still runs */
+    MB_SLURM_CELL_DONE,        /* recorded: cell.json says ok */
+    MB_SLURM_CELL_FAILED,      /* recorded as failed, or its job ended without recording it */
+};
+
+/* "not run", "queued", "running", "done", "failed". */
+const char *mb_slurm_cell_state_str(enum mb_slurm_cell_state s);
+
+/* One cell of a submitted experiment. */
+struct mb_slurm_cell {
+    size_t index; /* the session's cell number (cells.tsv) */
+    char run[MB_EXP_NAME_MAX];
+    unsigned rep;
+    enum mb_slurm_cell_state state;
+    char job[64];  /* the Slurm job that ran or runs it ("123_4" for array task 4), or "" */
+    char why[256]; /* failed: the reason */
+};
+
+/*
+ * A job's state as Slurm tells it ("PENDING", "RUNNING", "CANCELLED", ...) into state, or "" when
+ * Slurm no longer knows the job. Return MB_OK, or an error when Slurm cannot be asked.
+ */
+typedef int (*mb_slurm_job_state_fn)(void *ctx, const char *job, char *state, size_t cap,
+                                     struct mb_error *err);
+
+/* mb_slurm_job_state_fn through `squeue -h -t all -j JOB -o %T` (ctx unused). */
+int mb_slurm_squeue_state(void *ctx, const char *job, char *state, size_t cap,
+                          struct mb_error *err);
+
+/*
+ * What became of each cell submitted into results: its cells.tsv and submissions.jsonl (under
+ * <results>/slurm), the cell.json files (which name the job that wrote them), the journals, and
+ * for cells started but not recorded, or not started, the state of their job from job_state
+ * (NULL: Slurm is not asked; such cells count as failed or not run). *out is a heap array in
+ * cells.tsv order, owned by the caller (free()). MB_ENOTFOUND when results has no cells.tsv;
+ * MB_EPARSE for a damaged one.
+ */
+int mb_slurm_status(const char *results, mb_slurm_job_state_fn job_state, void *ctx,
+                    struct mb_slurm_cell **out, size_t *n, struct mb_error *err);
 
 #endif

@@ -26,6 +26,7 @@
 #include "migbench/fleet.h"
 #include "migbench/migcfg.h"
 #include "migbench/plan.h"
+#include "migbench/results.h"
 
 static char tmp[256];
 
@@ -255,7 +256,7 @@ static void test_array(void **state)
         .migbench = "/usr/bin/migbench", .experiment = "/e.yaml", .results = "/r"};
     assert_int_equal(mb_slurm_write_array(exp, cells, n, some, 3, &o, dir, &err), MB_OK);
     check_golden(dir, "array.sbatch", "again");
-    check_golden(dir, "cells.tsv", "again");
+    check_golden(dir, "cells.tsv", "array"); /* every cell, submitted or not */
 
     /* Refused: what would change the line sbatch reads, relative paths, bad indices. */
     struct mb_slurm_array_opts bad = o;
@@ -516,12 +517,108 @@ static void test_plan_k8s(void **state)
     plan_fixture_free(&p);
 }
 
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    assert_int_equal(mb_file_write_atomic(path, text, strlen(text), 0644, NULL), MB_OK);
+}
+
+/* What a stand-in Slurm says of each job: 7_2 was cancelled, 7_3 waits, the rest are gone. */
+static int fake_job_state(void *ctx, const char *job, char *state, size_t cap, struct mb_error *err)
+{
+    (void)err;
+    (*(int *)ctx)++;
+    snprintf(state, cap, "%s",
+             strcmp(job, "7_2") == 0   ? "CANCELLED"
+             : strcmp(job, "7_3") == 0 ? "PENDING"
+                                       : "");
+    return MB_OK;
+}
+
+static void test_status(void **state)
+{
+    (void)state;
+    char res[300], d[400];
+    snprintf(res, sizeof(res), "%s/status", tmp);
+    const char *dirs[] = {"slurm", "a/0", "a/1"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(d, sizeof(d), "%s/%s", res, dirs[i]);
+        assert_int_equal(mb_results_mkdirs(d, 0755, NULL), MB_OK);
+    }
+    snprintf(d, sizeof(d), "%s/slurm", res);
+    write_text(d, "cells.tsv",
+               "index\trun\trepetition\tmode\tjobs\n0\ta\t0\texclusive\tw\n"
+               "1\ta\t1\texclusive\tw\n2\tb\t0\ttimeslice\tw,w-2\n"
+               "3\tb\t1\ttimeslice\tw,w-2\n4\tc\t0\texclusive\tw\n");
+    write_text(d, "submissions.jsonl",
+               "{\"array_job\":\"7\",\"report_job\":\"8\","
+               "\"cells\":[0,1,2,3,4]}\n");
+    snprintf(d, sizeof(d), "%s/a/0", res);
+    write_text(d, "cell.json", "{\"status\":\"ok\",\"slurm\":{\"job\":\"7_0\"}}");
+    snprintf(d, sizeof(d), "%s/a/1", res);
+    write_text(d, "cell.json",
+               "{\"status\":\"failed\",\"failure\":{\"reason\":\"job w: exit 3\"}}");
+    write_text(res, "journal.jsonl",
+               "{\"event\":\"cell_started\",\"run\":\"b\",\"rep\":0,\"slurm\":{\"job\":\"7_2\"}}\n"
+               "{\"event\":\"cell_started\",\"run\":\"c\",\"rep\":9}\n");
+    struct mb_slurm_cell *c = NULL;
+    size_t n = 0;
+    int asked = 0;
+    struct mb_error err;
+    assert_int_equal(mb_slurm_status(res, fake_job_state, &asked, &c, &n, &err), MB_OK);
+    assert_int_equal(n, 5);
+    enum mb_slurm_cell_state want[] = {MB_SLURM_CELL_DONE, MB_SLURM_CELL_FAILED,
+                                       MB_SLURM_CELL_FAILED, MB_SLURM_CELL_QUEUED,
+                                       MB_SLURM_CELL_NOT_RUN};
+    const char *jobs[] = {"7_0", "", "7_2", "7_3", "7_4"};
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(c[i].index, i);
+        assert_int_equal(c[i].state, want[i]);
+        assert_string_equal(c[i].job, jobs[i]);
+    }
+    assert_string_equal(c[1].why, "job w: exit 3");
+    assert_non_null(strstr(c[2].why, "CANCELLED"));
+    assert_int_equal(asked, 3); /* only the unrecorded cells are asked about */
+    assert_string_equal(mb_slurm_cell_state_str(c[3].state), "queued");
+    free(c);
+
+    /* Slurm not asked: the started cell counts as failed, the others as not run. */
+    assert_int_equal(mb_slurm_status(res, NULL, NULL, &c, &n, &err), MB_OK);
+    assert_int_equal(c[2].state, MB_SLURM_CELL_FAILED);
+    assert_int_equal(c[3].state, MB_SLURM_CELL_NOT_RUN);
+    free(c);
+
+    snprintf(d, sizeof(d), "%s/slurm", res);
+    write_text(d, "cells.tsv", "index\trun\trepetition\n0\ta\n");
+    assert_int_equal(mb_slurm_status(res, NULL, NULL, &c, &n, &err), MB_EPARSE);
+    assert_non_null(strstr(err.msg, "cells.tsv:2"));
+    snprintf(d, sizeof(d), "%s/none", tmp);
+    assert_int_equal(mb_slurm_status(d, NULL, NULL, &c, &n, &err), MB_ENOTFOUND);
+}
+
+static void test_command(void **state)
+{
+    (void)state;
+    char out[64];
+    struct mb_error err;
+    char *echo[] = {"echo", "hello", "world", NULL};
+    assert_int_equal(mb_fleet_command(echo, out, sizeof(out), 10000, &err), MB_OK);
+    assert_string_equal(out, "hello world");
+    char *sh[] = {"sh", "-c", "echo no such job >&2; exit 3", NULL};
+    assert_int_equal(mb_fleet_command(sh, out, sizeof(out), 10000, &err), MB_ECHILD);
+    assert_non_null(strstr(err.msg, "status 3: no such job"));
+    char *none[] = {"/nonexistent/sbatch", NULL};
+    assert_int_equal(mb_fleet_command(none, out, sizeof(out), 10000, &err), MB_ENOTFOUND);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gres_type), cmocka_unit_test(test_node_gres_from_emu),
         cmocka_unit_test(test_array),     cmocka_unit_test(test_plan_slurm),
-        cmocka_unit_test(test_plan_k8s),
+        cmocka_unit_test(test_plan_k8s),  cmocka_unit_test(test_status),
+        cmocka_unit_test(test_command),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
