@@ -52,6 +52,35 @@ static int cmd_gres(const struct opts *o)
     return MB_EXIT_OK;
 }
 
+/* status RESULTS: one line per cell; exit 0 when every cell is done, 1 otherwise. */
+static int cmd_status(const char *results)
+{
+    struct mb_error err;
+    mb_error_clear(&err);
+    struct mb_slurm_cell *cells = NULL;
+    size_t n = 0;
+    int rc = mb_slurm_status(results, mb_slurm_squeue_state, NULL, &cells, &n, &err);
+    if (rc != MB_OK) {
+        mb_cli_error(NAME, "status: %s", err.msg);
+        return rc == MB_ENOTFOUND || rc == MB_EPARSE ? MB_EXIT_USAGE : MB_EXIT_FAIL;
+    }
+    size_t count[MB_SLURM_CELL_FAILED + 1] = {0};
+    printf("cell\trun\trep\tstate\tjob\twhy\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct mb_slurm_cell *c = &cells[i];
+        printf("%zu\t%s\t%u\t%s\t%s\t%s\n", c->index, c->run, c->rep,
+               mb_slurm_cell_state_str(c->state), c->job[0] ? c->job : "-", c->why);
+        count[c->state]++;
+    }
+    fprintf(stderr,
+            "migbench: slurm: %zu cells: %zu done, %zu failed, %zu running, %zu queued, %zu not "
+            "run\n",
+            n, count[MB_SLURM_CELL_DONE], count[MB_SLURM_CELL_FAILED], count[MB_SLURM_CELL_RUNNING],
+            count[MB_SLURM_CELL_QUEUED], count[MB_SLURM_CELL_NOT_RUN]);
+    free(cells);
+    return count[MB_SLURM_CELL_DONE] == n ? MB_EXIT_OK : MB_EXIT_FAIL;
+}
+
 static const struct option long_opts[] = {
     {"device", required_argument, NULL, 'D'}, {"node", required_argument, NULL, 'N'},
     {"out", required_argument, NULL, 'o'},    {"cpus", required_argument, NULL, 'c'},
@@ -69,8 +98,8 @@ static int slurm_run(int argc, char **argv)
         return MB_EXIT_OK;
     }
     o.sub = argv[1];
-    if (strcmp(o.sub, "gres") != 0)
-        return mb_cli_usage_error(&mb_cmd_slurm, "unknown subcommand '%s' (gres)", o.sub);
+    if (strcmp(o.sub, "gres") != 0 && strcmp(o.sub, "status") != 0)
+        return mb_cli_usage_error(&mb_cmd_slurm, "unknown subcommand '%s' (gres, status)", o.sub);
     optind = 0;
     opterr = 0;
     int ch;
@@ -109,17 +138,29 @@ static int slurm_run(int argc, char **argv)
             return mb_cli_usage_error(&mb_cmd_slurm, "unknown option '%s'", av[optind - 1]);
         }
     }
-    if (optind < argc - 1)
+    int rest = argc - 1 - optind;
+    if (strcmp(o.sub, "status") == 0) {
+        if (rest != 1)
+            return mb_cli_usage_error(&mb_cmd_slurm, "status: expected one RESULTS directory");
+        return cmd_status(av[optind]);
+    }
+    if (rest > 0)
         return mb_cli_usage_error(&mb_cmd_slurm, "unexpected argument '%s'", av[optind]);
     return cmd_gres(&o);
 }
 
 const struct mb_cmd mb_cmd_slurm = {
     .name = NAME,
-    .summary = "Slurm: a device's GPUs and MIG instances as GRES",
-    .usage = "migbench slurm gres --out DIR [--device SPEC] [--node NAME] [--cpus N]\n"
-             "                       [--fake [--dev-prefix PATH]]",
+    .summary = "Slurm: what became of submitted cells; a device's GPUs and MIG instances as GRES",
+    .usage = "migbench slurm status RESULTS\n"
+             "       migbench slurm gres --out DIR [--device SPEC] [--node NAME] [--cpus N]\n"
+             "                           [--fake [--dev-prefix PATH]]",
     .help =
+        "status says what became of each cell of an experiment submitted into RESULTS:\n"
+        "done or failed (its cell.json), running or queued (squeue), failed when its task\n"
+        "ended without a result (cancelled, killed), or not run; one tab-separated line per\n"
+        "cell with the Slurm job. Exit status 0 when every cell is done, else 1.\n"
+        "\n"
         "gres writes what Slurm needs to know about this node's GPUs and MIG instances:\n"
         "  DIR/gres.conf        AutoDetect=nvml (an NVML-enabled Slurm finds them itself)\n"
         "  DIR/slurm-node.conf  NodeName=NAME Gres=gpu:3g.40gb:1,gpu:1g.10gb:2 (the types,\n"
