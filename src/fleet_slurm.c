@@ -263,6 +263,10 @@ static int write_array_sbatch(const struct mb_experiment *exp, const size_t *idx
     mb__sh_quote(f, o->experiment);
     fputs(" --cells \"$SLURM_ARRAY_TASK_ID\" --results ", f);
     mb__sh_quote(f, o->results);
+    if (o->device) {
+        fputs(" --device ", f);
+        mb__sh_quote(f, o->device);
+    }
     for (size_t i = 0; i < o->n_overrides; i++) {
         fputs(" --set ", f);
         mb__sh_quote(f, o->overrides[i]);

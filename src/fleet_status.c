@@ -97,6 +97,7 @@ static bool from_cell_json(const char *results, struct mb_slurm_cell *c)
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
     bool ok = cJSON_IsString(st) && strcmp(st->valuestring, "ok") == 0;
     c->state = ok ? MB_SLURM_CELL_DONE : MB_SLURM_CELL_FAILED;
+    c->recorded = true;
     if (!ok) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, "failure");
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(f, "reason");

@@ -76,6 +76,7 @@ struct mb_slurm_array_opts {
     const char *migbench;    /* the migbench binary as the nodes see it (absolute path) */
     const char *experiment;  /* the experiment file as the nodes see it (absolute path) */
     const char *results;     /* the shared results directory (absolute path) */
+    const char *device;      /* passed to every task's run as --device; NULL: the file's */
     const char *job_name;    /* NULL: "migbench-<experiment name>" */
     const char *partition;   /* NULL: the cluster's default */
     const char *account;     /* NULL: none */
@@ -175,6 +176,7 @@ struct mb_slurm_cell {
     char run[MB_EXP_NAME_MAX];
     unsigned rep;
     enum mb_slurm_cell_state state;
+    bool recorded; /* it has a cell.json (done or failed): running it again changes nothing */
     char job[64];  /* the Slurm job that ran or runs it ("123_4" for array task 4), or "" */
     char why[256]; /* failed: the reason */
 };

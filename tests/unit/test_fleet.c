@@ -252,8 +252,10 @@ static void test_array(void **state)
     /* A resubmission: only some cells, as ranges. */
     size_t some[] = {0, 2, 3};
     snprintf(dir, sizeof(dir), "%s/again", tmp);
-    o = (struct mb_slurm_array_opts){
-        .migbench = "/usr/bin/migbench", .experiment = "/e.yaml", .results = "/r"};
+    o = (struct mb_slurm_array_opts){.migbench = "/usr/bin/migbench",
+                                     .experiment = "/e.yaml",
+                                     .results = "/r",
+                                     .device = "emu:H100-80GB:mig=on,state=/var/lib/x y.json"};
     assert_int_equal(mb_slurm_write_array(exp, cells, n, some, 3, &o, dir, &err), MB_OK);
     check_golden(dir, "array.sbatch", "again");
     check_golden(dir, "cells.tsv", "array"); /* every cell, submitted or not */
@@ -578,6 +580,8 @@ static void test_status(void **state)
         assert_string_equal(c[i].job, jobs[i]);
     }
     assert_string_equal(c[1].why, "job w: exit 3");
+    assert_true(c[0].recorded && c[1].recorded);
+    assert_false(c[2].recorded || c[3].recorded || c[4].recorded);
     assert_non_null(strstr(c[2].why, "CANCELLED"));
     assert_int_equal(asked, 3); /* only the unrecorded cells are asked about */
     assert_string_equal(mb_slurm_cell_state_str(c[3].state), "queued");
