@@ -3,20 +3,36 @@
  * migbench slurm: the bridge to Slurm. `gres` describes a device's GPUs and MIG instances as
  * Slurm's GRES (and, for tests, as the fake_gpus.conf Slurm reads in place of NVML).
  */
+#define _DEFAULT_SOURCE /* realpath */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <limits.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "migbench/catalog.h"
 #include "migbench/device.h"
+#include "migbench/experiment.h"
 #include "migbench/fleet.h"
 
 #define NAME "slurm"
 
+#define MAX_SETS 64
+
 struct opts {
     const char *sub;
     const char *device;
+    bool device_given;
+    const char *results;
+    const char *emit;
+    const char *migbench;
+    const char *gpu; /* --gpu MODEL: number the cells as on that GPU (emulated here) */
+    struct mb_slurm_array_opts array;
+    size_t n_sets;
+    const char *sets[MAX_SETS];
     const char *node;
     const char *out;
     const char *dev_prefix;
@@ -81,11 +97,152 @@ static int cmd_status(const char *results)
     return count[MB_SLURM_CELL_DONE] == n ? MB_EXIT_OK : MB_EXIT_FAIL;
 }
 
+/* An absolute path for p (which need not exist yet): cwd/p when p is relative. */
+static bool absolute(const char *p, char *out, size_t cap)
+{
+    if (p[0] == '/')
+        return (size_t)snprintf(out, cap, "%s", p) < cap;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof(cwd)))
+        return false;
+    return (size_t)snprintf(out, cap, "%s/%s", cwd, p) < cap;
+}
+
+/* The experiment's cells for the device its tasks will run on, numbered as `run --cells` does. */
+static int experiment_cells(const struct mb_experiment *exp, const char *device,
+                            struct mb_cell **cells, size_t *n, struct mb_error *err)
+{
+    struct mb_device *dev = NULL;
+    int rc = mb_device_open(device, &dev, err);
+    struct mb_device_info info;
+    if (rc == MB_OK)
+        rc = mb_device_info(dev, &info, err);
+    bool gpu = rc == MB_OK && (mb_device_caps(dev) & MB_CAP_GPU);
+    mb_device_close(dev);
+    if (rc != MB_OK)
+        return rc;
+    if (!gpu && strcmp(device, "auto") == 0)
+        return mb_error_set(err, MB_EINVAL,
+                            "device 'auto' is this machine's CPU, not the nodes' GPU: give "
+                            "--gpu MODEL (e.g. --gpu H100-SXM5-80GB) to number the cells as on "
+                            "the nodes, or --device SPEC");
+    char **notes = NULL;
+    size_t n_notes = 0;
+    int kind = mb_device_kind_from_backend(info.backend);
+    rc = mb_experiment_cells(exp, (enum mb_device_kind)(kind < 0 ? MB_KIND_HOST : kind), NULL,
+                             cells, n, &notes, &n_notes, err);
+    struct mb_catalog *cat = NULL;
+    const struct mb_gpu_model *model = NULL;
+    if (rc == MB_OK && info.model[0] && mb_catalog_create(&cat, NULL) == MB_OK &&
+        mb_catalog_find(cat, info.model, &model, NULL) == MB_OK && model)
+        rc = mb_experiment_check_cells(exp, model, *cells, n, &notes, &n_notes, err);
+    mb_catalog_destroy(cat);
+    for (size_t i = 0; i < n_notes; i++)
+        mb_cli_info(NAME, "%s", notes[i]);
+    mb_notes_free(notes, n_notes);
+    return rc;
+}
+
+static int cmd_submit(struct opts *o, const char *exp_path)
+{
+    struct mb_error err;
+    mb_error_clear(&err);
+    struct mb_experiment *exp = NULL;
+    int rc = mb_experiment_load(exp_path, o->sets, o->n_sets, &exp, &err);
+    /* Numbered on an emulated stand-in for the nodes' GPU, a default repetition count would be
+     * the emulator's (1), not a real GPU's: pin it, for this numbering and every task alike. */
+    char reps[64];
+    if (rc == MB_OK && o->gpu && exp->measure.repetitions < 0 && o->n_sets < MAX_SETS) {
+        snprintf(reps, sizeof(reps), "measure.repetitions=%u",
+                 mb_experiment_repetitions(exp, MB_KIND_NVML));
+        o->sets[o->n_sets++] = reps;
+        mb_experiment_destroy(exp);
+        exp = NULL;
+        rc = mb_experiment_load(exp_path, o->sets, o->n_sets, &exp, &err);
+    }
+    if (rc != MB_OK) {
+        mb_cli_error(NAME, "%s", err.msg);
+        return mb_cli_exit_for(rc);
+    }
+    char exp_abs[PATH_MAX], results[PATH_MAX + 128], self[PATH_MAX];
+    char default_results[PATH_MAX];
+    snprintf(default_results, sizeof(default_results), "results/%s", exp->name);
+    if (!realpath(exp_path, exp_abs) ||
+        !absolute(o->results ? o->results : default_results, results, sizeof(results))) {
+        mb_experiment_destroy(exp);
+        mb_cli_error(NAME, "%s: cannot make an absolute path", exp_path);
+        return MB_EXIT_FAIL;
+    }
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    self[len > 0 ? len : 0] = '\0';
+    o->array.migbench = o->migbench ? o->migbench : self;
+    o->array.experiment = exp_abs;
+    o->array.results = results;
+    o->array.overrides = o->sets;
+    o->array.n_overrides = o->n_sets;
+    o->array.device = o->device_given ? o->device : NULL;
+    struct mb_cell *cells = NULL;
+    size_t n_cells = 0;
+    char numbering[MB_DEVICE_SPEC_MAX];
+    if (o->gpu)
+        snprintf(numbering, sizeof(numbering), "emu:%s:mig=on", o->gpu);
+    else
+        snprintf(numbering, sizeof(numbering), "%s", o->device_given ? o->device : exp->device);
+    rc = experiment_cells(exp, numbering, &cells, &n_cells, &err);
+    struct mb_slurm_submission sub;
+    if (rc == MB_OK)
+        rc = mb_slurm_submit_experiment(exp, cells, n_cells, &o->array, o->emit,
+                                        mb_slurm_squeue_state, NULL, &sub, &err);
+    free(cells);
+    mb_experiment_destroy(exp);
+    if (rc != MB_OK) {
+        if (rc == MB_EINVAL || rc == MB_EPARSE)
+            return mb_cli_usage_error(&mb_cmd_slurm, "%s", err.msg);
+        mb_cli_error(NAME, "%s", err.msg);
+        return MB_EXIT_FAIL;
+    }
+    if (o->emit)
+        printf("%s/array.sbatch\n%s/report.sbatch\n%s/cells.tsv\n%s/submit.sh\n", o->emit, o->emit,
+               o->emit, o->emit);
+    else if (sub.n == 0)
+        mb_cli_info(NAME, "nothing to submit: every cell of %s is recorded, queued or running",
+                    results);
+    else
+        printf("array job %s (%zu cells, %zu-%zu), report job %s\n", sub.array_job, sub.n,
+               sub.first, sub.last, sub.report_job);
+    return MB_EXIT_OK;
+}
+
+/* A whole number 1..max for an option. */
+static bool parse_count(const char *s, unsigned max, unsigned *out)
+{
+    char *end = NULL;
+    unsigned long v = strtoul(s, &end, 10);
+    if (!s[0] || *end || s[0] == '-' || v == 0 || v > max)
+        return false;
+    *out = (unsigned)v;
+    return true;
+}
+
 static const struct option long_opts[] = {
-    {"device", required_argument, NULL, 'D'}, {"node", required_argument, NULL, 'N'},
-    {"out", required_argument, NULL, 'o'},    {"cpus", required_argument, NULL, 'c'},
-    {"fake", no_argument, NULL, 'F'},         {"dev-prefix", required_argument, NULL, 'P'},
-    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    {"device", required_argument, NULL, 'D'},
+    {"node", required_argument, NULL, 'N'},
+    {"out", required_argument, NULL, 'o'},
+    {"cpus", required_argument, NULL, 'c'},
+    {"fake", no_argument, NULL, 'F'},
+    {"dev-prefix", required_argument, NULL, 'P'},
+    {"results", required_argument, NULL, 'r'},
+    {"emit", required_argument, NULL, 'e'},
+    {"partition", required_argument, NULL, 'p'},
+    {"account", required_argument, NULL, 'A'},
+    {"time", required_argument, NULL, 't'},
+    {"max-concurrent", required_argument, NULL, 'K'},
+    {"sbatch-line", required_argument, NULL, 'L'},
+    {"set", required_argument, NULL, 'S'},
+    {"migbench", required_argument, NULL, 'M'},
+    {"gpu", required_argument, NULL, 'G'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 static int slurm_run(int argc, char **argv)
@@ -98,8 +255,9 @@ static int slurm_run(int argc, char **argv)
         return MB_EXIT_OK;
     }
     o.sub = argv[1];
-    if (strcmp(o.sub, "gres") != 0 && strcmp(o.sub, "status") != 0)
-        return mb_cli_usage_error(&mb_cmd_slurm, "unknown subcommand '%s' (gres, status)", o.sub);
+    if (strcmp(o.sub, "gres") != 0 && strcmp(o.sub, "status") != 0 && strcmp(o.sub, "submit") != 0)
+        return mb_cli_usage_error(&mb_cmd_slurm, "unknown subcommand '%s' (submit, status, gres)",
+                                  o.sub);
     optind = 0;
     opterr = 0;
     int ch;
@@ -108,6 +266,44 @@ static int slurm_run(int argc, char **argv)
         switch (ch) {
         case 'D':
             o.device = optarg;
+            o.device_given = true;
+            break;
+        case 'r':
+            o.results = optarg;
+            break;
+        case 'e':
+            o.emit = optarg;
+            break;
+        case 'p':
+            o.array.partition = optarg;
+            break;
+        case 'A':
+            o.array.account = optarg;
+            break;
+        case 't':
+            o.array.time_limit = optarg;
+            break;
+        case 'K':
+            if (!parse_count(optarg, 1000000, &o.array.max_concurrent))
+                return mb_cli_usage_error(&mb_cmd_slurm, "--max-concurrent %s: expected 1 or more",
+                                          optarg);
+            break;
+        case 'L':
+            if (o.array.n_extra >= MB_FLEET_MAX_EXTRA)
+                return mb_cli_usage_error(&mb_cmd_slurm, "at most %d --sbatch-line options",
+                                          MB_FLEET_MAX_EXTRA);
+            o.array.extra[o.array.n_extra++] = optarg;
+            break;
+        case 'S':
+            if (o.n_sets >= MAX_SETS)
+                return mb_cli_usage_error(&mb_cmd_slurm, "at most %d --set options", MAX_SETS);
+            o.sets[o.n_sets++] = optarg;
+            break;
+        case 'M':
+            o.migbench = optarg;
+            break;
+        case 'G':
+            o.gpu = optarg;
             break;
         case 'N':
             o.node = optarg;
@@ -115,14 +311,10 @@ static int slurm_run(int argc, char **argv)
         case 'o':
             o.out = optarg;
             break;
-        case 'c': {
-            char *end = NULL;
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (!optarg[0] || *end || v == 0 || v > 4096)
+        case 'c':
+            if (!parse_count(optarg, 4096, &o.cpus))
                 return mb_cli_usage_error(&mb_cmd_slurm, "--cpus %s: expected 1..4096", optarg);
-            o.cpus = (unsigned)v;
             break;
-        }
         case 'F':
             o.fake = true;
             break;
@@ -139,6 +331,11 @@ static int slurm_run(int argc, char **argv)
         }
     }
     int rest = argc - 1 - optind;
+    if (strcmp(o.sub, "submit") == 0) {
+        if (rest != 1)
+            return mb_cli_usage_error(&mb_cmd_slurm, "submit: expected one EXP.yaml");
+        return cmd_submit(&o, av[optind]);
+    }
     if (strcmp(o.sub, "status") == 0) {
         if (rest != 1)
             return mb_cli_usage_error(&mb_cmd_slurm, "status: expected one RESULTS directory");
@@ -152,10 +349,32 @@ static int slurm_run(int argc, char **argv)
 const struct mb_cmd mb_cmd_slurm = {
     .name = NAME,
     .summary = "Slurm: what became of submitted cells; a device's GPUs and MIG instances as GRES",
-    .usage = "migbench slurm status RESULTS\n"
+    .usage = "migbench slurm submit EXP.yaml [--results DIR] [--emit DIR] [--gpu MODEL]\n"
+             "                             [--device SPEC]\n"
+             "                             [--partition P] [--account A] [--time LIMIT]\n"
+             "                             [--max-concurrent K] [--sbatch-line OPTION]...\n"
+             "                             [--set KEY=VALUE]... [--migbench PATH]\n"
+             "       migbench slurm status RESULTS\n"
              "       migbench slurm gres --out DIR [--device SPEC] [--node NAME] [--cpus N]\n"
              "                           [--fake [--dev-prefix PATH]]",
     .help =
+        "submit runs the experiment as one Slurm job array: one task per cell, each on one\n"
+        "whole GPU (--gres=gpu:1 --exclusive), running 'migbench run EXP --cells INDEX' into\n"
+        "the shared results directory, and a report job that waits for the array\n"
+        "(--dependency=afterany) and writes slurm-status.txt, report.md and report.html. The\n"
+        "files (array.sbatch, report.sbatch, cells.tsv, submit.sh) go to RESULTS/slurm; with\n"
+        "--emit DIR only to DIR, and nothing is submitted. A results directory submitted to\n"
+        "before gets only the cells that have no result and are not queued or running.\n"
+        "  --results DIR         the shared results directory (default results/<name>)\n"
+        "  --gpu MODEL           the nodes' GPU model: cells are numbered as on it (with MIG\n"
+        "                        on), here, without one; the tasks still use the file's device\n"
+        "  --device SPEC         the device the tasks run the cells on (default: the file's)\n"
+        "  --partition, --account, --time   #SBATCH options of every job\n"
+        "  --max-concurrent K    at most K tasks at once (--array=...%K)\n"
+        "  --sbatch-line OPTION  one more #SBATCH line (--qos=high); repeatable\n"
+        "  --set KEY=VALUE       override a setting, for submit and every task\n"
+        "  --migbench PATH       the migbench binary on the nodes (default: this one)\n"
+        "\n"
         "status says what became of each cell of an experiment submitted into RESULTS:\n"
         "done or failed (its cell.json), running or queued (squeue), failed when its task\n"
         "ended without a result (cancelled, killed), or not run; one tab-separated line per\n"

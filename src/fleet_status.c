@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fleet_internal.h"
 #include "migbench/fileio.h"
@@ -278,4 +279,77 @@ int mb_slurm_status(const char *results, mb_slurm_job_state_fn job_state, void *
     *out = cells;
     *n = nc;
     return MB_OK;
+}
+
+/* The cells of a resubmission, checking that cells.tsv still describes this experiment. */
+static int cells_to_resubmit(const struct mb_experiment *exp, const struct mb_cell *cells,
+                             size_t n_cells, const struct mb_slurm_cell *st, size_t n_st,
+                             size_t *idx, size_t *n, struct mb_error *err)
+{
+    *n = 0;
+    if (n_st != n_cells)
+        return mb_error_set(err, MB_EINVAL,
+                            "the earlier submission had %zu cells, the experiment now has %zu: "
+                            "submit a changed experiment into a new results directory",
+                            n_st, n_cells);
+    for (size_t i = 0; i < n_st; i++) {
+        const struct mb_exp_run *r = &exp->runs[cells[i].run];
+        if (st[i].index != i || strcmp(st[i].run, r->name) != 0 || st[i].rep != cells[i].rep)
+            return mb_error_set(err, MB_EINVAL,
+                                "cell %zu was %s %u in the earlier submission and is %s %u now: "
+                                "submit a changed experiment into a new results directory",
+                                i, st[i].run, st[i].rep, r->name, cells[i].rep);
+        if (!st[i].recorded && st[i].state != MB_SLURM_CELL_QUEUED &&
+            st[i].state != MB_SLURM_CELL_RUNNING)
+            idx[(*n)++] = i;
+    }
+    return MB_OK;
+}
+
+int mb_slurm_submit_experiment(const struct mb_experiment *exp, const struct mb_cell *cells,
+                               size_t n_cells, const struct mb_slurm_array_opts *o,
+                               const char *emit_dir, mb_slurm_job_state_fn job_state, void *ctx,
+                               struct mb_slurm_submission *out, struct mb_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (n_cells == 0)
+        return mb_error_set(err, MB_EINVAL, "the experiment has no cell for this device");
+    if (emit_dir) {
+        int rc = mb_slurm_write_array(exp, cells, n_cells, NULL, 0, o, emit_dir, err);
+        if (rc == MB_OK) {
+            out->n = n_cells;
+            out->last = n_cells - 1;
+        }
+        return rc;
+    }
+    char dir[4200], tsv[4300];
+    snprintf(dir, sizeof(dir), "%s/slurm", o->results);
+    snprintf(tsv, sizeof(tsv), "%s/cells.tsv", dir);
+    size_t *idx = malloc(n_cells * sizeof(*idx));
+    if (!idx)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    size_t n = n_cells;
+    for (size_t i = 0; i < n_cells; i++)
+        idx[i] = i;
+    int rc = MB_OK;
+    if (access(tsv, F_OK) == 0) {
+        struct mb_slurm_cell *st = NULL;
+        size_t n_st = 0;
+        rc = mb_slurm_status(o->results, job_state, ctx, &st, &n_st, err);
+        if (rc == MB_OK)
+            rc = cells_to_resubmit(exp, cells, n_cells, st, n_st, idx, &n, err);
+        free(st);
+    }
+    if (rc == MB_OK && n > 0) {
+        out->n = n;
+        out->first = idx[0];
+        out->last = idx[n - 1];
+        rc = mb_slurm_write_array(exp, cells, n_cells, idx, n, o, dir, err);
+        if (rc == MB_OK)
+            rc = mb_slurm_submit(dir, o->results, idx, n, out->array_job, sizeof(out->array_job),
+                                 out->report_job, sizeof(out->report_job), err);
+        out->submitted = rc == MB_OK;
+    }
+    free(idx);
+    return rc;
 }

@@ -203,4 +203,26 @@ int mb_slurm_squeue_state(void *ctx, const char *job, char *state, size_t cap,
 int mb_slurm_status(const char *results, mb_slurm_job_state_fn job_state, void *ctx,
                     struct mb_slurm_cell **out, size_t *n, struct mb_error *err);
 
+/* What mb_slurm_submit_experiment did. */
+struct mb_slurm_submission {
+    size_t n;           /* cells written into the array (0: nothing to submit) */
+    size_t first, last; /* the first and last of their indices */
+    bool submitted;     /* sbatch ran (not --emit) */
+    char array_job[32];
+    char report_job[32];
+};
+
+/*
+ * The whole of `slurm submit`: with emit_dir, writes the job array over every cell into emit_dir
+ * and submits nothing. Otherwise into <o->results>/slurm: when that holds a cells.tsv from an
+ * earlier submission (which must name the same runs and repetitions, else MB_EINVAL: the
+ * experiment changed), only the cells that have no cell.json and are neither queued nor running
+ * (job_state, as for mb_slurm_status) are written and submitted; when there is none, out->n is 0
+ * and nothing is submitted.
+ */
+int mb_slurm_submit_experiment(const struct mb_experiment *exp, const struct mb_cell *cells,
+                               size_t n_cells, const struct mb_slurm_array_opts *o,
+                               const char *emit_dir, mb_slurm_job_state_fn job_state, void *ctx,
+                               struct mb_slurm_submission *out, struct mb_error *err);
+
 #endif
