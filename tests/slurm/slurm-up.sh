@@ -82,6 +82,7 @@ MpiDefault=none
 ReturnToService=2
 SchedulerParameters=sched_interval=1
 MinJobAge=300
+KillWait=5
 $(cat "$dir/etc/slurm-node.conf") NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 EOF2
