@@ -162,7 +162,7 @@ static int cmd_submit(struct opts *o, const char *exp_path)
     }
     if (rc != MB_OK) {
         mb_cli_error(NAME, "%s", err.msg);
-        return mb_cli_exit_for(rc);
+        return MB_EXIT_USAGE; /* an experiment file that cannot be read is bad input, as for run */
     }
     char exp_abs[PATH_MAX], results[PATH_MAX + 128], self[PATH_MAX];
     char default_results[PATH_MAX];
