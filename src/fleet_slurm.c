@@ -263,6 +263,8 @@ static int write_array_sbatch(const struct mb_experiment *exp, const size_t *idx
     mb__sh_quote(f, o->experiment);
     fputs(" --cells \"$SLURM_ARRAY_TASK_ID\" --results ", f);
     mb__sh_quote(f, o->results);
+    /* Tasks run at once on other nodes: each keeps its own journal in the shared directory. */
+    fputs(" --journal \"journal-${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.jsonl\"", f);
     if (o->device) {
         fputs(" --device ", f);
         mb__sh_quote(f, o->device);

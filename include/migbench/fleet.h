@@ -92,7 +92,9 @@ struct mb_slurm_array_opts {
  * Writes the job array for the cells listed in `indices` (n_indices indices into cells, the
  * session's cell numbering; NULL for all n_cells): dir/array.sbatch (--array=<indices>%K,
  * --gres=gpu:1, --exclusive, each task `migbench run EXP --cells $SLURM_ARRAY_TASK_ID --results
- * DIR`), dir/report.sbatch (`migbench report DIR`, to be submitted with
+ * DIR --journal journal-<array job>_<task>.jsonl`: tasks run at once on other nodes, each with
+ * its own journal in the shared directory), dir/report.sbatch (`migbench report DIR`, to be
+ * submitted with
  * --dependency=afterany:<array job>), dir/cells.tsv (every cell of the experiment: index, run,
  * repetition, mode, jobs) and
  * dir/submit.sh (both sbatch calls, for a person who submits by hand).

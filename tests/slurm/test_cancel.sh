@@ -28,7 +28,7 @@ ARRAY=$(sed -n 's/^array job \([0-9]*\).*/\1/p' "$TMP/out")
 REPORT=$(sed -n 's/.*report job \([0-9]*\)$/\1/p' "$TMP/out")
 
 # The blocking cell has started (its journal entry), then its task is cancelled.
-wait_line "$RES/journal.jsonl" '"event":"cell_started","run":"block"' || exit 1
+wait_line "$RES/journal-${ARRAY}_1.jsonl" '"event":"cell_started","run":"block"' || exit 1
 run 0 scancel "${ARRAY}_1"
 wait_job "${ARRAY}_1" 120
 wait_job "$REPORT" 120
