@@ -397,6 +397,6 @@ const struct mb_cmd mb_cmd_slurm = {
         "  --dev-prefix P  its device files are P0, P1, ... (default /dev/nvidia); Slurm\n"
         "                  wants them to be character devices that exist\n"
         "\n"
-        "Exit status: 0 written, 1 device error, 2 bad input. See docs/slurm.md.",
+        "Exit status: 0 written, 1 device error, 2 bad input. See docs/slurm.md.\n",
     .run = slurm_run,
 };
