@@ -478,6 +478,8 @@ FAKE_FN(nvmlDeviceGetHandleByUUID, (const char *uuid, nvmlDevice_t *h), (uuid, h
     return NVML_ERROR_NOT_FOUND;
 }
 
+/* Newer than the legacy fake's driver: old drivers cannot name a MIG device's GPU. */
+#ifndef FAKE_NVML_LEGACY
 FAKE_FN(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, (nvmlDevice_t mig, nvmlDevice_t *h), (mig, h))
 {
     if (!mig || !h || mig->magic != H_MIG)
@@ -485,6 +487,7 @@ FAKE_FN(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, (nvmlDevice_t mig, nvmlDev
     *h = &mig->gpu->parent;
     return NVML_SUCCESS;
 }
+#endif
 
 /* The MIG instance behind a MIG device handle. */
 static nvmlReturn_t mig_instance(nvmlDevice_t h, struct mb_mig_instance *out)

@@ -864,6 +864,16 @@ static void test_resolve_visible(void **state)
     assert_false(v.resolved);
     close_dev(dev0);
     close_dev(dev);
+
+    /* An old driver cannot name a MIG device's GPU: the GPU that holds it still resolves it,
+     * another GPU says what the library lacks rather than guess. */
+    use_fake(1, spec);
+    dev = open_ok("nvml:1");
+    assert_int_equal(mb_device_resolve_visible("nvml:1", inst[0].uuid, &v, &err), MB_OK);
+    assert_true(v.has_instance);
+    assert_int_equal(mb_device_resolve_visible("nvml:0", inst[0].uuid, &v, &err), MB_EUNSUPPORTED);
+    assert_non_null(strstr(err.msg, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle"));
+    close_dev(dev);
 }
 
 int main(void)
