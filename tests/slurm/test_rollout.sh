@@ -49,9 +49,13 @@ got=$(sed 's/(S:[^)]*)//g; s/^idle //' "$TMP/out")
 [ "$got" = "$planned" ] || fail "sinfo shows '$got', the plan '$planned' (before: $before)"
 [ "$got" != "$(echo "$before" | sed 's/(S:[^)]*)//g')" ] || fail "the GRES did not change"
 
-# A job on the first planned type gets that instance, and measure resolves it.
-type=$(sed -n 's/.*--gres=gpu:\([^:]*\):1.*/\1/p' "$TMP/plan/jobs.sh" | head -n 1)
-[ -n "$type" ] || fail "no --gres=gpu:TYPE:1 in jobs.sh"
+# A job on a planned type the node did not have before gets the new instance, and measure
+# inside the job resolves it.
+type=""
+for t in $(sed -n 's/.*--gres=gpu:\([^:]*\):1.*/\1/p' "$TMP/plan/jobs.sh"); do
+    case $before in *"gpu:$t:"*) ;; *) type=$t && break ;; esac
+done
+[ -n "$type" ] || fail "jobs.sh plans no job on a type the node did not have (before: $before)"
 uuids=$(uuids_of "$type")
 run 0 timeout 60 srun --gres=gpu:"$type":1 "$MIGBENCH" measure --json --device "$MB_SLURM_DEVICE" -- true
 $PY - "$TMP/out" "$type" "$uuids" <<'PYEOF' || fail "measure inside the job on $type"
