@@ -5,6 +5,7 @@
  */
 #define _DEFAULT_SOURCE /* realpath */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "migbench/device.h"
 #include "migbench/experiment.h"
 #include "migbench/fleet.h"
+#include "migbench/session.h"
 
 #define NAME "slurm"
 
@@ -108,39 +110,64 @@ static bool absolute(const char *p, char *out, size_t cap)
     return (size_t)snprintf(out, cap, "%s/%s", cwd, p) < cap;
 }
 
+static void on_session_event(void *ctx, const struct mb_session_event *ev)
+{
+    (void)ctx;
+    if (ev->kind == MB_SESSION_NOTE || ev->kind == MB_SESSION_WARN)
+        mb_cli_info(NAME, "%s", ev->text);
+}
+
 /* The experiment's cells for the device its tasks will run on, numbered as `run --cells` does. */
 static int experiment_cells(const struct mb_experiment *exp, const char *device,
                             struct mb_cell **cells, size_t *n, struct mb_error *err)
 {
-    struct mb_device *dev = NULL;
-    int rc = mb_device_open(device, &dev, err);
-    struct mb_device_info info;
-    if (rc == MB_OK)
-        rc = mb_device_info(dev, &info, err);
-    bool gpu = rc == MB_OK && (mb_device_caps(dev) & MB_CAP_GPU);
-    mb_device_close(dev);
+    volatile sig_atomic_t stop = 0;
+    struct mb_session_opts so = {
+        .device_spec = device, .stop = &stop, .on_event = on_session_event};
+    struct mb_session *s = NULL;
+    int rc = mb_session_open(exp, &so, &s, err);
+    if (rc == MB_OK && !(mb_session_caps(s) & MB_CAP_GPU) && strcmp(device, "auto") == 0)
+        rc = mb_error_set(err, MB_EINVAL,
+                          "device 'auto' is this machine's CPU, not the nodes' GPU: give "
+                          "--gpu MODEL (e.g. --gpu H100-SXM5-80GB) to number the cells as on "
+                          "the nodes, or --device SPEC");
+    if (rc == MB_OK) {
+        const struct mb_cell *c = NULL;
+        const size_t *idx = NULL;
+        *n = mb_session_cells(s, &c, &idx);
+        *cells = malloc((*n ? *n : 1) * sizeof(**cells));
+        if (!*cells)
+            rc = mb_error_set(err, MB_ENOMEM, "out of memory");
+        else
+            memcpy(*cells, c, *n * sizeof(**cells));
+    }
+    mb_session_close(s);
+    return rc;
+}
+
+/*
+ * Loads the experiment. The nodes' GPU model (--gpu, else the file's slurm.gpu unless --device
+ * is given) numbers the cells on an emulated stand-in, whose default repetition count would be
+ * the emulator's (1), not a real GPU's: it is pinned, for this numbering and every task alike.
+ */
+static int load_experiment(struct opts *o, const char *path, struct mb_experiment **exp, char *gpu,
+                           size_t gpu_cap, char *reps, size_t reps_cap, struct mb_error *err)
+{
+    int rc = mb_experiment_load(path, o->sets, o->n_sets, exp, err);
     if (rc != MB_OK)
         return rc;
-    if (!gpu && strcmp(device, "auto") == 0)
-        return mb_error_set(err, MB_EINVAL,
-                            "device 'auto' is this machine's CPU, not the nodes' GPU: give "
-                            "--gpu MODEL (e.g. --gpu H100-SXM5-80GB) to number the cells as on "
-                            "the nodes, or --device SPEC");
-    char **notes = NULL;
-    size_t n_notes = 0;
-    int kind = mb_device_kind_from_backend(info.backend);
-    rc = mb_experiment_cells(exp, (enum mb_device_kind)(kind < 0 ? MB_KIND_HOST : kind), NULL,
-                             cells, n, &notes, &n_notes, err);
-    struct mb_catalog *cat = NULL;
-    const struct mb_gpu_model *model = NULL;
-    if (rc == MB_OK && info.model[0] && mb_catalog_create(&cat, NULL) == MB_OK &&
-        mb_catalog_find(cat, info.model, &model, NULL) == MB_OK && model)
-        rc = mb_experiment_check_cells(exp, model, *cells, n, &notes, &n_notes, err);
-    mb_catalog_destroy(cat);
-    for (size_t i = 0; i < n_notes; i++)
-        mb_cli_info(NAME, "%s", notes[i]);
-    mb_notes_free(notes, n_notes);
-    return rc;
+    if (!o->gpu && !o->device_given && (*exp)->slurm.gpu[0]) {
+        snprintf(gpu, gpu_cap, "%s", (*exp)->slurm.gpu);
+        o->gpu = gpu;
+    }
+    if (!o->gpu || (*exp)->measure.repetitions >= 0 || o->n_sets >= MAX_SETS)
+        return MB_OK;
+    snprintf(reps, reps_cap, "measure.repetitions=%u",
+             mb_experiment_repetitions(*exp, MB_CAP_GPU | MB_CAP_MIG | MB_CAP_MPS));
+    o->sets[o->n_sets++] = reps;
+    mb_experiment_destroy(*exp);
+    *exp = NULL;
+    return mb_experiment_load(path, o->sets, o->n_sets, exp, err);
 }
 
 static int cmd_submit(struct opts *o, const char *exp_path)
@@ -148,18 +175,8 @@ static int cmd_submit(struct opts *o, const char *exp_path)
     struct mb_error err;
     mb_error_clear(&err);
     struct mb_experiment *exp = NULL;
-    int rc = mb_experiment_load(exp_path, o->sets, o->n_sets, &exp, &err);
-    /* Numbered on an emulated stand-in for the nodes' GPU, a default repetition count would be
-     * the emulator's (1), not a real GPU's: pin it, for this numbering and every task alike. */
-    char reps[64];
-    if (rc == MB_OK && o->gpu && exp->measure.repetitions < 0 && o->n_sets < MAX_SETS) {
-        snprintf(reps, sizeof(reps), "measure.repetitions=%u",
-                 mb_experiment_repetitions(exp, MB_KIND_NVML));
-        o->sets[o->n_sets++] = reps;
-        mb_experiment_destroy(exp);
-        exp = NULL;
-        rc = mb_experiment_load(exp_path, o->sets, o->n_sets, &exp, &err);
-    }
+    char gpu[MB_EXP_SLURM_VALUE_MAX], reps[64];
+    int rc = load_experiment(o, exp_path, &exp, gpu, sizeof(gpu), reps, sizeof(reps), &err);
     if (rc != MB_OK) {
         mb_cli_error(NAME, "%s", err.msg);
         return MB_EXIT_USAGE; /* an experiment file that cannot be read is bad input, as for run */
@@ -175,6 +192,18 @@ static int cmd_submit(struct opts *o, const char *exp_path)
     }
     ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
     self[len > 0 ? len : 0] = '\0';
+    /* The experiment's slurm: block, where the command line says nothing. */
+    const struct mb_exp_slurm *es = &exp->slurm;
+    if (!o->array.partition && es->partition[0])
+        o->array.partition = es->partition;
+    if (!o->array.account && es->account[0])
+        o->array.account = es->account;
+    if (!o->array.time_limit && es->time[0])
+        o->array.time_limit = es->time;
+    if (!o->array.max_concurrent)
+        o->array.max_concurrent = es->max_concurrent;
+    for (size_t i = 0; i < es->n_sbatch && o->array.n_extra < MB_FLEET_MAX_EXTRA; i++)
+        o->array.extra[o->array.n_extra++] = es->sbatch[i];
     o->array.migbench = o->migbench ? o->migbench : self;
     o->array.experiment = exp_abs;
     o->array.results = results;

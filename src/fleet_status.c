@@ -13,6 +13,7 @@
 #include "fleet_internal.h"
 #include "migbench/fileio.h"
 #include "migbench/results.h"
+#include "results_json.h"
 #include "text_internal.h"
 
 #define CELLS_TSV_MAX (16u << 20)

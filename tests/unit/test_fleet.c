@@ -224,8 +224,9 @@ static void test_array(void **state)
     size_t n = 0, n_notes = 0;
     char **notes = NULL;
     struct mb_error err;
-    assert_int_equal(
-        mb_experiment_cells(exp, MB_KIND_EMU, NULL, &cells, &n, &notes, &n_notes, &err), MB_OK);
+    assert_int_equal(mb_experiment_cells(exp, MB_CAP_EMULATED | MB_CAP_GPU, NULL, &cells, &n,
+                                         &notes, &n_notes, &err),
+                     MB_OK);
     assert_int_equal(n, 4);
     char dir[300];
     snprintf(dir, sizeof(dir), "%s/array", tmp);
