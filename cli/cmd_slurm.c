@@ -121,16 +121,22 @@ static void on_session_event(void *ctx, const struct mb_session_event *ev)
 static int experiment_cells(const struct mb_experiment *exp, const char *device,
                             struct mb_cell **cells, size_t *n, struct mb_error *err)
 {
+    if (strcmp(device, "auto") == 0) {
+        struct mb_device *dev = NULL;
+        bool gpu =
+            mb_device_open(device, &dev, NULL) == MB_OK && (mb_device_caps(dev) & MB_CAP_GPU);
+        mb_device_close(dev);
+        if (!gpu)
+            return mb_error_set(err, MB_EINVAL,
+                                "device 'auto' is this machine's CPU, not the nodes' GPU: give "
+                                "--gpu MODEL (e.g. --gpu H100-SXM5-80GB) or slurm.gpu in the "
+                                "file to number the cells as on the nodes, or --device SPEC");
+    }
     volatile sig_atomic_t stop = 0;
     struct mb_session_opts so = {
         .device_spec = device, .stop = &stop, .on_event = on_session_event};
     struct mb_session *s = NULL;
     int rc = mb_session_open(exp, &so, &s, err);
-    if (rc == MB_OK && !(mb_session_caps(s) & MB_CAP_GPU) && strcmp(device, "auto") == 0)
-        rc = mb_error_set(err, MB_EINVAL,
-                          "device 'auto' is this machine's CPU, not the nodes' GPU: give "
-                          "--gpu MODEL (e.g. --gpu H100-SXM5-80GB) to number the cells as on "
-                          "the nodes, or --device SPEC");
     if (rc == MB_OK) {
         const struct mb_cell *c = NULL;
         const size_t *idx = NULL;
@@ -145,11 +151,6 @@ static int experiment_cells(const struct mb_experiment *exp, const char *device,
     return rc;
 }
 
-/*
- * Loads the experiment. The nodes' GPU model (--gpu, else the file's slurm.gpu unless --device
- * is given) numbers the cells on an emulated stand-in, whose default repetition count would be
- * the emulator's (1), not a real GPU's: it is pinned, for this numbering and every task alike.
- */
 static int load_experiment(struct opts *o, const char *path, struct mb_experiment **exp, char *gpu,
                            size_t gpu_cap, char *reps, size_t reps_cap, struct mb_error *err)
 {
