@@ -51,6 +51,35 @@ YAML
 MIGBENCH_NVML_LIBRARY=/nonexistent run 2 "$M" slurm submit "$TMP/auto.yaml" --emit "$TMP/x"
 expect_err "give --gpu MODEL"
 
+# The experiment's slurm: block gives the defaults; options on the command line win.
+cat >"$TMP/blk.yaml" <<YAML
+version: 1
+name: blk
+device: emu:H100-80GB
+workloads:
+  w: {command: [/bin/true], unit: samples}
+runs:
+  - {name: one, mode: exclusive, jobs: [w]}
+slurm:
+  partition: short
+  account: lab
+  time: "0:30:00"
+  max_concurrent: 5
+  sbatch: [--qos=low, --mail-type=END]
+YAML
+run 0 "$M" slurm submit "$TMP/blk.yaml" --emit "$TMP/b" --account other
+for l in '--array=0%5' '--partition=short' '--account=other' '--time=0:30:00' '--qos=low' \
+    '--mail-type=END'; do
+    grep -qx -- "#SBATCH $l" "$TMP/b/array.sbatch" || fail "slurm: block: no #SBATCH $l"
+done
+grep -q -- '--account=lab' "$TMP/b/array.sbatch" && fail "--account did not win over the file"
+sed 's/  partition: short/  partition: "short --x"/' "$TMP/blk.yaml" >"$TMP/bad.yaml"
+run 2 "$M" slurm submit "$TMP/bad.yaml" --emit "$TMP/b2"
+expect_err "bad.yaml:9: field 'slurm.partition'"
+sed 's/  sbatch: \[--qos=low, --mail-type=END\]/  sbatch: [qos=low]/' "$TMP/blk.yaml" >"$TMP/bad2.yaml"
+run 2 "$M" slurm submit "$TMP/bad2.yaml" --emit "$TMP/b3"
+expect_err "field 'slurm.sbatch\[0\]'.*an sbatch option"
+
 # status without a submission.
 run 2 "$M" slurm status "$TMP/res"
 expect_err 'no cells.tsv'
