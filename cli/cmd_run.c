@@ -35,8 +35,9 @@ struct run_args {
     const char *device; /* --device, or NULL */
     const char *results;
     const char *only;
-    const char *cells; /* --cells LIST */
-    const char *shard; /* --shard I/N */
+    const char *cells;   /* --cells LIST */
+    const char *shard;   /* --shard I/N */
+    const char *journal; /* --journal NAME: this invocation's own journal */
     const char *sets[MB_EXP_MAX_OVERRIDES];
     size_t n_sets;
     bool dry_run;
@@ -54,17 +55,12 @@ struct target {
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
     static const struct option opts[] = {
-        {"device", required_argument, NULL, 'd'},
-        {"results", required_argument, NULL, 'r'},
-        {"set", required_argument, NULL, 's'},
-        {"dry-run", no_argument, NULL, 'n'},
-        {"resume", no_argument, NULL, 'R'},
-        {"only", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {"prometheus", required_argument, NULL, 'P'},
-        {"cells", required_argument, NULL, 'C'},
-        {"shard", required_argument, NULL, 'S'},
-        {NULL, 0, NULL, 0},
+        {"device", required_argument, NULL, 'd'},  {"results", required_argument, NULL, 'r'},
+        {"set", required_argument, NULL, 's'},     {"dry-run", no_argument, NULL, 'n'},
+        {"resume", no_argument, NULL, 'R'},        {"only", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},          {"prometheus", required_argument, NULL, 'P'},
+        {"cells", required_argument, NULL, 'C'},   {"shard", required_argument, NULL, 'S'},
+        {"journal", required_argument, NULL, 'J'}, {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof(*a));
     optind = 1;
@@ -106,6 +102,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
             break;
         case 'S':
             a->shard = optarg;
+            break;
+        case 'J':
+            a->journal = optarg;
             break;
         case 'h':
             mb_cli_print_help(&mb_cmd_run, stdout);
@@ -672,6 +671,7 @@ static int open_session(const struct run_args *a, const struct mb_experiment *ex
     struct mb_session_opts so = {
         .device_spec = spec,
         .results_dir = a->results,
+        .journal_name = a->journal,
         .only = a->only,
         .resume = a->resume,
         .stop = &stop_signal,

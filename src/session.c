@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <stdarg.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "migbench/results.h"
 
 struct mb_session {
+    struct mb_visible vis; /* CUDA_VISIBLE_DEVICES resolved (follow_visible) */
     const struct mb_experiment *exp;
     struct mb_session_opts o;
     struct mb_catalog *cat;
@@ -212,8 +214,33 @@ static void filter_by_mig_mode(struct mb_session *s)
     s->n_all = k;
 }
 
+/*
+ * Inside a Slurm job or a Kubernetes pod the scheduler names the job's GPU by UUID in
+ * CUDA_VISIBLE_DEVICES, and NVML's GPU 0 need not be it: for auto and nvml specs the session
+ * runs on the GPU that names (a MIG instance's parent: a cell needs the whole GPU). Emulated and
+ * host devices are taken as given.
+ */
+static void follow_visible(struct mb_session *s)
+{
+    const char *spec = s->o.device_spec;
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    if (!cvd || (strcmp(spec, "auto") != 0 && strncmp(spec, "nvml", 4) != 0))
+        return;
+    struct mb_error e;
+    if (mb_device_resolve_visible(spec, cvd, &s->vis, &e) != MB_OK) {
+        say(s, MB_SESSION_WARN, "%s; running on %s", e.msg, spec);
+        return;
+    }
+    if (!s->vis.resolved || strcmp(s->vis.spec, spec) == 0)
+        return;
+    say(s, MB_SESSION_NOTE, "CUDA_VISIBLE_DEVICES=%s: running on %s%s", s->vis.entry, s->vis.spec,
+        s->vis.has_instance ? " (the MIG instance's GPU: a cell needs the whole GPU)" : "");
+    s->o.device_spec = s->vis.spec;
+}
+
 static int open_device(struct mb_session *s, struct mb_error *err)
 {
+    follow_visible(s);
     const char *spec = s->o.device_spec;
     struct mb_error e;
     int rc = mb_catalog_create(&s->cat, err);
@@ -300,13 +327,48 @@ static int read_journal(struct mb_session *s, const char *what, struct mb_error 
     return check_same_experiment(s, s->events, what, err);
 }
 
+/* Every journal*.jsonl of the directory must be of this experiment (a task's own journal). */
+static int check_all_journals(struct mb_session *s, struct mb_error *err)
+{
+    DIR *d = opendir(s->dir);
+    if (!d)
+        return MB_OK; /* no directory yet: nothing to join */
+    int rc = MB_OK;
+    struct dirent *e;
+    while (rc == MB_OK && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "journal", 7) != 0 || len < 6 ||
+            strcmp(e->d_name + len - 6, ".jsonl") != 0)
+            continue;
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof(path), "%s/%s", s->dir, e->d_name);
+        cJSON *events = NULL;
+        size_t skipped = 0;
+        if (mb_journal_read(path, &events, &skipped, NULL) == MB_OK)
+            rc = check_same_experiment(s, events, "", err);
+        cJSON_Delete(events);
+    }
+    closedir(d);
+    return rc;
+}
+
 static int open_results(struct mb_session *s, struct mb_error *err)
 {
     if (s->o.results_dir)
         snprintf(s->dir, sizeof(s->dir), "%s", s->o.results_dir);
     else
         snprintf(s->dir, sizeof(s->dir), "results/%s", s->exp->name);
-    snprintf(s->jpath, sizeof(s->jpath), "%s/journal.jsonl", s->dir);
+    const char *jn = s->o.journal_name;
+    if (jn) {
+        size_t n = strlen(jn);
+        if (strncmp(jn, "journal-", 8) != 0 || n < 15 || strcmp(jn + n - 6, ".jsonl") != 0 ||
+            strchr(jn, '/') || n > 200)
+            return mb_error_set(err, MB_EINVAL,
+                                "--journal %s: expected a file name journal-NAME.jsonl", jn);
+        if (s->o.resume)
+            return mb_error_set(err, MB_EINVAL, "--journal: --resume reads journal.jsonl");
+    }
+    snprintf(s->jpath, sizeof(s->jpath), "%s/%s", s->dir, jn ? jn : "journal.jsonl");
     struct stat st;
     if (stat(s->dir, &st) == 0 && !S_ISDIR(st.st_mode))
         return mb_error_set(err, MB_EINVAL, "--results %s: exists and is not a directory", s->dir);
@@ -339,7 +401,7 @@ int mb_session_open(const struct mb_experiment *exp, const struct mb_session_opt
     s->ro = (struct mb_runner_opts){
         .exp = exp,
         .dev = s->dev,
-        .device_spec = opts->device_spec,
+        .device_spec = s->o.device_spec, /* follow_visible may have moved it */
         .model = s->model,
         .results_dir = s->dir,
         .python = s->python[0] ? s->python : NULL,
@@ -535,6 +597,11 @@ int mb_session_check(struct mb_session *s, struct mb_error *err)
 {
     if (s->n_sel == 0)
         return mb_error_set(err, MB_EINVAL, "the selection holds no cell of %s", s->exp->path);
+    if (s->o.journal_name) {
+        int jrc = check_all_journals(s, err);
+        if (jrc != MB_OK)
+            return jrc;
+    }
     if (!s->o.resume && access(s->jpath, F_OK) == 0) {
         if (!s->selected)
             return mb_error_set(err, MB_EINVAL,

@@ -227,6 +227,13 @@ struct mb_device_ops {
     /* Host: split the CPUs into n disjoint core sets (for mode: partition). */
     int (*cpu_partitions)(struct mb_device *dev, unsigned n, struct mb_cpuset *out,
                           struct mb_error *err);
+    /*
+     * Optional: the UUID ("GPU-...") of the GPU that id belongs to, where id is a GPU UUID, a MIG
+     * device UUID ("MIG-...") or a legacy "MIG-GPU-<uuid>/<gi>/<ci>", searched over every GPU of
+     * the backend, not only dev. MB_ENOTFOUND when no GPU has it.
+     */
+    int (*visible_parent)(struct mb_device *dev, const char *id, char *gpu_uuid, size_t cap,
+                          struct mb_error *err);
 };
 
 /* Every backend embeds this as its first member. */
@@ -285,5 +292,33 @@ int mb_device_mig_activity(struct mb_device *dev, unsigned gi_id, struct mb_mig_
                            struct mb_error *err);
 int mb_device_cpu_partitions(struct mb_device *dev, unsigned n, struct mb_cpuset *out,
                              struct mb_error *err);
+
+#define MB_VISIBLE_ENTRY_MAX 128
+#define MB_DEVICE_SPEC_MAX 1200
+
+/*
+ * What a CUDA_VISIBLE_DEVICES entry names, as a scheduler (Slurm, the Kubernetes device plugin)
+ * hands it to a job: the parent GPU and, for a MIG device, the instance.
+ */
+struct mb_visible {
+    bool resolved;                    /* false: nothing to resolve (unset, an index, no GPU) */
+    char entry[MB_VISIBLE_ENTRY_MAX]; /* the first entry of the variable, as given */
+    char spec[MB_DEVICE_SPEC_MAX];    /* the device spec that opens the parent GPU */
+    char gpu_uuid[MB_UUID_MAX];       /* the parent GPU's UUID */
+    bool has_instance;                /* the entry names a MIG instance */
+    struct mb_mig_instance instance;  /* when has_instance: ids, profile, placement, UUID */
+};
+
+/*
+ * Resolves the first entry of visible (a CUDA_VISIBLE_DEVICES value; NULL or "" for none)
+ * against the device spec: "GPU-<uuid>", "MIG-<uuid>" and the legacy "MIG-GPU-<uuid>/<gi>/<ci>"
+ * name the parent GPU and instance; on nvml the parent may be any GPU of the machine and
+ * out->spec then names it ("nvml:GPU-..."); on emu the entry must belong to the emulated GPU
+ * (its state file holds the instances). Entries that are indices, and devices without
+ * MB_CAP_GPU, leave out->resolved false and out->spec = spec. MB_ENOTFOUND with the entry and
+ * the spec named when no GPU or instance has that UUID; errors of opening spec as they are.
+ */
+int mb_device_resolve_visible(const char *spec, const char *visible, struct mb_visible *out,
+                              struct mb_error *err);
 
 #endif
