@@ -1593,23 +1593,25 @@ static int have_cell(const struct mb_an_experiment *e, const char *run, int rep)
  * (a crash or an interrupt) and interrupted runs. A torn or unreadable line is counted, not
  * fatal: the journal of a killed run may end mid-line.
  */
-static void journal_notes(struct mb_an_experiment *e)
+struct journal_tally {
+    size_t bad, interrupted, unfinished, lines;
+};
+
+/* Tallies one journal file's interruptions, unfinished cells and unreadable lines. */
+static void journal_tally_file(struct mb_an_experiment *e, const char *path,
+                               struct journal_tally *t)
 {
-    char path[MB_AN_PATH_MAX];
-    if (!join(path, sizeof(path), e->dir, "journal.jsonl"))
-        return;
     FILE *f;
     if (mb_file_fopen_input(path, &f, NULL) != MB_OK)
         return;
     char line[8192];
-    size_t bad = 0, interrupted = 0, unfinished = 0, lines = 0;
-    while (fgets(line, sizeof(line), f) && lines < 1000000) {
-        lines++;
+    while (fgets(line, sizeof(line), f) && t->lines < 1000000) {
+        t->lines++;
         if (line[0] == '\n')
             continue;
         cJSON *o = cJSON_Parse(line);
         if (!cJSON_IsObject(o)) {
-            bad++;
+            t->bad++;
             cJSON_Delete(o);
             continue;
         }
@@ -1617,23 +1619,71 @@ static void journal_notes(struct mb_an_experiment *e)
         const char *run = json_str(o, "run");
         struct mb_opt rep = json_num(o, "rep");
         if (ev && strcmp(ev, "interrupted") == 0) {
-            interrupted++;
+            t->interrupted++;
         } else if (ev && strcmp(ev, "cell_started") == 0 && run && opt_int(rep, -1) >= 0 &&
                    !have_cell(e, run, opt_int(rep, -1))) {
-            if (unfinished++ < 8)
+            if (t->unfinished++ < 8)
                 add_note(e, "%s rep %d started but wrote no cell.json (journal)", run,
                          opt_int(rep, -1));
         }
         cJSON_Delete(o);
     }
     fclose(f);
-    if (unfinished > 8)
-        add_note(e, "%zu cells in all started but wrote no cell.json (journal)", unfinished);
-    e->cells_unfinished = unfinished;
-    if (interrupted)
-        add_note(e, "the journal records %zu interruption(s)", interrupted);
-    if (bad)
-        add_note(e, "%zu unreadable journal line(s) skipped", bad);
+}
+
+/* A journal of the directory: journal.jsonl, or journal-NAME.jsonl of one invocation (run
+ * --journal, e.g. a Slurm array task). */
+static bool is_journal_name(const char *name)
+{
+    size_t n = strlen(name);
+    return n >= 13 && strncmp(name, "journal", 7) == 0 && strcmp(name + n - 6, ".jsonl") == 0 &&
+           (name[7] == '.' || name[7] == '-');
+}
+
+/*
+ * The journals tell what the cell files cannot: cells that started and never wrote a result
+ * (a crash or an interrupt) and interrupted runs. A torn or unreadable line is counted, not
+ * fatal: the journal of a killed run may end mid-line.
+ */
+static void journal_notes(struct mb_an_experiment *e)
+{
+    DIR *d = opendir(e->dir);
+    if (!d)
+        return;
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && n < 4096) {
+        if (!is_journal_name(de->d_name))
+            continue;
+        char **nn = realloc(names, (n + 1) * sizeof(*nn));
+        char *copy = strdup(de->d_name);
+        if (!nn || !copy) {
+            free(copy);
+            if (nn)
+                names = nn;
+            break;
+        }
+        names = nn;
+        names[n++] = copy;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, n, sizeof(*names), cmp_str);
+    struct journal_tally t = {0};
+    for (size_t i = 0; i < n; i++) {
+        char path[MB_AN_PATH_MAX];
+        if (join(path, sizeof(path), e->dir, names[i]))
+            journal_tally_file(e, path, &t);
+    }
+    free_names(names, n);
+    if (t.unfinished > 8)
+        add_note(e, "%zu cells in all started but wrote no cell.json (journal)", t.unfinished);
+    e->cells_unfinished = t.unfinished;
+    if (t.interrupted)
+        add_note(e, "the journal records %zu interruption(s)", t.interrupted);
+    if (t.bad)
+        add_note(e, "%zu unreadable journal line(s) skipped", t.bad);
 }
 
 static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)

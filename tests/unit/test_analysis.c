@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,6 +404,48 @@ static void test_solo_baselines(void **state)
     mb_analysis_destroy(a);
 }
 
+/* Array tasks keep their own journals (journal-NAME.jsonl): their unfinished cells and
+ * interruptions count like the main journal's. */
+static void test_task_journals(void **state)
+{
+    (void)state;
+    write_file("tasks/journal.jsonl", "{\"event\":\"experiment_started\"}\n");
+    write_file("tasks/journal-7_0.jsonl",
+               "{\"event\":\"cell_started\",\"run\":\"solo\",\"rep\":0}\n"
+               "{\"event\":\"interrupted\",\"signal\":15,\"run\":\"solo\",\"rep\":0}\n");
+    write_file("tasks/journal-7_1.jsonl",
+               "{\"event\":\"cell_started\",\"run\":\"solo\",\"rep\":1}\n{torn");
+    write_file("tasks/journal.jsonl.lock", "");
+    /* One finished cell, a copy of the main fixture's first. */
+    char src[400];
+    snprintf(src, sizeof(src), "%s/exp/exclusive/0/cell.json", tmpdir);
+    FILE *f = fopen(src, "r");
+    assert_non_null(f);
+    static char cell[65536];
+    size_t len = fread(cell, 1, sizeof(cell) - 1, f);
+    fclose(f);
+    cell[len] = '\0';
+    write_file("tasks/exclusive/0/cell.json", cell);
+    write_file("tasks/journalish.txt", "{\"event\":\"cell_started\",\"run\":\"x\",\"rep\":0}\n");
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/tasks", tmpdir);
+    const char *dirs[] = {dir};
+    struct mb_analysis *a = NULL;
+    struct mb_error err;
+    int st = mb_analysis_load(&a, dirs, 1, &err);
+    if (st != MB_OK)
+        fail_msg("load: %s", err.msg);
+    assert_int_equal(a->exps[0].cells_unfinished, 2);
+    bool interrupted = false, torn = false;
+    for (size_t i = 0; i < a->exps[0].nnotes; i++) {
+        interrupted |= strstr(a->exps[0].notes[i], "1 interruption") != NULL;
+        torn |= strstr(a->exps[0].notes[i], "1 unreadable journal line") != NULL;
+    }
+    assert_true(interrupted);
+    assert_true(torn);
+    mb_analysis_destroy(a);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -443,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_timeslice_single_rep),
         cmocka_unit_test(test_golden_closure),
         cmocka_unit_test(test_solo_baselines),
+        cmocka_unit_test(test_task_journals),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
