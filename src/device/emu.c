@@ -10,7 +10,7 @@
  *
  * The power limit (a stated DVFS model, emulation, not a measurement). Let D = max_w - idle_w and
  * s = f / f_max the SM clock as a fraction of its maximum. Dynamic power is D * load * g(s) with
- * g(s) = s^3 while the voltage follows the clock (P ~ f V^2, V ~ f: s >= S_VFLOOR) and
+ * g(s) = s^3 while the voltage follows the clock (P ~ f V^2, V ~ f: s >= S_VFLOOR = 0.7) and
  * g(s) = s * S_VFLOOR^2 below that, where the voltage stays at its floor (P ~ f). Under a limit L
  * below idle_w + D * load the clock drops to the s that fits, g(s) = (L - idle_w) / (D * load),
  * floored at s_min = sm_idle_mhz / sm_max_mhz; the power is then idle_w + D * load * g(s) (the
@@ -151,7 +151,7 @@ struct emu_state {
 };
 
 /* The clock fraction below which the voltage stays at its floor (see the model above). */
-#define S_VFLOOR 0.6
+#define S_VFLOOR 0.7
 
 struct emu_fault {
     enum emu_op op;

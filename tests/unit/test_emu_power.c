@@ -112,7 +112,7 @@ static void test_cap_clips_power_and_clock(void **state)
     assert_true(fabs(speed(dev) - 1.0) < 1e-12);
     advance(dev, 1);
     assert_int_equal(energy(dev), 500000);
-    /* 300 W: (300-100)/400 = 0.5 of the dynamic power, above the voltage floor (0.6^3 = 0.216),
+    /* 300 W: (300-100)/400 = 0.5 of the dynamic power, above the voltage floor (0.7^3 = 0.343),
      * so the clock falls to cbrt(0.5) and the power sits exactly at the limit. */
     set_ok(dev, 300000);
     double s = speed(dev);
@@ -130,7 +130,7 @@ static void test_cap_clips_power_and_clock(void **state)
     assert_int_equal(pl.throttle_reasons, MB_THROTTLE_SW_POWER_CAP);
     /* 160 W: 0.15 of the dynamic power, below the voltage floor: P ~ f there. */
     set_ok(dev, 160000);
-    assert_true(fabs(speed(dev) - 0.15 / 0.36) < 1e-9);
+    assert_true(fabs(speed(dev) - 0.15 / 0.49) < 1e-9);
     advance(dev, 1);
     assert_int_equal(energy(dev), 1100000 + 160000);
     /* Back to the default: full clock, full power, no throttle. */
@@ -158,7 +158,7 @@ static void test_light_load_and_floor(void **state)
     double floor_s = 345.0 / 1980.0;
     assert_true(fabs(speed(dev) - floor_s) < 1e-9);
     advance(dev, 1);
-    uint64_t want = 200000 + (uint64_t)llround((100.0 + 100.0 * floor_s * 0.36) * 1000.0);
+    uint64_t want = 200000 + (uint64_t)llround((100.0 + 100.0 * floor_s * 0.49) * 1000.0);
     assert_int_equal(energy(dev), want);
     mb_device_close(dev);
 }
