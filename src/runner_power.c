@@ -13,6 +13,7 @@ int mb__cell_power_prepare(struct mb__cell_power *p, const struct mb_runner_opts
         return MB_OK;
     p->active = true;
     snprintf(p->requested, sizeof(p->requested), "%s", run->power_limit);
+    snprintf(p->base_run, sizeof(p->base_run), "%s", run->base_run);
     int def;
     double pct, w;
     int rc = mb_powercap_parse(run->power_limit, &def, &pct, &w, why);
@@ -76,6 +77,7 @@ cJSON *mb__cell_power_json(const struct mb__cell_power *p, const struct mb_energ
     if (!o)
         return NULL;
     cJSON_AddStringToObject(o, "requested", p->requested);
+    cJSON_AddStringToObject(o, "base_run", p->base_run);
     cJSON_AddItemToObject(o, "requested_mw",
                           p->requested_ok ? cJSON_CreateNumber(p->requested_mw)
                                           : cJSON_CreateNull());

@@ -17,6 +17,7 @@
 struct mb__cell_power {
     bool active;                           /* the run has a power limit */
     char requested[MB_EXP_POWER_TEXT_MAX]; /* as written */
+    char base_run[MB_EXP_NAME_MAX];        /* the run as written */
     bool requested_ok;
     uint32_t requested_mw; /* resolved against the device */
     bool enforced_ok;

@@ -21,7 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "migbench/analysis.h"
 #include "migbench/device.h"
+#include "migbench/poweraxis.h"
 #include "migbench/experiment.h"
 #include "migbench/fileio.h"
 #include "migbench/powercap.h"
@@ -63,10 +65,11 @@ static struct mb_experiment *load(const char *limits_a, const char *limits_b, co
     snprintf(yaml, sizeof(yaml),
              "version: 1\nname: caps\nworkloads:\n"
              "  m: {command: [\"%s/fixtures/fx_model\", --device, \"%s\", --rate, \"40\", "
-             "--duration, \"30\"%s]}\n"
+             "--duration, \"60\"%s]}\n"
              "runs:\n"
              "  - {name: solo, mode: exclusive, jobs: [m]}\n"
-             "measure: {warmup: 2 steps, duration: 6 steps, grace: 1s, progress_timeout: 10s}\n",
+             "measure: {warmup: 2 steps, duration: 5200ms, sample_interval: 50ms, grace: 1s, "
+             "progress_timeout: 10s}\n",
              MB_BINARY_DIR, spec, extra);
     struct mb_error err;
     struct mb_experiment *exp;
@@ -191,6 +194,25 @@ static void test_axis_sets_and_restores(void **state)
     assert_non_null(strstr(text, "\"event\":\"power_limit_set\",\"run\":\"solo.cap-60pct\""));
     assert_non_null(strstr(text, "\"outcome\":\"restored\""));
     free(text);
+    /* The analysis puts both limits under the run as written, strongest first. */
+    struct mb_analysis *an = NULL;
+    const char *dirs[1] = {res};
+    assert_int_equal(mb_analysis_load(&an, dirs, 1, &err), MB_OK);
+    struct mb_paxis ax;
+    assert_int_equal(mb_paxis_build(&an->exps[0], NULL, &ax, &err), MB_OK);
+    assert_int_equal(ax.n, 1);
+    assert_string_equal(ax.items[0].run, "solo");
+    assert_string_equal(ax.items[0].job, "m");
+    assert_int_equal(ax.items[0].npoints, 2);
+    assert_string_equal(ax.items[0].points[0].limit, "default");
+    assert_true(ax.items[0].points[0].enforced_w.v == 700);
+    assert_false(ax.items[0].points[0].power_capped);
+    assert_string_equal(ax.items[0].points[1].limit, "60%");
+    assert_true(ax.items[0].points[1].power_capped);
+    assert_true(ax.items[0].points[1].throughput.valid && ax.items[0].points[1].j_per_unit.valid);
+    assert_true(ax.items[0].optimal_ok);
+    mb_paxis_free(&ax);
+    mb_analysis_destroy(an);
     mb_device_close(dev);
     mb_experiment_destroy(exp);
 }
