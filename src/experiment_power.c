@@ -53,16 +53,17 @@ static bool name_taken(const struct mb_exp_run *runs, size_t n, const char *name
 }
 
 /* Appends run r expanded over its limits (or r itself) to out[*n]. */
-static int expand_run(const struct mb_experiment *exp, const struct mb_exp_run *r,
-                      struct mb_exp_run *out, size_t *n, struct mb_error *err)
+static int expand_run(const struct mb_experiment *exp, size_t idx, struct mb_exp_run *out,
+                      size_t *n, struct mb_error *err)
 {
+    const struct mb_exp_run *r = &exp->runs[idx];
     bool own = r->n_power_limits > 0;
     size_t nl = own ? r->n_power_limits : exp->n_power_limits;
     const char(*list)[MB_EXP_POWER_TEXT_MAX] = own ? r->power_limits : exp->power_limits;
     unsigned line = own ? r->power_limits_line : exp->power_limits_line;
     char field[MB_EXP_NAME_MAX + 32];
     if (own)
-        snprintf(field, sizeof(field), "runs.%s.power_limits", r->name);
+        snprintf(field, sizeof(field), "runs[%zu].power_limits", idx);
     else
         snprintf(field, sizeof(field), "power_limits");
     if (r->power_limit[0] || nl == 0) {
@@ -108,7 +109,7 @@ int mb_experiment_expand_power(struct mb_experiment *exp, struct mb_error *err)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
     size_t n = 0;
     for (size_t i = 0; i < exp->n_runs && rc == MB_OK; i++)
-        rc = expand_run(exp, &exp->runs[i], out, &n, err);
+        rc = expand_run(exp, i, out, &n, err);
     /* An expanded name must not meet a run written with that name. */
     for (size_t i = 0; i < n && rc == MB_OK; i++)
         if (name_taken(out, i, out[i].name))

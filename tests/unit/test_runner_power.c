@@ -277,7 +277,7 @@ static void test_no_cap_device(void **state)
         }
         exp->runs[0].power_limits_line = 6;
         assert_int_equal(mb_experiment_expand_power(exp, &err), MB_EPARSE);
-        assert_non_null(strstr(err.msg, "b.yaml:6: field 'runs.solo.power_limits["));
+        assert_non_null(strstr(err.msg, "b.yaml:6: field 'runs[0].power_limits["));
         mb_experiment_destroy(exp);
     }
 }
