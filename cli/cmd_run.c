@@ -19,6 +19,7 @@
 #include "migbench/device.h"
 #include "migbench/layout.h"
 #include "migbench/results.h"
+#include "migbench/powercap.h"
 #include "migbench/runner.h"
 #include "run_export.h"
 
@@ -757,6 +758,53 @@ static void filter_by_mig_mode(const struct mb_experiment *exp, struct mb_device
     *n_cells = k;
 }
 
+/*
+ * The power-limit axis: where the device can set its limit, the ledger path and the recovery of
+ * what a dead run left; elsewhere the capped runs are skipped with a note.
+ */
+static int power_begin(const struct mb_experiment *exp, struct mb_device *dev, const char *spec,
+                       struct mb_cell *cells, size_t *n_cells, char ***notes, size_t *n_notes,
+                       char *ledger, size_t cap)
+{
+    struct mb_error err;
+    char why[MB_ERROR_MSG_MAX];
+    enum mb_powercap_outcome rec;
+    if (mb_powercap_begin(dev, spec, getenv("MIGBENCH_STATE_DIR"), getenv("MIGBENCH_POWER_HELPER"),
+                          ledger, cap, why, sizeof(why), &rec, &err) != MB_OK) {
+        mb_cli_error(CMD, "power limit left by an earlier run: %s; nothing was run", err.msg);
+        return MB_EXIT_FAIL;
+    }
+    if (rec == MB_PC_RESTORED)
+        mb_cli_info(CMD, "restored the power limit that an interrupted run had set");
+    else if (rec == MB_PC_FOREIGN)
+        mb_cli_info(CMD, "an interrupted run's power limit was changed since by someone else; "
+                         "left as it is");
+    if (ledger[0])
+        return MB_EXIT_OK;
+    size_t before = *n_notes;
+    if (mb_experiment_power_filter(exp, cells, n_cells, notes, n_notes, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        return MB_EXIT_FAIL;
+    }
+    for (size_t i = before; i < *n_notes; i++)
+        mb_cli_info(CMD, "%s (%s)", (*notes)[i], why);
+    return MB_EXIT_OK;
+}
+
+/* On every way out: a limit this process set and did not restore yet goes back now. */
+static void power_end(struct mb_device *dev, const char *ledger)
+{
+    if (!dev || !ledger[0])
+        return;
+    struct mb_powercap pc = {dev, ledger, getenv("MIGBENCH_POWER_HELPER")};
+    enum mb_powercap_outcome o;
+    struct mb_error err;
+    if (mb_powercap_restore(&pc, &o, &err) != MB_OK)
+        mb_cli_error(CMD, "cannot restore the power limit: %s (the next run restores it)", err.msg);
+    else if (o == MB_PC_RESTORED)
+        mb_cli_info(CMD, "power limit restored");
+}
+
 static int execute(const struct run_args *a, const struct mb_experiment *exp, const char *spec)
 {
     struct mb_error err;
@@ -769,6 +817,7 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
     cJSON *events = NULL;
     int code = MB_EXIT_OK;
     struct mb_cli_run_export ex = {0};
+    char ledger[PATH_MAX] = ""; /* the power-limit record, "" without the axis */
     if (mb_catalog_create(&cat, &err) != MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
         return MB_EXIT_FAIL;
@@ -813,6 +862,11 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
     }
     for (size_t i = shown_notes; i < n_notes; i++)
         mb_cli_info(CMD, "%s", notes[i]);
+    if (power_begin(exp, dev, spec, cells, &n_cells, &notes, &n_notes, ledger, sizeof(ledger)) !=
+        MB_EXIT_OK) {
+        code = MB_EXIT_FAIL;
+        goto out;
+    }
     if (n_cells == 0) {
         mb_cli_error(CMD, "no run of %s applies to %s", exp->path, spec);
         code = MB_EXIT_USAGE;
@@ -889,6 +943,8 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         .ctx = &pctx,
         .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32),
         .power = &power,
+        .power_ledger = ledger[0] ? ledger : NULL,
+        .power_helper = getenv("MIGBENCH_POWER_HELPER"),
     };
     /* Nothing has changed yet: refuse here what cannot run (mps off nvml, MIG disabled). */
     if (!a->resume && (rc = mb_runner_preflight(&ro, cells, n_cells, &err)) != MB_OK) {
@@ -1026,6 +1082,7 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
                 n_failed, n_skipped ? ", some already done before --resume" : "", dir);
     code = n_failed ? MB_EXIT_FAIL : MB_EXIT_OK;
 out:
+    power_end(dev, ledger);
     mb_cli_run_export_close(&ex);
     cJSON_Delete(events);
     mb_journal_close(journal);

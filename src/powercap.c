@@ -401,6 +401,35 @@ int mb_powercap_set(const struct mb_powercap *pc, uint32_t limit_mw, uint32_t *e
     return MB_OK;
 }
 
+int mb_powercap_begin(struct mb_device *dev, const char *device_spec, const char *state_dir,
+                      const char *helper, char *ledger, size_t cap, char *why, size_t why_cap,
+                      enum mb_powercap_outcome *recovered, struct mb_error *err)
+{
+    ledger[0] = '\0';
+    if (why && why_cap)
+        why[0] = '\0';
+    if (recovered)
+        *recovered = MB_PC_NONE;
+    if (!(mb_device_caps(dev) & MB_CAP_SET_POWER_LIMIT)) {
+        if (why)
+            snprintf(why, why_cap, "the device cannot set its power limit");
+        return MB_OK;
+    }
+    char uuid[MB_UUID_MAX];
+    int rc = device_uuid(dev, uuid, sizeof(uuid), err);
+    if (rc != MB_OK)
+        return rc;
+    struct mb_error e;
+    if (mb_powercap_ledger_path(device_spec, uuid, state_dir, ledger, cap, &e) != MB_OK) {
+        ledger[0] = '\0';
+        if (why)
+            snprintf(why, why_cap, "%s", e.msg);
+        return MB_OK;
+    }
+    struct mb_powercap pc = {dev, ledger, helper};
+    return mb_powercap_recover(&pc, recovered, err);
+}
+
 /* ---- limits as text ----------------------------------------------------------------------- */
 
 int mb_powercap_parse(const char *text, int *is_default, double *pct, double *watts,

@@ -96,6 +96,18 @@ int mb_powercap_restore(const struct mb_powercap *pc, enum mb_powercap_outcome *
 int mb_powercap_recover(const struct mb_powercap *pc, enum mb_powercap_outcome *out,
                         struct mb_error *err);
 
+/*
+ * At the start of an experiment on dev (opened from device_spec): when the device can set its
+ * limit and has a place for its record (mb_powercap_ledger_path with state_dir), writes that path
+ * into ledger and recovers what a dead run left (mb_powercap_recover; *recovered says what it
+ * did, may be NULL). Otherwise ledger is "" and MB_OK: the caller skips the axis
+ * (mb_experiment_power_filter) and why (may be NULL, cap bytes) says why. Errors of the recovery
+ * are returned (a record that cannot be restored: do not start).
+ */
+int mb_powercap_begin(struct mb_device *dev, const char *device_spec, const char *state_dir,
+                      const char *helper, char *ledger, size_t cap, char *why, size_t why_cap,
+                      enum mb_powercap_outcome *recovered, struct mb_error *err);
+
 /* Reads a record file. MB_ENOTFOUND when there is none, MB_EPARSE naming the field when bad. */
 int mb_powercap_read(const char *path, struct mb_powercap_record *out, struct mb_error *err);
 
