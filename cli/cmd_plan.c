@@ -18,6 +18,7 @@
 #include "migbench/layout.h"
 #include "migbench/num.h"
 #include "migbench/plan.h"
+#include "migbench/powercap.h"
 #include "migbench/results.h"
 
 #define NAME "plan"
@@ -45,6 +46,7 @@ struct opts {
     const char *emit_experiment;
     const char *verify;
     const char *plan;
+    const char *power_limits;
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -654,7 +656,13 @@ static int emit_experiment(const struct ctx *c, const struct mb_plan *p, const s
             "# One run per GPU and queue position: run gG-rK holds the K-th job of every\n"
             "# instance queue of GPU G, each job on its planned partition size.\n",
             p->count, c->model->name);
-    fprintf(f, "version: 1\nname: migbench-plan\ndevice: auto\nworkloads:\n");
+    fprintf(f, "version: 1\nname: migbench-plan\ndevice: auto\n");
+    if (isfinite(p->power_limit_w))
+        fprintf(f,
+                "# The planned power limit of every GPU (set before each cell, restored after).\n"
+                "power_limits: [%gW]\n",
+                p->power_limit_w);
+    fprintf(f, "workloads:\n");
     /* One workload entry per job, named after the job, so results map back to the plan. */
     for (size_t j = 0; j < js->n_jobs; j++) {
         const struct mb_plan_job *job = &js->jobs[j];
@@ -1059,9 +1067,99 @@ static const struct option long_opts[] = {
     {"emit-experiment", required_argument, NULL, 'E'},
     {"verify", required_argument, NULL, 'V'},
     {"plan", required_argument, NULL, 'L'},
+    {"power-limits", required_argument, NULL, 'W'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/*
+ * --power-limits: "all" (every limit the profiles carry) or a comma-separated list of "default"
+ * and watts ("420W" or "420"). Percentages need the GPU's default limit, which profiles do not
+ * carry: they are refused with a hint.
+ */
+static int parse_power_limits(const char *arg, const struct mb_plan_profiles *profiles,
+                              double *caps, size_t *n)
+{
+    *n = 0;
+    if (strcmp(arg, "all") == 0) {
+        for (size_t i = 0; i < mb_plan_profiles_count(profiles); i++) {
+            double w = mb_plan_profiles_get(profiles, i)->power_limit_w;
+            w = w > 0 ? w : 0;
+            bool seen = false;
+            for (size_t k = 0; k < *n; k++)
+                seen = seen || fabs(caps[k] - w) < 0.5;
+            if (!seen && *n < MB_PLAN_MAX_CAPS)
+                caps[(*n)++] = w;
+        }
+        return MB_EXIT_OK;
+    }
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", arg);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int def;
+        double pct, w;
+        struct mb_error e;
+        if (*n == MB_PLAN_MAX_CAPS) {
+            mb_cli_usage_error(&mb_cmd_plan, "--power-limits: at most %d limits", MB_PLAN_MAX_CAPS);
+            return MB_EXIT_USAGE;
+        }
+        if (mb_powercap_parse(t, &def, &pct, &w, &e) != MB_OK) {
+            mb_cli_usage_error(&mb_cmd_plan, "--power-limits: %s", e.msg);
+            return MB_EXIT_USAGE;
+        }
+        if (pct > 0) {
+            mb_cli_usage_error(&mb_cmd_plan,
+                               "--power-limits: '%s': give watts (profiles record the limit in "
+                               "force, in W) or 'all'",
+                               t);
+            return MB_EXIT_USAGE;
+        }
+        caps[(*n)++] = def ? 0 : w;
+    }
+    if (*n == 0) {
+        mb_cli_usage_error(&mb_cmd_plan, "--power-limits: empty");
+        return MB_EXIT_USAGE;
+    }
+    return MB_EXIT_OK;
+}
+
+static void print_caps(const struct mb_plan *p, const struct mb_plan_cap_result *res, size_t n)
+{
+    char a[48], b[48], l[32];
+    printf("\npower limit (one per GPU, chosen with the layout):\n");
+    printf("  %-10s %14s %14s %s\n", "limit", "energy", "makespan", "");
+    for (size_t i = 0; i < n; i++) {
+        const struct mb_plan_cap_result *r = &res[i];
+        if (isnan(r->power_limit_w))
+            snprintf(l, sizeof(l), "default");
+        else
+            snprintf(l, sizeof(l), "%g W", r->power_limit_w);
+        bool chosen = (isnan(r->power_limit_w) && isnan(p->power_limit_w)) ||
+                      r->power_limit_w == p->power_limit_w;
+        if (r->status != MB_OK)
+            printf("  %-10s %14s %14s  (%s)\n", l, "-", "-", mb_status_str(r->status));
+        else
+            printf("  %-10s %14s %14s%s\n", l, fmt_energy(r->energy_j, a, sizeof(a)),
+                   fmt_time(r->makespan_s, b, sizeof(b)), chosen ? "  <- chosen" : "");
+    }
+}
+
+static void add_caps_json(cJSON *j, const struct mb_plan *p, const struct mb_plan_cap_result *res,
+                          size_t n)
+{
+    cJSON_AddItemToObject(j, "power_limit_w", num_or_null(p->power_limit_w));
+    cJSON *arr = cJSON_AddArrayToObject(j, "power_limits");
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "power_limit_w", num_or_null(res[i].power_limit_w));
+        cJSON_AddStringToObject(o, "status", res[i].status == MB_OK ? "ok" : "no plan");
+        cJSON_AddItemToObject(o, "energy_j", num_or_null(res[i].energy_j));
+        cJSON_AddItemToObject(o, "makespan_s", num_or_null(res[i].makespan_s));
+        cJSON_AddItemToObject(o, "system_throughput", num_or_null(res[i].system_throughput));
+        cJSON_AddItemToArray(arr, o);
+    }
+}
 
 static bool parse_pos(const char *s, double *out)
 {
@@ -1153,6 +1251,9 @@ static int plan_run(int argc, char **argv)
             break;
         case 'V':
             o.verify = optarg;
+            break;
+        case 'W':
+            o.power_limits = optarg;
             break;
         case 'L':
             o.plan = optarg;
@@ -1286,9 +1387,26 @@ static int plan_run(int argc, char **argv)
     po.heuristic = o.heuristic;
     po.no_full = o.no_full;
     struct ctx c = {model, profiles, js, sources};
+    double caps[MB_PLAN_MAX_CAPS];
+    size_t n_caps = 0;
+    struct mb_plan_cap_result cap_res[MB_PLAN_MAX_CAPS];
+    if (o.power_limits) {
+        if (o.pareto) {
+            exit_code = mb_cli_usage_error(&mb_cmd_plan, "--power-limits and --pareto do not go "
+                                                         "together");
+            goto done;
+        }
+        if (parse_power_limits(o.power_limits, profiles, caps, &n_caps) != MB_EXIT_OK) {
+            exit_code = MB_EXIT_USAGE;
+            goto done;
+        }
+    }
     if (o.pareto) {
         rc = mb_plan_pareto(model, profiles, js->jobs, js->n_jobs, &po, front, PARETO_MAX, &n_front,
                             &err);
+    } else if (n_caps) {
+        rc = mb_plan_solve_caps(model, profiles, js->jobs, js->n_jobs, &po, caps, n_caps, cap_res,
+                                &plan, &err);
     } else {
         rc = mb_plan_solve(model, profiles, js->jobs, js->n_jobs, &po, &plan, &err);
     }
@@ -1335,6 +1453,8 @@ static int plan_run(int argc, char **argv)
     }
     if (o.json) {
         cJSON *j = plan_json(&c, plan);
+        if (n_caps)
+            add_caps_json(j, plan, cap_res, n_caps);
         char *s = cJSON_Print(j);
         if (s)
             printf("%s\n", s);
@@ -1342,9 +1462,16 @@ static int plan_run(int argc, char **argv)
         cJSON_Delete(j);
     } else {
         print_text(&c, plan);
+        if (n_caps)
+            print_caps(plan, cap_res, n_caps);
     }
     if (o.emit_mig_parted && (rc = emit_mig_parted(&c, plan, o.emit_mig_parted)))
         exit_code = rc;
+    if (o.emit_mig_parted && isfinite(plan->power_limit_w))
+        mb_cli_info(NAME,
+                    "the plan's %.0f W power limit is not part of a mig-parted configuration; "
+                    "--emit-experiment writes an experiment that sets it",
+                    plan->power_limit_w);
     if (exit_code == MB_EXIT_OK && o.emit_experiment &&
         (rc = emit_experiment(&c, plan, &o, o.emit_experiment)))
         exit_code = rc;
@@ -1372,6 +1499,7 @@ const struct mb_cmd mb_cmd_plan = {
              "                     [--pareto] [--json] [--heuristic] [--exact-max N] [--no-full]\n"
              "                     [--emit-mig-parted FILE] [--emit-experiment FILE] "
              "[--catalog FILE]\n"
+             "                     [--power-limits all|default,W,...]\n"
              "       migbench plan --verify RESULTS_DIR --plan PLAN.json [--json]",
     .help = "Finds the MIG layout of each GPU and the queue of jobs on each instance that finish\n"
             "the job set with the least energy (default), the shortest makespan, or, for\n"
@@ -1391,6 +1519,8 @@ const struct mb_cmd mb_cmd_plan = {
             "  --json                machine-readable plan (the --plan file of --verify)\n"
             "  --heuristic           skip the exact search; --exact-max N: jobs it takes (10)\n"
             "  --no-full             do not consider running a GPU with MIG off\n"
+            "  --power-limits L      choose the GPUs' power limit with the layout among L:\n"
+            "                        'all' the profiles carry, or default and watts (250W)\n"
             "  --emit-mig-parted F   write a mig-parted config (migbench mig apply accepts it)\n"
             "  --emit-experiment F   write an experiment that runs the plan (migbench run)\n"
             "  --verify DIR --plan P measured (DIR: results of the emitted experiment) against\n"

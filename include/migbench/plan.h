@@ -235,6 +235,9 @@ int mb_plan_pareto(const struct mb_gpu_model *model, const struct mb_plan_profil
                    const struct mb_plan_job *jobs, size_t n_jobs, const struct mb_plan_options *opt,
                    struct mb_plan **out, size_t cap, size_t *n, struct mb_error *err);
 
+/* Most candidate power limits mb_plan_solve_caps is given by the CLI. */
+#define MB_PLAN_MAX_CAPS 16
+
 /* The outcome of one candidate power limit in mb_plan_solve_caps. */
 struct mb_plan_cap_result {
     double power_limit_w; /* the candidate (W); NaN: the default limit */
