@@ -3,6 +3,7 @@
 #include "migbench/poweraxis.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,4 +128,137 @@ void mb_paxis_free(struct mb_paxis *a)
     free(a->items);
     a->items = NULL;
     a->n = 0;
+}
+
+static cJSON *num_or_null(bool ok, double v)
+{
+    return ok && isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static cJSON *choice_json(const struct mb_paxis_item *it, bool ok, const struct mb_power_choice *c)
+{
+    if (!ok)
+        return cJSON_CreateNull();
+    const struct mb_paxis_point *p = &it->points[c->index];
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "limit", p->limit);
+    cJSON_AddItemToObject(o, "enforced_w", num_or_null(p->enforced_w.valid, p->enforced_w.v));
+    cJSON_AddItemToObject(o, "value", num_or_null(true, c->value));
+    cJSON_AddItemToObject(o, "ci95", num_or_null(true, c->ci95));
+    cJSON_AddItemToObject(o, "runner_up",
+                          c->has_runner ? cJSON_CreateString(it->points[c->runner_up].limit)
+                                        : cJSON_CreateNull());
+    cJSON_AddBoolToObject(o, "distinct", c->distinct);
+    return o;
+}
+
+static cJSON *point_json(const struct mb_paxis_point *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "limit", p->limit);
+    cJSON_AddItemToObject(o, "enforced_w", num_or_null(p->enforced_w.valid, p->enforced_w.v));
+    cJSON_AddItemToObject(o, "throughput", num_or_null(p->throughput.valid, p->throughput.mean));
+    cJSON_AddItemToObject(o, "throughput_ci95",
+                          num_or_null(p->throughput.ci_valid, p->throughput.ci95));
+    cJSON_AddItemToObject(o, "j_per_unit", num_or_null(p->j_per_unit.valid, p->j_per_unit.mean));
+    cJSON_AddItemToObject(o, "j_per_unit_ci95",
+                          num_or_null(p->j_per_unit.ci_valid, p->j_per_unit.ci95));
+    cJSON_AddItemToObject(o, "power_w", num_or_null(p->power_w.valid, p->power_w.mean));
+    cJSON_AddItemToObject(o, "repetitions", cJSON_CreateNumber((double)p->throughput.n));
+    cJSON_AddItemToObject(o, "power_capped",
+                          p->throttle_valid ? cJSON_CreateBool(p->power_capped)
+                                            : cJSON_CreateNull());
+    return o;
+}
+
+cJSON *mb_paxis_json(const struct mb_paxis *a)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    char rule[64];
+    if (a->rule.rule == MB_PSEL_COST)
+        snprintf(rule, sizeof(rule), "cost:%g", a->rule.eta);
+    else if (a->rule.rule == MB_PSEL_SLOWDOWN)
+        snprintf(rule, sizeof(rule), "slowdown:%g", a->rule.max_slowdown);
+    else
+        snprintf(rule, sizeof(rule), "%s", mb_power_rule_str(a->rule.rule));
+    cJSON_AddStringToObject(o, "rule", rule);
+    cJSON *runs = cJSON_AddArrayToObject(o, "runs");
+    for (size_t i = 0; runs && i < a->n; i++) {
+        const struct mb_paxis_item *it = &a->items[i];
+        cJSON *r = cJSON_CreateObject();
+        if (!r)
+            break;
+        cJSON_AddItemToArray(runs, r);
+        cJSON_AddStringToObject(r, "run", it->run);
+        cJSON_AddStringToObject(r, "job", it->job);
+        cJSON_AddStringToObject(r, "unit", it->unit);
+        cJSON *pts = cJSON_AddArrayToObject(r, "points");
+        for (size_t k = 0; pts && k < it->npoints; k++)
+            cJSON_AddItemToArray(pts, point_json(&it->points[k]));
+        cJSON_AddItemToObject(r, "energy_optimal", choice_json(it, it->optimal_ok, &it->optimal));
+        cJSON_AddItemToObject(r, "chosen", choice_json(it, it->chosen_ok, &it->chosen));
+        cJSON_AddItemToObject(r, "note",
+                              it->note[0] ? cJSON_CreateString(it->note) : cJSON_CreateNull());
+    }
+    return o;
+}
+
+/* "mean +- ci" with 4 significant digits, "n/a" when unmeasured. */
+static void fmt_est(const struct mb_estimate *e, char *out, size_t cap)
+{
+    if (!e->valid)
+        snprintf(out, cap, "n/a");
+    else if (e->ci_valid)
+        snprintf(out, cap, "%.4g +- %.2g", e->mean, e->ci95);
+    else
+        snprintf(out, cap, "%.4g", e->mean);
+}
+
+int mb_paxis_write_text(FILE *f, const struct mb_paxis *a)
+{
+    if (a->n == 0)
+        return 0;
+    fprintf(f, "\npower limits (per run and job; means +- 95%% CI over repetitions; rule %s)\n",
+            mb_power_rule_str(a->rule.rule));
+    for (size_t i = 0; i < a->n; i++) {
+        const struct mb_paxis_item *it = &a->items[i];
+        fprintf(f, "  %s / %s\n", it->run, it->job);
+        fprintf(f, "    %-10s %9s %26s %26s %9s %6s\n", "limit", "enforced", "throughput", "J/unit",
+                "power_W", "capped");
+        for (size_t k = 0; k < it->npoints; k++) {
+            const struct mb_paxis_point *p = &it->points[k];
+            char enf[24] = "n/a", thr[48], jpu[48], pw[24] = "n/a";
+            if (p->enforced_w.valid)
+                snprintf(enf, sizeof(enf), "%.0f W", p->enforced_w.v);
+            fmt_est(&p->throughput, thr, sizeof(thr));
+            fmt_est(&p->j_per_unit, jpu, sizeof(jpu));
+            if (p->power_w.valid)
+                snprintf(pw, sizeof(pw), "%.1f", p->power_w.mean);
+            fprintf(f, "    %-10s %9s %26s %26s %9s %6s\n", p->limit, enf, thr, jpu, pw,
+                    !p->throttle_valid ? "n/a"
+                    : p->power_capped  ? "yes"
+                                       : "no");
+        }
+        if (it->optimal_ok)
+            fprintf(f, "    energy-optimal limit: %s (%.4g J/%s)%s\n",
+                    it->points[it->optimal.index].limit, it->optimal.value, it->unit,
+                    it->optimal.has_runner && !it->optimal.distinct
+                        ? "; not separated from the runner-up by the 95% intervals"
+                        : "");
+        if (it->chosen_ok && a->rule.rule != MB_PSEL_ENERGY)
+            fprintf(f, "    %s rule: %s%s\n", mb_power_rule_str(a->rule.rule),
+                    it->points[it->chosen.index].limit,
+                    it->chosen.has_runner && !it->chosen.distinct
+                        ? " (not separated from the runner-up)"
+                        : "");
+        if (it->note[0])
+            fprintf(f, "    note: %s\n", it->note);
+    }
+    return ferror(f) ? -1 : 0;
 }

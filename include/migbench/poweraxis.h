@@ -10,6 +10,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
 
 #include "migbench/analysis.h"
 #include "migbench/powersel.h"
@@ -55,6 +58,20 @@ struct mb_paxis {
  */
 int mb_paxis_build(const struct mb_an_experiment *e, const struct mb_power_rule_opts *rule,
                    struct mb_paxis *out, struct mb_error *err);
+
+/*
+ * The axis as JSON (docs/power.md): {"rule": ..., "runs": [{run, job, unit, points: [{limit,
+ * enforced_w, throughput, throughput_ci95, j_per_unit, j_per_unit_ci95, power_w, power_capped}],
+ * energy_optimal: {limit, enforced_w, distinct}, chosen: {...} or null, note}]}. Unknown figures
+ * are null. NULL when out of memory.
+ */
+cJSON *mb_paxis_json(const struct mb_paxis *a);
+
+/*
+ * The axis as a plain-text table, one block per run and job, into f (the caller's stream; the
+ * report writes it after its other tables). Returns 0, or -1 when writing failed.
+ */
+int mb_paxis_write_text(FILE *f, const struct mb_paxis *a);
 
 /* Frees what mb_paxis_build allocated; a zeroed struct is fine. */
 void mb_paxis_free(struct mb_paxis *a);

@@ -780,6 +780,23 @@ static int state_save(struct emu *e, struct mb_error *err)
 
 /* ---- operation framing: faults, locking, state ----------------------------------------- */
 
+/* True when pid is gone or a zombie: it has exited, and a driver has torn its context down. */
+static bool pid_dead(unsigned pid)
+{
+    if (kill((pid_t)pid, 0) != 0)
+        return errno == ESRCH;
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X');
+}
+
 /* Drops live processes whose pid is gone (a job that was killed cannot detach itself); true if
  * any was dropped. */
 static bool prune_dead(struct emu *e)
@@ -787,7 +804,7 @@ static bool prune_dead(struct emu *e)
     size_t kept = 0;
     for (size_t i = 0; i < e->st.n_procs; i++) {
         const struct emu_proc *p = &e->st.procs[i];
-        if (p->live && kill((pid_t)p->pid, 0) != 0 && errno == ESRCH)
+        if (p->live && pid_dead(p->pid))
             continue;
         e->st.procs[kept++] = *p;
     }
