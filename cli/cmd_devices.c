@@ -22,6 +22,9 @@ struct dev_report {
     struct mb_sensor_info sensor;
     int tel_rc;
     struct mb_telemetry tel;
+    int pl_rc;
+    struct mb_power_limit pl;
+    bool pl_settable;
     int mode_rc;
     struct mb_mig_mode mode;
     int prof_rc;
@@ -57,6 +60,8 @@ static int collect(struct mb_device *dev, struct dev_report *r, struct mb_error 
         sleep_ms(200);
         r->tel_rc = mb_device_telemetry(dev, &r->tel, &e2);
     }
+    r->pl_rc = mb_device_power_limit(dev, &r->pl, &e2);
+    r->pl_settable = (mb_device_caps(dev) & MB_CAP_SET_POWER_LIMIT) != 0;
     r->mode_rc = mb_device_mig_mode(dev, &r->mode, &e2);
     r->prof_rc = MB_EUNSUPPORTED;
     r->inst_rc = MB_EUNSUPPORTED;
@@ -155,6 +160,19 @@ static cJSON *json_device(const struct dev_report *r)
         add_num_if(o, "power_limit_mw", v & MB_TEL_POWER_LIMIT, t->power_limit_mw);
     } else {
         cJSON_AddNullToObject(d, "telemetry");
+    }
+
+    if (r->pl_rc == MB_OK) {
+        const struct mb_power_limit *pl = &r->pl;
+        cJSON *o = cJSON_AddObjectToObject(d, "power_limit");
+        add_num_if(o, "limit_mw", pl->valid & MB_PL_LIMIT, pl->limit_mw);
+        add_num_if(o, "enforced_mw", pl->valid & MB_PL_ENFORCED, pl->enforced_mw);
+        add_num_if(o, "min_mw", pl->valid & MB_PL_RANGE, pl->min_mw);
+        add_num_if(o, "max_mw", pl->valid & MB_PL_RANGE, pl->max_mw);
+        add_num_if(o, "default_mw", pl->valid & MB_PL_DEFAULT, pl->default_mw);
+        cJSON_AddBoolToObject(o, "settable", r->pl_settable);
+    } else {
+        cJSON_AddNullToObject(d, "power_limit");
     }
 
     if (r->mode_rc == MB_OK) {
@@ -325,6 +343,17 @@ static void print_text(FILE *out, size_t i, const struct dev_report *r)
         fputc('\n', out);
     } else {
         fprintf(out, "  %-14s n/a\n", "telemetry");
+    }
+
+    if (r->pl_rc == MB_OK) {
+        const struct mb_power_limit *pl = &r->pl;
+        char lim[32], lo[32], hi[32], def[32];
+        fmt_mw(lim, sizeof(lim), pl->valid & MB_PL_LIMIT, pl->limit_mw);
+        fmt_mw(lo, sizeof(lo), pl->valid & MB_PL_RANGE, pl->min_mw);
+        fmt_mw(hi, sizeof(hi), pl->valid & MB_PL_RANGE, pl->max_mw);
+        fmt_mw(def, sizeof(def), pl->valid & MB_PL_DEFAULT, pl->default_mw);
+        fprintf(out, "  %-14s %s (range %s .. %s, default %s; %s)\n", "power limit", lim, lo, hi,
+                def, r->pl_settable ? "settable" : "not settable here");
     }
 
     if (r->mode_rc == MB_OK)

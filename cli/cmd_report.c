@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "migbench/analysis.h"
+#include "migbench/poweraxis.h"
 #include "report.h"
 
 #define COLS_MAX 10
@@ -624,7 +625,8 @@ static int report_run(int argc, char **argv);
 const struct mb_cmd mb_cmd_report = {
     .name = "report",
     .summary = "Analyse results: tables, CSV, JSON, Markdown or a self-contained HTML page.",
-    .usage = "migbench report RESULTS_DIR... [--format table|csv|json|html|md] [-o FILE]",
+    .usage = "migbench report RESULTS_DIR... [--format table|csv|json|html|md] [-o FILE]\n"
+             "                      [--power-rule energy|time|cost:ETA|slowdown:S]",
     .help = "Reads one or more results directories written by 'migbench run' (an experiment\n"
             "directory, or a folder of them) and reports per-job throughput with 95% CIs,\n"
             "throughput normalised to the exclusive run, energy per unit of work, system\n"
@@ -633,21 +635,43 @@ const struct mb_cmd mb_cmd_report = {
             "interval) and measurement quality. Several directories are compared side by side.\n"
             "\n"
             "  -f, --format FMT  table (default), csv, json, html or md\n"
+            "  --power-rule R    power-limit axis: the rule that picks a limit besides the\n"
+            "                    energy-optimal one: energy, time, cost:ETA, slowdown:S\n"
+            "                    (docs/power.md); table, md and json show the axis\n"
             "  -o, --output FILE write to FILE instead of standard output\n"
             "  -h, --help        show this help\n",
     .run = report_run,
 };
+
+/* The power-limit axis of each experiment after the tables (docs/power.md). */
+static int power_text(FILE *out, const struct mb_analysis *a, const struct mb_power_rule_opts *rule)
+{
+    for (size_t i = 0; i < a->nexp; i++) {
+        struct mb_paxis ax;
+        struct mb_error err;
+        int st = mb_paxis_build(&a->exps[i], rule, &ax, &err);
+        if (st != MB_OK)
+            return st;
+        if (ax.n && a->nexp > 1)
+            fprintf(out, "\n%s:", a->exps[i].dir);
+        mb_paxis_write_text(out, &ax);
+        mb_paxis_free(&ax);
+    }
+    return MB_OK;
+}
 
 static int report_run(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
+        {"power-rule", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int fmt = FMT_TABLE;
     const char *outpath = NULL;
+    struct mb_power_rule_opts rule = {.rule = MB_PSEL_ENERGY};
     optind = 1;
     opterr = 0;
     int c;
@@ -670,6 +694,12 @@ static int report_run(int argc, char **argv)
         case 'o':
             outpath = optarg;
             break;
+        case 'p': {
+            struct mb_error perr;
+            if (mb_power_rule_parse(optarg, &rule, &perr) != MB_OK)
+                return mb_cli_usage_error(&mb_cmd_report, "--power-rule: %s", perr.msg);
+            break;
+        }
         case 'h':
             mb_cli_print_help(&mb_cmd_report, stdout);
             return MB_EXIT_OK;
@@ -707,15 +737,17 @@ static int report_run(int argc, char **argv)
     switch (fmt) {
     case FMT_TABLE:
         mb__report_table(out, a, 0);
+        st = power_text(out, a, &rule);
         break;
     case FMT_MD:
         mb__report_table(out, a, 1);
+        st = power_text(out, a, &rule);
         break;
     case FMT_CSV:
         mb__report_csv(out, a);
         break;
     case FMT_JSON:
-        st = mb__report_json(out, a);
+        st = mb__report_json(out, a, &rule);
         break;
     case FMT_HTML:
         mb__report_html(out, a);

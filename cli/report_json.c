@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "migbench/poweraxis.h"
 #include "report.h"
 
 /* Rounded so that output does not depend on the last bits of floating-point sums. */
@@ -135,7 +136,19 @@ static cJSON *run_json(const struct mb_an_run *r)
     return o;
 }
 
-int mb__report_json(FILE *out, const struct mb_analysis *a)
+/* The power-limit axis of an experiment (docs/power.md); null without it. */
+static cJSON *power_json(const struct mb_an_experiment *e, const struct mb_power_rule_opts *rule,
+                         int *st)
+{
+    struct mb_paxis ax;
+    struct mb_error err;
+    *st = mb_paxis_build(e, rule, &ax, &err);
+    cJSON *o = *st == MB_OK && ax.n ? mb_paxis_json(&ax) : cJSON_CreateNull();
+    mb_paxis_free(&ax);
+    return o;
+}
+
+int mb__report_json(FILE *out, const struct mb_analysis *a, const struct mb_power_rule_opts *rule)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root)
@@ -171,7 +184,13 @@ int mb__report_json(FILE *out, const struct mb_analysis *a)
         cJSON *runs = cJSON_AddArrayToObject(eo, "runs");
         for (size_t k = 0; k < e->nruns; k++)
             cJSON_AddItemToArray(runs, run_json(&e->runs[k]));
+        int pst = MB_OK;
+        cJSON_AddItemToObject(eo, "power_limits", power_json(e, rule, &pst));
         cJSON_AddItemToArray(exps, eo);
+        if (pst != MB_OK) {
+            cJSON_Delete(root);
+            return pst;
+        }
     }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

@@ -150,7 +150,8 @@ static cJSON *choice_json(const struct mb_paxis_item *it, bool ok, const struct 
     cJSON_AddItemToObject(o, "runner_up",
                           c->has_runner ? cJSON_CreateString(it->points[c->runner_up].limit)
                                         : cJSON_CreateNull());
-    cJSON_AddBoolToObject(o, "distinct", c->distinct);
+    cJSON_AddItemToObject(o, "distinct",
+                          c->intervals ? cJSON_CreateBool(c->distinct) : cJSON_CreateNull());
     return o;
 }
 
@@ -220,6 +221,17 @@ static void fmt_est(const struct mb_estimate *e, char *out, size_t cap)
         snprintf(out, cap, "%.4g", e->mean);
 }
 
+/* What the 95% intervals say about a choice against its runner-up. */
+static const char *separation(const struct mb_power_choice *c)
+{
+    if (!c->has_runner)
+        return "";
+    if (!c->intervals)
+        return "; no 95% intervals (fewer than 2 repetitions) to separate it from the runner-up";
+    return c->distinct ? "; its 95% interval is clear of the runner-up's"
+                       : "; not separated from the runner-up by the 95% intervals";
+}
+
 int mb_paxis_write_text(FILE *f, const struct mb_paxis *a)
 {
     if (a->n == 0)
@@ -245,18 +257,18 @@ int mb_paxis_write_text(FILE *f, const struct mb_paxis *a)
                     : p->power_capped  ? "yes"
                                        : "no");
         }
+        char unit[MB_AN_NAME_MAX];
+        snprintf(unit, sizeof(unit), "%s", it->unit);
+        size_t ul = strlen(unit);
+        if (ul > 2 && strcmp(unit + ul - 2, "/s") == 0)
+            unit[ul - 2] = '\0';
         if (it->optimal_ok)
-            fprintf(f, "    energy-optimal limit: %s (%.4g J/%s)%s\n",
-                    it->points[it->optimal.index].limit, it->optimal.value, it->unit,
-                    it->optimal.has_runner && !it->optimal.distinct
-                        ? "; not separated from the runner-up by the 95% intervals"
-                        : "");
+            fprintf(f, "    energy-optimal limit: %s (%.4g J per unit, %s%s)\n",
+                    it->points[it->optimal.index].limit, it->optimal.value, unit[0] ? unit : "unit",
+                    separation(&it->optimal));
         if (it->chosen_ok && a->rule.rule != MB_PSEL_ENERGY)
             fprintf(f, "    %s rule: %s%s\n", mb_power_rule_str(a->rule.rule),
-                    it->points[it->chosen.index].limit,
-                    it->chosen.has_runner && !it->chosen.distinct
-                        ? " (not separated from the runner-up)"
-                        : "");
+                    it->points[it->chosen.index].limit, separation(&it->chosen));
         if (it->note[0])
             fprintf(f, "    note: %s\n", it->note);
     }

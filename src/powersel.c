@@ -141,7 +141,7 @@ int mb_power_select(const struct mb_power_point *pts, size_t n, const struct mb_
                                 : "no power limit with the figures this rule needs");
     out->value = best_v;
     out->ci95 = best_ci;
-    out->distinct = out->has_runner && isfinite(best_ci) && isfinite(run_ci) &&
-                    best_v + best_ci < run_v - run_ci;
+    out->intervals = out->has_runner && isfinite(best_ci) && isfinite(run_ci);
+    out->distinct = out->intervals && best_v + best_ci < run_v - run_ci;
     return MB_OK;
 }

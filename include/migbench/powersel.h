@@ -53,6 +53,7 @@ struct mb_power_choice {
     double ci95;      /* the figure's half-width (NaN unknown) */
     bool has_runner;  /* another point was eligible */
     size_t runner_up; /* the next best eligible point */
+    bool intervals;   /* both the choice and the runner-up have a 95% interval */
     bool distinct;    /* the two intervals do not overlap */
 };
 

@@ -117,4 +117,62 @@ done
 [ "$(grep -c '"power_limit_restored"' "$TMP/r/journal.jsonl")" = 12 ] ||
     fail "expected 12 restores in the journal (4 before the kill, 8 after --resume)"
 
+# --- The report names the energy-optimal limit of every run and job; on this model (energy per
+# unit least near the knee of the DVFS curve, 294 W at full load) that is 40% (280 W), well clear
+# of 60% (about 20% more energy per unit) and the default (about 70% more).
+run 0 "$MIGBENCH" report "$TMP/r" --format json
+python3 - "$TMP/out" <<'PY' || fail "report: the energy-optimal limits are wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["experiments"][0]["power_limits"]
+runs = {(r["run"], r["job"]): r for r in p["runs"]}
+assert set(runs) == {("one", "m"), ("mix", "m"), ("mix", "m-2")}, sorted(runs)
+for (run, job), r in sorted(runs.items()):
+    pts = {q["limit"]: q for q in r["points"]}
+    assert [q["limit"] for q in r["points"]] == ["default", "60%", "40%"], r["points"]
+    assert all(q["repetitions"] == 2 for q in r["points"]), r["points"]
+    opt = r["energy_optimal"]
+    assert opt["limit"] == min(r["points"], key=lambda q: q["j_per_unit"])["limit"], r
+    assert opt["limit"] == "40%", r
+    assert pts["40%"]["j_per_unit"] < pts["default"]["j_per_unit"], r
+    print("report: %s/%s: energy-optimal %s: %.4f J/unit (default %.4f, 60%% %.4f); "
+          "throughput %.0f vs %.0f samples/s" % (run, job, opt["limit"], pts["40%"]["j_per_unit"],
+          pts["default"]["j_per_unit"], pts["60%"]["j_per_unit"], pts["40%"]["throughput"],
+          pts["default"]["throughput"]), file=sys.stderr)
+PY
+run 0 "$MIGBENCH" report "$TMP/r" --power-rule slowdown:10%
+expect_out 'energy-optimal limit: 40%'
+expect_out 'slowdown rule: default'
+run 2 "$MIGBENCH" report "$TMP/r" --power-rule fastest
+expect_err "power rule 'fastest'"
+
+# --- The planner chooses the limit with the layout; on the modelled workload its choice beats
+# the default limit in predicted energy, and the experiment it writes sets that limit.
+cat >"$TMP/jobs.yaml" <<YAML
+gpu: H100-80GB
+jobs:
+  - {name: a, workload: m, work: 300000}
+  - {name: b, workload: m, work: 150000}
+  - {name: c, workload: m, work: 150000}
+YAML
+run 0 "$MIGBENCH" plan --jobs "$TMP/jobs.yaml" --results "$TMP/r" --power-limits all --json \
+    --emit-experiment "$TMP/planned.yaml"
+python3 - "$TMP/out" <<'PY' || fail "plan: the chosen limit does not beat the default"
+import json, sys
+d = json.load(open(sys.argv[1]))
+cands = {c["power_limit_w"]: c for c in d["power_limits"]}
+assert set(cands) == {None, 420, 280}, sorted(cands, key=str)
+chosen = d["power_limit_w"]
+assert chosen is not None, d["power_limit_w"]
+best, default = cands[chosen], cands[None]
+assert best["energy_j"] == min(c["energy_j"] for c in cands.values()), cands
+assert best["energy_j"] < default["energy_j"], cands
+print("plan: %g W: %.0f J in %.0f s; default: %.0f J in %.0f s (%.1f%% less energy)" % (chosen,
+      best["energy_j"], best["makespan_s"], default["energy_j"], default["makespan_s"],
+      100 * (1 - best["energy_j"] / default["energy_j"])), file=sys.stderr)
+PY
+grep -q '^power_limits: \[280W\]$' "$TMP/planned.yaml" || fail "plan: the emitted experiment does not set 280 W"
+run 2 "$MIGBENCH" plan --jobs "$TMP/jobs.yaml" --results "$TMP/r" --power-limits 80%
+expect_err 'give watts'
+
 finish
