@@ -5,7 +5,7 @@
 # synchronised on the journal; --resume restores the dead run's limit first, runs the rest, and
 # the GPU ends at its original 650 W with no record left. Then the report names the
 # energy-optimal limit of each run, and the planner's limit beats the default limit in predicted
-# energy. Nothing here waits on a timer: every "during" check follows a journal entry.
+# energy. A SIGINT while a limit is set restores it before run exits. Nothing here waits on a timer: every "during" check follows a journal entry.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 FX="$MB_BINARY_DIR/fixtures"
 [ -x "$FX/fx_model" ] || { echo "FAIL: fixtures not built in $FX" >&2; exit 1; }
@@ -64,6 +64,19 @@ instances() {
 # The site's limit is 650 W before migbench runs.
 run 0 "$MIGBENCH" devices --device "$DEV"
 [ "$(limit_mw)" = 650000 ] || fail "setup: limit $(limit_mw), expected 650000"
+
+# --- SIGINT while a limit is set: the cell's teardown restores it before run exits 130.
+"$MIGBENCH" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/r-int" --only one.cap-60pct \
+    >"$TMP/out0" 2>"$TMP/err0" &
+pid=$!
+wait_line "$TMP/r-int/journal.jsonl" '"power_limit_set"'
+rc=0
+kill -INT $pid
+wait $pid || rc=$?
+[ "$rc" = 130 ] || fail "SIGINT: exit $rc, expected 130"
+[ "$(limit_mw)" = 650000 ] || fail "SIGINT: the GPU holds $(limit_mw) mW, not its original 650000"
+[ ! -f "$LEDGER" ] || fail "SIGINT: a restore record is left"
+grep -q '"outcome":"restored"' "$TMP/r-int/journal.jsonl" || fail "SIGINT: the restore was not journaled"
 
 # --- SIGKILL in the fifth cell (one at 40%: 280 W), once its job runs.
 "$MIGBENCH" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/r" >"$TMP/out1" 2>"$TMP/err1" &
