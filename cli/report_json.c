@@ -136,16 +136,23 @@ static cJSON *run_json(const struct mb_an_run *r)
     return o;
 }
 
-/* The power-limit axis of an experiment (docs/power.md); null without it. */
-static cJSON *power_json(const struct mb_an_experiment *e, const struct mb_power_rule_opts *rule,
-                         int *st)
+/* Adds the power-limit axis of an experiment (docs/power.md) to eo; nothing without it, so that
+ * reports of experiments without the axis keep their shape. */
+static int add_power_json(cJSON *eo, const struct mb_an_experiment *e,
+                          const struct mb_power_rule_opts *rule)
 {
     struct mb_paxis ax;
     struct mb_error err;
-    *st = mb_paxis_build(e, rule, &ax, &err);
-    cJSON *o = *st == MB_OK && ax.n ? mb_paxis_json(&ax) : cJSON_CreateNull();
+    int st = mb_paxis_build(e, rule, &ax, &err);
+    if (st == MB_OK && ax.n) {
+        cJSON *o = mb_paxis_json(&ax);
+        if (o)
+            cJSON_AddItemToObject(eo, "power_limits", o);
+        else
+            st = MB_ENOMEM;
+    }
     mb_paxis_free(&ax);
-    return o;
+    return st;
 }
 
 int mb__report_json(FILE *out, const struct mb_analysis *a, const struct mb_power_rule_opts *rule)
@@ -184,8 +191,7 @@ int mb__report_json(FILE *out, const struct mb_analysis *a, const struct mb_powe
         cJSON *runs = cJSON_AddArrayToObject(eo, "runs");
         for (size_t k = 0; k < e->nruns; k++)
             cJSON_AddItemToArray(runs, run_json(&e->runs[k]));
-        int pst = MB_OK;
-        cJSON_AddItemToObject(eo, "power_limits", power_json(e, rule, &pst));
+        int pst = add_power_json(eo, e, rule);
         cJSON_AddItemToArray(exps, eo);
         if (pst != MB_OK) {
             cJSON_Delete(root);
