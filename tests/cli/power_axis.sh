@@ -5,7 +5,8 @@
 # synchronised on the journal; --resume restores the dead run's limit first, runs the rest, and
 # the GPU ends at its original 650 W with no record left. Then the report names the
 # energy-optimal limit of each run, and the planner's limit beats the default limit in predicted
-# energy. A SIGINT while a limit is set restores it before run exits. Nothing here waits on a timer: every "during" check follows a journal entry.
+# energy. A SIGINT while a limit is set restores it before run exits. Nothing here waits on a
+# timer: every "during" check follows a journal entry.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 FX="$MB_BINARY_DIR/fixtures"
 [ -x "$FX/fx_model" ] || { echo "FAIL: fixtures not built in $FX" >&2; exit 1; }
