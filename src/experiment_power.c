@@ -146,9 +146,7 @@ int mb_experiment_power_filter(const struct mb_experiment *exp, struct mb_cell *
             return mb_error_set(err, MB_ENOMEM, "out of memory");
         *notes = grown;
         char buf[256];
-        snprintf(buf, sizeof(buf),
-                 "run '%s' skipped: the device cannot set its power limit (the %s limit needs "
-                 "a device with the set-power-limit capability)",
+        snprintf(buf, sizeof(buf), "run '%s' skipped: its %s power limit cannot be set here",
                  r->name, r->power_limit);
         if (!(grown[*n_notes] = strdup(buf)))
             return mb_error_set(err, MB_ENOMEM, "out of memory");

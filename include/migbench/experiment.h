@@ -267,7 +267,7 @@ int mb_experiment_expand_power(struct mb_experiment *exp, struct mb_error *err);
 /*
  * For a device that cannot set its power limit (no MB_CAP_SET_POWER_LIMIT): removes the cells of
  * runs with a limit other than "default" (order kept, *n_cells shrinks) with one note per run
- * ("run 'x.cap-80pct' skipped: the device cannot set its power limit"), appended to *notes as in
+ * ("run 'x.cap-80pct' skipped: its 80% power limit cannot be set here"), appended to *notes as in
  * mb_experiment_cells. The default limit's runs stay: they change nothing.
  */
 int mb_experiment_power_filter(const struct mb_experiment *exp, struct mb_cell *cells,

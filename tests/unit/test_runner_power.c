@@ -257,7 +257,8 @@ static void test_no_cap_device(void **state)
     assert_int_equal(n, 1);
     assert_int_equal(cells[0].run, 0);
     assert_int_equal(n_notes, 1);
-    assert_non_null(strstr(notes[0], "run 'solo.cap-80pct' skipped: the device cannot set"));
+    assert_non_null(
+        strstr(notes[0], "run 'solo.cap-80pct' skipped: its 80% power limit cannot be set here"));
     mb_notes_free(notes, n_notes);
     mb_experiment_destroy(exp);
     /* Bad lists: a limit that is none, one listed twice (80% and 80pct name one run). */
