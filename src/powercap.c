@@ -147,6 +147,9 @@ int mb_powercap_read(const char *path, struct mb_powercap_record *out, struct mb
     if ((rc = json_mw(root, "original_mw", &out->original_mw, path, err)) ||
         (rc = json_mw(root, "set_mw", &out->set_mw, path, err)))
         goto done;
+    if (cJSON_GetObjectItemCaseSensitive(root, "prev_mw") &&
+        (rc = json_mw(root, "prev_mw", &out->prev_mw, path, err)))
+        goto done;
     snprintf(out->uuid, sizeof(out->uuid), "%s", uuid->valuestring);
     out->pid = (long)pid->valuedouble;
     out->pid_start = cJSON_IsNumber(start) && start->valuedouble >= 0
@@ -170,6 +173,8 @@ static int record_write(const char *path, const struct mb_powercap_record *r, st
     cJSON_AddStringToObject(o, "uuid", r->uuid);
     cJSON_AddNumberToObject(o, "original_mw", r->original_mw);
     cJSON_AddNumberToObject(o, "set_mw", r->set_mw);
+    if (r->prev_mw)
+        cJSON_AddNumberToObject(o, "prev_mw", r->prev_mw);
     cJSON_AddNumberToObject(o, "pid", (double)r->pid);
     cJSON_AddNumberToObject(o, "pid_start", (double)r->pid_start);
     cJSON_AddStringToObject(o, "boot_id", r->boot_id);
@@ -290,7 +295,7 @@ static int put_back(const struct mb_powercap *pc, const struct mb_powercap_recor
         return rc;
     if (pl.limit_mw == rec->original_mw) {
         *out = MB_PC_UNCHANGED;
-    } else if (pl.limit_mw == rec->set_mw) {
+    } else if (pl.limit_mw == rec->set_mw || (rec->prev_mw && pl.limit_mw == rec->prev_mw)) {
         if ((rc = apply(pc, rec->uuid, rec->original_mw, err)) != MB_OK) {
             mb_error_prefix(err, "cannot restore the power limit of %s to %u mW: ", rec->uuid,
                             rec->original_mw);
@@ -384,12 +389,17 @@ int mb_powercap_set(const struct mb_powercap *pc, uint32_t limit_mw, uint32_t *e
         return rc;
     }
     self_owner(&rec);
+    struct mb_powercap_record before = rec;
+    rec.prev_mw = created ? 0 : rec.set_mw;
     rec.set_mw = limit_mw;
     if ((rc = record_write(pc->ledger_path, &rec, err)) != MB_OK)
         return rc;
     if ((rc = apply(pc, rec.uuid, limit_mw, err)) != MB_OK) {
+        /* Nothing changed: the record goes back to what it said. */
         if (created)
             record_remove(pc->ledger_path, NULL);
+        else
+            record_write(pc->ledger_path, &before, NULL);
         return rc;
     }
     if (enforced_mw) {

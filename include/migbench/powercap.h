@@ -32,9 +32,11 @@
 /* One GPU's record. */
 struct mb_powercap_record {
     char uuid[MB_UUID_MAX];
-    uint32_t original_mw;         /* the limit before migbench changed it */
-    uint32_t set_mw;              /* the limit migbench asked for last */
-    long pid;                     /* the owner */
+    uint32_t original_mw; /* the limit before migbench changed it */
+    uint32_t set_mw;      /* the limit migbench asked for last */
+    uint32_t prev_mw;     /* the limit migbench had set before that (0: none): a crash between the
+                             record and the change leaves the GPU at this one, still migbench's */
+    long pid;             /* the owner */
     unsigned long long pid_start; /* the owner's start time (clock ticks since boot) */
     char boot_id[40];
     long long t_unix_s; /* when the record was written */

@@ -103,6 +103,23 @@ static void write_record(long pid, const char *boot, uint32_t original, uint32_t
     fclose(f);
 }
 
+/* Adds prev_mw to the record written by write_record. */
+static void f_prev(uint32_t prev)
+{
+    char buf[1024] = "";
+    FILE *f = fopen(ledger, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    char *brace = strrchr(buf, '}');
+    assert_non_null(brace);
+    snprintf(brace, sizeof(buf) - (size_t)(brace - buf), ",\"prev_mw\":%u}\n", prev);
+    f = fopen(ledger, "w");
+    assert_non_null(f);
+    fputs(buf, f);
+    fclose(f);
+}
+
 static void test_set_and_restore(void **st)
 {
     (void)st;
@@ -122,6 +139,11 @@ static void test_set_and_restore(void **st)
     assert_int_equal(mb_powercap_read(ledger, &rec, &err), MB_OK);
     assert_int_equal(rec.original_mw, 700000);
     assert_int_equal(rec.set_mw, 300000);
+    /* A second change that fails leaves the record as it was, so the restore still knows 300 W. */
+    assert_int_equal(mb_powercap_set(&pc, 100000, NULL, &err), MB_ERANGE);
+    assert_int_equal(mb_powercap_read(ledger, &rec, &err), MB_OK);
+    assert_int_equal(rec.set_mw, 300000);
+    assert_int_equal(rec.prev_mw, 400000);
     /* Recovery at start leaves a live owner's (our own) record alone. */
     enum mb_powercap_outcome o;
     assert_int_equal(mb_powercap_recover(&pc, &o, &err), MB_OK);
@@ -158,6 +180,14 @@ static void test_crash_recovery(void **st)
     assert_int_equal(o, MB_PC_RESTORED);
     assert_int_equal(limit_of(dev), 700000);
     assert_false(exists(ledger));
+    /* Died between recording a second change (to 300 W) and making it: the GPU still holds the
+     * first one (350 W), which migbench set too, so it comes back. */
+    assert_int_equal(mb_device_set_power_limit(dev, 350000, &err), MB_OK);
+    write_record(dead_pid(), NULL, 700000, 300000);
+    f_prev(350000);
+    assert_int_equal(mb_powercap_recover(&pc, &o, &err), MB_OK);
+    assert_int_equal(o, MB_PC_RESTORED);
+    assert_int_equal(limit_of(dev), 700000);
     /* Died before its change took effect: the limit is the original, only the record goes. */
     write_record(dead_pid(), NULL, 700000, 350000);
     assert_int_equal(mb_powercap_recover(&pc, &o, &err), MB_OK);
