@@ -157,6 +157,8 @@ PY
 run 0 "$MIGBENCH" report "$TMP/r" --power-rule slowdown:10%
 expect_out 'energy-optimal limit: 40%'
 expect_out 'slowdown rule: default'
+run 0 "$MIGBENCH" report "$TMP/r" --format html
+[ "$(grep -c 'Energy-optimal limit: <b>40%</b>' "$TMP/out")" = 3 ] || fail "report html: no energy-optimal limits"
 run 2 "$MIGBENCH" report "$TMP/r" --power-rule fastest
 expect_err "power rule 'fastest'"
 
