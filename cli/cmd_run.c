@@ -779,8 +779,16 @@ static int power_begin(const struct mb_experiment *exp, struct mb_device *dev, c
     else if (rec == MB_PC_FOREIGN)
         mb_cli_info(CMD, "an interrupted run's power limit was changed since by someone else; "
                          "left as it is");
-    if (ledger[0])
+    if (ledger[0]) {
+        /* Every limit must fit this GPU before anything changes. */
+        struct mb_power_limit pl;
+        if (mb_device_power_limit(dev, &pl, &err) != MB_OK ||
+            mb_experiment_power_check(exp, cells, *n_cells, &pl, &err) != MB_OK) {
+            mb_cli_error(CMD, "%s", err.msg);
+            return err.status == MB_EPARSE ? MB_EXIT_USAGE : MB_EXIT_FAIL;
+        }
         return MB_EXIT_OK;
+    }
     size_t before = *n_notes;
     if (mb_experiment_power_filter(exp, cells, n_cells, notes, n_notes, &err) != MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
@@ -862,11 +870,9 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
     }
     for (size_t i = shown_notes; i < n_notes; i++)
         mb_cli_info(CMD, "%s", notes[i]);
-    if (power_begin(exp, dev, spec, cells, &n_cells, &notes, &n_notes, ledger, sizeof(ledger)) !=
-        MB_EXIT_OK) {
-        code = MB_EXIT_FAIL;
+    if ((code = power_begin(exp, dev, spec, cells, &n_cells, &notes, &n_notes, ledger,
+                            sizeof(ledger))) != MB_EXIT_OK)
         goto out;
-    }
     if (n_cells == 0) {
         mb_cli_error(CMD, "no run of %s applies to %s", exp->path, spec);
         code = MB_EXIT_USAGE;

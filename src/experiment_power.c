@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "migbench/experiment.h"
+#include "migbench/device.h"
 #include "migbench/powercap.h"
 
 /* The limit as a name part: "default", "80pct", "250W", "212.5W". */
@@ -154,5 +155,31 @@ int mb_experiment_power_filter(const struct mb_experiment *exp, struct mb_cell *
         grown[*n_notes] = NULL;
     }
     *n_cells = kept;
+    return MB_OK;
+}
+
+int mb_experiment_power_check(const struct mb_experiment *exp, const struct mb_cell *cells,
+                              size_t n_cells, const struct mb_power_limit *pl, struct mb_error *err)
+{
+    for (size_t i = 0; i < n_cells; i++) {
+        const struct mb_exp_run *r = &exp->runs[cells[i].run];
+        if (!r->power_limit[0] || (i > 0 && cells[i - 1].run == cells[i].run))
+            continue;
+        int def;
+        double pct, w;
+        uint32_t mw;
+        struct mb_error e;
+        int rc = mb_powercap_parse(r->power_limit, &def, &pct, &w, &e);
+        if (rc == MB_OK)
+            rc = mb_powercap_resolve(def, pct, w, pl, &mw, &e);
+        if (rc == MB_EUNSUPPORTED)
+            return mb_error_set(err, rc, "run '%s': %s", r->name, e.msg);
+        if (rc != MB_OK) {
+            /* The line of the list it came from: the run's own, else the global one. */
+            unsigned line = r->power_limits_line ? r->power_limits_line : exp->power_limits_line;
+            return mb_error_set(err, MB_EPARSE, "%s:%u: field 'power_limits': %s: %s", exp->path,
+                                line, r->power_limit, e.msg);
+        }
+    }
     return MB_OK;
 }

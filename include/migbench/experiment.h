@@ -274,6 +274,17 @@ int mb_experiment_power_filter(const struct mb_experiment *exp, struct mb_cell *
                                size_t *n_cells, char ***notes, size_t *n_notes,
                                struct mb_error *err);
 
+/*
+ * Before anything runs: every power limit the cells will set resolves within the device's range
+ * pl (from mb_device_power_limit). MB_EPARSE with the file, line and field of the first limit
+ * that does not ("exp.yaml:5: field 'power_limits': 20% is 140 W, outside this GPU's range
+ * 210..700 W"); MB_EUNSUPPORTED when pl lacks the range or default.
+ */
+struct mb_power_limit;
+int mb_experiment_power_check(const struct mb_experiment *exp, const struct mb_cell *cells,
+                              size_t n_cells, const struct mb_power_limit *pl,
+                              struct mb_error *err);
+
 /* Frees notes from mb_experiment_cells. */
 void mb_notes_free(char **notes, size_t n);
 

@@ -66,6 +66,13 @@ instances() {
 run 0 "$MIGBENCH" devices --device "$DEV"
 [ "$(limit_mw)" = 650000 ] || fail "setup: limit $(limit_mw), expected 650000"
 
+# --- A limit outside the GPU's range is bad input: exit 2 with the file and line, nothing changed.
+sed 's/^power_limits: .*/power_limits: [default, 20%]/' "$TMP/exp.yaml" >"$TMP/bad.yaml"
+run 2 "$MIGBENCH" run "$TMP/bad.yaml" --device "$DEV" --results "$TMP/r-bad"
+expect_err "bad.yaml:5: field 'power_limits': 20%: power limit 140 W is outside the device's range 210..700 W"
+[ "$(limit_mw)" = 650000 ] || fail "bad limit: the GPU's limit changed"
+[ ! -e "$TMP/r-bad" ] || fail "bad limit: a results directory was made"
+
 # --- SIGINT while a limit is set: the cell's teardown restores it before run exits 130.
 "$MIGBENCH" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/r-int" --only one.cap-60pct \
     >"$TMP/out0" 2>"$TMP/err0" &
