@@ -14,13 +14,15 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "migbench/analysis.h"
 #include "migbench/catalog.h"
 #include "migbench/experiment.h"
 #include "migbench/device.h"
 #include "migbench/layout.h"
 #include "migbench/results.h"
-#include "migbench/powercap.h"
 #include "migbench/runner.h"
+#include "migbench/session.h"
+#include "migbench/stats.h"
 #include "run_export.h"
 
 #define CMD "run"
@@ -33,6 +35,8 @@ struct run_args {
     const char *device; /* --device, or NULL */
     const char *results;
     const char *only;
+    const char *cells; /* --cells LIST */
+    const char *shard; /* --shard I/N */
     const char *sets[MB_EXP_MAX_OVERRIDES];
     size_t n_sets;
     bool dry_run;
@@ -42,7 +46,7 @@ struct run_args {
 
 /* What the experiment will run on, as far as the dry run needs to know. */
 struct target {
-    enum mb_device_kind kind;
+    uint32_t caps;                    /* MB_CAP_* of the device */
     const struct mb_gpu_model *model; /* GPUs with a catalog model; else NULL */
     char label[256];
 };
@@ -58,6 +62,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         {"only", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {"prometheus", required_argument, NULL, 'P'},
+        {"cells", required_argument, NULL, 'C'},
+        {"shard", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof(*a));
@@ -95,6 +101,12 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         case 'P':
             a->prometheus = optarg;
             break;
+        case 'C':
+            a->cells = optarg;
+            break;
+        case 'S':
+            a->shard = optarg;
+            break;
         case 'h':
             mb_cli_print_help(&mb_cmd_run, stdout);
             return -1;
@@ -111,15 +123,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
     a->file = argv[optind];
     if (a->dry_run && a->resume)
         return mb_cli_usage_error(&mb_cmd_run, "--dry-run and --resume do not go together");
+    if (a->dry_run && (a->cells || a->shard))
+        return mb_cli_usage_error(&mb_cmd_run, "--dry-run takes no --cells or --shard");
     return MB_EXIT_OK;
-}
-
-/* The model name in "emu:MODEL[:opt=val,...]". */
-static void emu_model_name(const char *spec, char *out, size_t cap)
-{
-    const char *p = spec + 4;
-    size_t n = strcspn(p, ":,");
-    snprintf(out, cap, "%.*s", (int)n, p);
 }
 
 static void format_seconds(double s, char *buf, size_t cap)
@@ -161,92 +167,6 @@ static void print_argv(FILE *out, char *const *argv)
     fputc('\n', out);
 }
 
-/*
- * Finds {workloads}: $MIGBENCH_WORKLOADS, else <dir of this executable>/../workloads (a build
- * tree), else ../share/migbench/workloads (an installed prefix).
- */
-static void workloads_dir(char *out, size_t cap)
-{
-    const char *env = getenv("MIGBENCH_WORKLOADS");
-    if (env && env[0]) {
-        snprintf(out, cap, "%s", env);
-        return;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0) {
-        snprintf(out, cap, "workloads");
-        return;
-    }
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    snprintf(out, cap, "%.*s/../workloads", (int)(cap > 16 ? cap - 16 : 0), exe);
-    char installed[PATH_MAX + 40];
-    int m = snprintf(installed, sizeof(installed), "%s/../share/migbench/workloads", exe);
-    if (m > 0 && (size_t)m < cap && access(out, F_OK) != 0 && access(installed, F_OK) == 0)
-        memcpy(out, installed, (size_t)m + 1);
-}
-
-static bool needs_python(const struct mb_experiment *exp, const struct mb_cell *cells, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        const struct mb_exp_run *r = &exp->runs[cells[i].run];
-        for (size_t j = 0; j < r->n_jobs; j++) {
-            const struct mb_exp_workload *w = &exp->workloads[r->job_workload[j]];
-            for (size_t k = 0; k < w->n_command; k++)
-                if (strstr(w->command[k], "{python}"))
-                    return true;
-        }
-    }
-    return false;
-}
-
-/*
- * What the cells' commands refer to: {python} when one uses it (else python is ""), and
- * {workloads}. Returns MB_EXIT_OK, or MB_EXIT_USAGE after saying why python cannot be found.
- */
-static int resolve_tools(const struct mb_experiment *exp, const struct mb_cell *cells, size_t n,
-                         char python[MB_EXP_PATH_MAX], char wdir[PATH_MAX])
-{
-    struct mb_error err;
-    mb_error_clear(&err);
-    python[0] = '\0';
-    if (needs_python(exp, cells, n) &&
-        mb_experiment_resolve_python(exp, NULL, python, MB_EXP_PATH_MAX, &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        return MB_EXIT_USAGE;
-    }
-    workloads_dir(wdir, PATH_MAX);
-    return MB_EXIT_OK;
-}
-
-/* Per-cell time the plan can know in advance; *unknown is set when steps or "stable" decide. */
-static double cell_seconds(const struct mb_experiment *exp, const struct mb_exp_run *r,
-                           bool *unknown)
-{
-    const struct mb_exp_measure *m = &exp->measure;
-    double per_job = 0;
-    if (m->warmup.kind == MB_AMOUNT_TIME)
-        per_job += (double)m->warmup.ns / 1e9;
-    else
-        *unknown = true;
-    if (m->duration.kind == MB_AMOUNT_TIME)
-        per_job += (double)m->duration.ns / 1e9;
-    else if (m->duration.kind == MB_AMOUNT_STABLE)
-        per_job += (double)m->max_duration_ns / 1e9; /* the cap: an upper bound */
-    else if (m->duration.kind == MB_AMOUNT_COMPLETION)
-        *unknown = true;
-    else
-        *unknown = true;
-    double phases = r->mode == MB_MODE_EXCLUSIVE ? (double)r->n_jobs : 1.0;
-    double s = (double)m->idle_ns / 1e9 + phases * per_job + (double)m->cooldown_ns / 1e9;
-    if (r->mode == MB_MODE_EXCLUSIVE && r->n_jobs > 1)
-        s += (double)(r->n_jobs - 1) * (double)m->cooldown_ns / 1e9;
-    return s + 0.5; /* the random start offset averages half a second */
-}
-
 /* Width of the run-name column: the longest name, at least 20. */
 static int name_width(const struct mb_experiment *exp)
 {
@@ -261,22 +181,6 @@ static int resolve_target(const char *spec, struct mb_catalog *cat, struct targe
 {
     memset(t, 0, sizeof(*t));
     struct mb_error err;
-    if (strncmp(spec, "emu:", 4) == 0) {
-        char name[MB_MODEL_NAME_MAX];
-        emu_model_name(spec, name, sizeof(name));
-        if (mb_catalog_find(cat, name, &t->model, &err) != MB_OK) {
-            mb_cli_error(CMD, "device '%s': %s", spec, err.msg);
-            return MB_EXIT_USAGE;
-        }
-        t->kind = MB_KIND_EMU;
-        snprintf(t->label, sizeof(t->label), "%.120s -> %s (emulated)", spec, t->model->name);
-        return MB_EXIT_OK;
-    }
-    if (strcmp(spec, "host") == 0) {
-        t->kind = MB_KIND_HOST;
-        snprintf(t->label, sizeof(t->label), "host (the CPU)");
-        return MB_EXIT_OK;
-    }
     struct mb_device *dev = NULL;
     if (mb_device_open(spec, &dev, &err) != MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
@@ -284,18 +188,23 @@ static int resolve_target(const char *spec, struct mb_catalog *cat, struct targe
     }
     struct mb_device_info info;
     int rc = mb_device_info(dev, &info, &err);
+    t->caps = mb_device_caps(dev);
     mb_device_close(dev);
     if (rc != MB_OK) {
         mb_cli_error(CMD, "device %s: %s", spec, err.msg);
         return MB_EXIT_FAIL;
     }
-    int kind = mb_device_kind_from_backend(info.backend);
-    t->kind = kind < 0 ? MB_KIND_HOST : (enum mb_device_kind)kind;
-    if (t->kind != MB_KIND_HOST && info.model[0] &&
+    if ((t->caps & MB_CAP_GPU) && info.model[0] &&
         mb_catalog_find(cat, info.model, &t->model, NULL) != MB_OK)
         t->model = NULL;
-    snprintf(t->label, sizeof(t->label), "%.60s -> %.60s%s%.96s%s", spec, info.name,
-             info.uuid[0] ? " (" : "", info.uuid, info.uuid[0] ? ")" : "");
+    if (!(t->caps & MB_CAP_GPU))
+        snprintf(t->label, sizeof(t->label), "host (the CPU)");
+    else if (t->caps & MB_CAP_EMULATED)
+        snprintf(t->label, sizeof(t->label), "%.120s -> %s (emulated)", spec,
+                 t->model ? t->model->name : info.name);
+    else
+        snprintf(t->label, sizeof(t->label), "%.60s -> %.60s%s%.96s%s", spec, info.name,
+                 info.uuid[0] ? " (" : "", info.uuid, info.uuid[0] ? ")" : "");
     return MB_EXIT_OK;
 }
 
@@ -310,91 +219,12 @@ static void layout_indices(const struct mb_gpu_model *model, const struct mb_exp
     }
 }
 
-static int dry_run(const struct run_args *a, const struct mb_experiment *exp, const char *spec)
+/* Each mig run's layout on an empty GPU of the model, and each mps run's thread shares. */
+static void print_modes(const struct mb_experiment *exp, const struct target *tp,
+                        const struct mb_cell *cells, size_t n_cells)
 {
-    struct mb_catalog *cat = NULL;
-    struct mb_cell *cells = NULL;
-    char **notes = NULL;
-    size_t n_cells = 0, n_notes = 0;
+    const struct target t = *tp;
     struct mb_error err;
-    int code = MB_EXIT_OK;
-    if (mb_catalog_create(&cat, &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        return MB_EXIT_FAIL;
-    }
-    struct target t;
-    if ((code = resolve_target(spec, cat, &t)) != MB_EXIT_OK)
-        goto out;
-    if (mb_experiment_cells(exp, t.kind, a->only, &cells, &n_cells, &notes, &n_notes, &err) !=
-        MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        code = MB_EXIT_USAGE;
-        goto out;
-    }
-    /* Profile names are checked for the runs that would run here, as a real run does. */
-    if (t.model &&
-        mb_experiment_check_cells(exp, t.model, cells, &n_cells, &notes, &n_notes, &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        code = MB_EXIT_USAGE;
-        goto out;
-    }
-    /* Every layout must fit on an empty GPU of this model. */
-    for (size_t c = 0; c < n_cells && t.model; c++) {
-        size_t i = cells[c].run;
-        const struct mb_exp_run *r = &exp->runs[i];
-        if (r->mode != MB_MODE_MIG || (c > 0 && cells[c - 1].run == i))
-            continue;
-        unsigned add[MB_EXP_MAX_JOBS];
-        layout_indices(t.model, r, add);
-        struct mb_layout placed;
-        if (mb_layout_place(t.model, NULL, add, r->n_layout, &placed, &err) != MB_OK) {
-            mb_cli_error(CMD, "%s:%u: field 'runs[%zu].layout': does not fit on %s: %s", exp->path,
-                         r->line, i, t.model->name, err.msg);
-            code = MB_EXIT_USAGE;
-            goto out;
-        }
-    }
-    char python[MB_EXP_PATH_MAX], wdir[PATH_MAX];
-    if (resolve_tools(exp, cells, n_cells, python, wdir) != MB_EXIT_OK) {
-        code = MB_EXIT_USAGE;
-        goto out;
-    }
-
-    printf("experiment: %s (%s, sha %s)\n", exp->name, exp->path, exp->sha);
-    printf("device: %s\n", t.label);
-    if (python[0])
-        printf("python: %s\n", python);
-    for (size_t i = 0; i < n_notes; i++)
-        printf("note: %s\n", notes[i]);
-    unsigned reps = mb_experiment_repetitions(exp, t.kind);
-    size_t n_runs = reps ? n_cells / reps : 0;
-    printf("cells: %zu (%zu run%s x %u repetition%s)\n", n_cells, n_runs, n_runs == 1 ? "" : "s",
-           reps, reps == 1 ? "" : "s");
-    char wu[32], du[32];
-    mb_amount_format(&exp->measure.warmup, wu, sizeof(wu));
-    mb_amount_format(&exp->measure.duration, du, sizeof(du));
-    printf("measure: warm-up %s, window %s", wu, du);
-    if (exp->measure.duration.kind == MB_AMOUNT_STABLE) {
-        char cap[32];
-        format_seconds((double)exp->measure.max_duration_ns / 1e9, cap, sizeof(cap));
-        printf(" (CI half-width < %.3g x mean, at most %s)", exp->measure.ci_target, cap);
-    }
-    printf(", sample every %lldms\n", (long long)(exp->measure.sample_interval_ns / 1000000));
-
-    int nw = name_width(exp);
-    printf("\n%-*s %-10s %s\n", nw, "run", "mode", "jobs");
-    double total = 0;
-    bool unknown = false;
-    for (size_t c = 0; c < n_cells; c++) {
-        const struct mb_exp_run *r = &exp->runs[cells[c].run];
-        total += cell_seconds(exp, r, &unknown);
-        if (c > 0 && cells[c - 1].run == cells[c].run)
-            continue;
-        printf("%-*s %-10s", nw, r->name, mb_exp_mode_str(r->mode));
-        for (size_t j = 0; j < r->n_jobs; j++)
-            printf("%s%s", j ? ", " : " ", r->job_name[j]);
-        printf("\n");
-    }
     for (size_t c = 0; c < n_cells; c++) {
         if (c > 0 && cells[c - 1].run == cells[c].run)
             continue;
@@ -445,16 +275,106 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
             printf(" (%s)\n", r->n_thread_pct     ? "as given"
                               : r->n_match_layout ? "matched to the compute slices of match_layout"
                                                   : "equal split");
-            if (t.kind != MB_KIND_NVML)
+            if (!(t.caps & MB_CAP_MPS) || (t.caps & MB_CAP_EMULATED))
                 printf("  note: mps runs only on the nvml backend; on this device migbench run "
                        "stops before running anything\n");
         }
     }
-    printf("\ncommands (%s):\n", t.kind == MB_KIND_HOST ? "host_args" : "gpu_args");
+}
+
+static int dry_run(const struct run_args *a, const struct mb_experiment *exp, const char *spec)
+{
+    struct mb_catalog *cat = NULL;
+    struct mb_cell *cells = NULL;
+    char **notes = NULL;
+    size_t n_cells = 0, n_notes = 0;
+    struct mb_error err;
+    int code = MB_EXIT_OK;
+    if (mb_catalog_create(&cat, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        return MB_EXIT_FAIL;
+    }
+    struct target t;
+    if ((code = resolve_target(spec, cat, &t)) != MB_EXIT_OK)
+        goto out;
+    if (mb_experiment_cells(exp, t.caps, a->only, &cells, &n_cells, &notes, &n_notes, &err) !=
+        MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = MB_EXIT_USAGE;
+        goto out;
+    }
+    /* Profile names are checked for the runs that would run here, as a real run does. */
+    if (t.model &&
+        mb_experiment_check_cells(exp, t.model, cells, &n_cells, &notes, &n_notes, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = MB_EXIT_USAGE;
+        goto out;
+    }
+    /* Every layout must fit on an empty GPU of this model. */
+    for (size_t c = 0; c < n_cells && t.model; c++) {
+        size_t i = cells[c].run;
+        const struct mb_exp_run *r = &exp->runs[i];
+        if (r->mode != MB_MODE_MIG || (c > 0 && cells[c - 1].run == i))
+            continue;
+        unsigned add[MB_EXP_MAX_JOBS];
+        layout_indices(t.model, r, add);
+        struct mb_layout placed;
+        if (mb_layout_place(t.model, NULL, add, r->n_layout, &placed, &err) != MB_OK) {
+            mb_cli_error(CMD, "%s:%u: field 'runs[%zu].layout': does not fit on %s: %s", exp->path,
+                         r->line, i, t.model->name, err.msg);
+            code = MB_EXIT_USAGE;
+            goto out;
+        }
+    }
+    char python[MB_EXP_PATH_MAX], wdir[PATH_MAX];
+    if (mb_session_resolve_tools(exp, cells, n_cells, python, sizeof(python), wdir, sizeof(wdir),
+                                 &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        code = MB_EXIT_USAGE;
+        goto out;
+    }
+
+    printf("experiment: %s (%s, sha %s)\n", exp->name, exp->path, exp->sha);
+    printf("device: %s\n", t.label);
+    if (python[0])
+        printf("python: %s\n", python);
+    for (size_t i = 0; i < n_notes; i++)
+        printf("note: %s\n", notes[i]);
+    unsigned reps = mb_experiment_repetitions(exp, t.caps);
+    size_t n_runs = reps ? n_cells / reps : 0;
+    printf("cells: %zu (%zu run%s x %u repetition%s)\n", n_cells, n_runs, n_runs == 1 ? "" : "s",
+           reps, reps == 1 ? "" : "s");
+    char wu[32], du[32];
+    mb_amount_format(&exp->measure.warmup, wu, sizeof(wu));
+    mb_amount_format(&exp->measure.duration, du, sizeof(du));
+    printf("measure: warm-up %s, window %s", wu, du);
+    if (exp->measure.duration.kind == MB_AMOUNT_STABLE) {
+        char cap[32];
+        format_seconds((double)exp->measure.max_duration_ns / 1e9, cap, sizeof(cap));
+        printf(" (CI half-width < %.3g x mean, at most %s)", exp->measure.ci_target, cap);
+    }
+    printf(", sample every %lldms\n", (long long)(exp->measure.sample_interval_ns / 1000000));
+
+    int nw = name_width(exp);
+    printf("\n%-*s %-10s %s\n", nw, "run", "mode", "jobs");
+    double total = 0;
+    bool unknown = false;
+    for (size_t c = 0; c < n_cells; c++) {
+        const struct mb_exp_run *r = &exp->runs[cells[c].run];
+        total += mb_session_cell_estimate(exp, r, &unknown);
+        if (c > 0 && cells[c - 1].run == cells[c].run)
+            continue;
+        printf("%-*s %-10s", nw, r->name, mb_exp_mode_str(r->mode));
+        for (size_t j = 0; j < r->n_jobs; j++)
+            printf("%s%s", j ? ", " : " ", r->job_name[j]);
+        printf("\n");
+    }
+    print_modes(exp, &t, cells, n_cells);
+    printf("\ncommands (%s):\n", (t.caps & MB_CAP_GPU) ? "gpu_args" : "host_args");
     for (size_t i = 0; i < exp->n_workloads; i++) {
         char **argv;
         if (mb_experiment_job_argv(&exp->workloads[i], python[0] ? python : NULL, wdir,
-                                   t.kind != MB_KIND_HOST, &argv, &err) != MB_OK)
+                                   (t.caps & MB_CAP_GPU) != 0, &argv, &err) != MB_OK)
             continue;
         printf("  %-20s ", exp->workloads[i].name);
         print_argv(stdout, argv);
@@ -572,530 +492,250 @@ static void on_runner_event(void *vctx, const struct mb_runner_event *ev)
     p->line_open = true;
 }
 
-static const char *jstr(const cJSON *o, const char *k)
+/* One run's line of the summary, over the cells of this invocation. */
+struct summary_row {
+    size_t n_ok, n_cell;
+    double rate[MB_EXP_MAX_JOBS][64];
+    size_t n_rate[MB_EXP_MAX_JOBS];
+    double ci_single[MB_EXP_MAX_JOBS]; /* a cell's own CI, shown for a single repetition */
+    bool ci_single_ok[MB_EXP_MAX_JOBS];
+    double energy_sum, units_sum;
+    size_t n_energy;
+    bool units_ok;
+};
+
+static bool selected_rep(const struct mb_cell *cells, size_t n, size_t c, int rep)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    for (size_t k = c; k < n && cells[k].run == cells[c].run; k++)
+        if ((int)cells[k].rep == rep)
+            return true;
+    return false;
 }
 
-static bool jnum(const cJSON *o, const char *k, double *out)
+/* Adds one recorded cell of the run: job throughputs, energy and units of work. */
+static void add_cell(struct summary_row *row, const char *dir, const char *run,
+                     const struct mb_an_cell *cell, size_t n_jobs)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (!cJSON_IsNumber(v))
-        return false;
-    *out = v->valuedouble;
-    return true;
+    if (!cell->ok)
+        return;
+    row->n_ok++;
+    double units = 0;
+    for (size_t j = 0; j < n_jobs && j < cell->njobs; j++) {
+        const struct mb_an_cell_job *job = &cell->jobs[j];
+        if (!job->throughput.valid) {
+            row->units_ok = false;
+            continue;
+        }
+        if (row->n_rate[j] < 64)
+            row->rate[j][row->n_rate[j]++] = job->throughput.v;
+        double ci;
+        if (mb_session_cell_rate_ci(dir, run, (unsigned)cell->rep, j, &ci)) {
+            row->ci_single[j] = ci;
+            row->ci_single_ok[j] = true;
+        }
+        const struct mb_opt *w = job->window_s.valid ? &job->window_s : &cell->window_s;
+        if (w->valid)
+            units += job->throughput.v * w->v;
+        else
+            row->units_ok = false;
+    }
+    const struct mb_opt *e = cell->counter_j.valid ? &cell->counter_j : &cell->integrated_j;
+    if (e->valid) {
+        row->energy_sum += e->v;
+        row->units_sum += units;
+        row->n_energy++;
+    }
 }
 
-/* The two-sided 95% Student-t quantile for small df (df >= 30: 2.0). */
-static double t95(size_t df)
+/* "mean +- CI unit" over the repetitions; one repetition shows its cell's own CI (ci1 < 0: none).
+ */
+static void format_rate(const double *rate, size_t n, double ci1, const char *unit, char *out,
+                        size_t cap)
 {
-    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
-                               2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131};
-    return df < sizeof(t) / sizeof(t[0]) ? t[df] : df < 30 ? 2.09 : 2.0;
+    char a[32], b[32];
+    if (n == 0) {
+        snprintf(out, cap, "n/a");
+        return;
+    }
+    struct mb_stats_summary st;
+    mb_stats_summarize(rate, n, &st);
+    if (n < 2 && ci1 >= 0) {
+        snprintf(out, cap, "%s +- %s %s", mb_cli_fmt_sig(a, sizeof(a), st.mean, 4),
+                 mb_cli_fmt_sig(b, sizeof(b), ci1, 2), unit);
+        return;
+    }
+    if (!st.ci_valid) {
+        snprintf(out, cap, "%s %s", mb_cli_fmt_sig(a, sizeof(a), st.mean, 4), unit);
+        return;
+    }
+    snprintf(out, cap, "%s +- %s %s", mb_cli_fmt_sig(a, sizeof(a), st.mean, 4),
+             mb_cli_fmt_sig(b, sizeof(b), st.ci95_half, 2), unit);
 }
 
-/* Summary table: per run and job, throughput (mean over repetitions), energy, J/unit. */
+static void print_run_rows(const struct mb_exp_run *r, const struct mb_an_run *ar,
+                           const struct summary_row *row, int nw)
+{
+    for (size_t j = 0; j < r->n_jobs; j++) {
+        char tp[96], ok[48] = "", en[32] = "", jpu[32] = "";
+        const char *unit = ar && j < ar->njobs ? ar->jobs[j].unit : "";
+        format_rate(row->rate[j], row->n_rate[j], row->ci_single_ok[j] ? row->ci_single[j] : -1,
+                    unit, tp, sizeof(tp));
+        if (j == 0) {
+            snprintf(ok, sizeof(ok), "%zu/%zu", row->n_ok, row->n_cell);
+            if (row->n_energy)
+                mb_cli_fmt_sig(en, sizeof(en), row->energy_sum / (double)row->n_energy, 4);
+            else
+                snprintf(en, sizeof(en), "n/a");
+            bool same_unit = true;
+            for (size_t k = 1; ar && k < ar->njobs; k++)
+                same_unit = same_unit && strcmp(ar->jobs[k].unit, ar->jobs[0].unit) == 0;
+            if (row->n_energy && same_unit && row->units_ok && row->units_sum > 0)
+                mb_cli_fmt_sig(jpu, sizeof(jpu), row->energy_sum / row->units_sum, 4);
+            else
+                snprintf(jpu, sizeof(jpu), "n/a");
+        }
+        printf("%-*s %-10s %-5s %-20s %-32s %-12s %s\n", nw, j == 0 ? r->name : "",
+               j == 0 ? mb_exp_mode_str(r->mode) : "", ok, r->job_name[j], tp, en, jpu);
+    }
+}
+
+/*
+ * Summary table: per run and job of this invocation's cells, throughput (mean over
+ * repetitions, 95% CI), energy per cell and J/unit, from the analysis of the results directory.
+ */
 static void print_summary(const struct mb_experiment *exp, const char *dir,
                           const struct mb_cell *cells, size_t n_cells)
 {
     int nw = name_width(exp);
     printf("%-*s %-10s %-5s %-20s %-32s %-12s %s\n", nw, "run", "mode", "ok", "job",
            "throughput (mean +- 95% CI)", "energy_J", "J/unit");
+    struct mb_analysis *an = NULL;
+    struct mb_error err;
+    if (mb_analysis_load(&an, &dir, 1, &err) != MB_OK)
+        an = NULL;
+    const struct mb_an_experiment *ae = an && an->nexp ? &an->exps[0] : NULL;
     for (size_t c = 0; c < n_cells; c++) {
         if (c > 0 && cells[c - 1].run == cells[c].run)
             continue;
         const struct mb_exp_run *r = &exp->runs[cells[c].run];
-        double rate[MB_EXP_MAX_JOBS][64];
-        size_t n_rate[MB_EXP_MAX_JOBS] = {0};
-        double ci_single[MB_EXP_MAX_JOBS] = {0};
-        bool ci_single_ok[MB_EXP_MAX_JOBS] = {false};
-        char unit[MB_EXP_MAX_JOBS][32];
-        memset(unit, 0, sizeof(unit));
-        double energy_sum = 0, units_sum = 0;
-        size_t n_energy = 0, n_ok = 0, n_cell = 0;
-        bool same_unit = true, units_ok = true;
-        for (size_t k = c; k < n_cells && cells[k].run == cells[c].run; k++) {
-            n_cell++;
-            char cdir[1200], path[1300];
-            if (mb_results_cell_dir(dir, r->name, cells[k].rep, cdir, sizeof(cdir), NULL) != MB_OK)
-                continue;
-            snprintf(path, sizeof(path), "%s/cell.json", cdir);
-            cJSON *cj = NULL;
-            if (mb_results_read_json(path, 16u << 20, &cj, NULL) != MB_OK)
-                continue;
-            const char *st = jstr(cj, "status");
-            if (!st || strcmp(st, "ok") != 0) {
-                cJSON_Delete(cj);
-                continue;
-            }
-            n_ok++;
-            const cJSON *en = cJSON_GetObjectItemCaseSensitive(cj, "energy");
-            double e;
-            bool e_ok = jnum(en, "counter_j", &e) || jnum(en, "integrated_j", &e);
-            double cell_units = 0;
-            const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(cj, "jobs");
-            size_t j = 0;
-            const cJSON *job;
-            cJSON_ArrayForEach(job, jobs)
-            {
-                if (j >= r->n_jobs)
-                    break;
-                const cJSON *tp = cJSON_GetObjectItemCaseSensitive(job, "throughput");
-                const cJSON *win = cJSON_GetObjectItemCaseSensitive(job, "window");
-                double mean, ci, secs;
-                const char *u = jstr(tp, "unit_per_s");
-                if (u) {
-                    if (unit[0][0] && strcmp(unit[0], u) != 0)
-                        same_unit = false;
-                    snprintf(unit[j], sizeof(unit[j]), "%s", u);
-                }
-                if (jnum(tp, "mean", &mean) && n_rate[j] < 64) {
-                    rate[j][n_rate[j]++] = mean;
-                    if (jnum(tp, "ci95", &ci)) {
-                        ci_single[j] = ci;
-                        ci_single_ok[j] = true;
-                    }
-                    if (jnum(win, "seconds", &secs))
-                        cell_units += mean * secs;
-                    else
-                        units_ok = false;
-                } else {
-                    units_ok = false;
-                }
-                j++;
-            }
-            if (e_ok) {
-                energy_sum += e;
-                units_sum += cell_units;
-                n_energy++;
-            }
-            cJSON_Delete(cj);
+        struct summary_row row = {.units_ok = true};
+        for (size_t k = c; k < n_cells && cells[k].run == cells[c].run; k++)
+            row.n_cell++;
+        const struct mb_an_run *ar = NULL;
+        for (size_t i = 0; ae && i < ae->nruns && !ar; i++)
+            if (strcmp(ae->runs[i].name, r->name) == 0)
+                ar = &ae->runs[i];
+        for (size_t i = 0; ar && i < ar->ncells; i++)
+            if (selected_rep(cells, n_cells, c, ar->cells[i].rep))
+                add_cell(&row, dir, r->name, &ar->cells[i], r->n_jobs);
+        print_run_rows(r, ar, &row, nw);
+    }
+    mb_analysis_destroy(an);
+}
+
+/* Notes and warnings of the session, and where the progress line stands. */
+static void on_session_event(void *vctx, const struct mb_session_event *ev)
+{
+    struct progress_ctx *p = vctx;
+    switch (ev->kind) {
+    case MB_SESSION_NOTE:
+        mb_cli_info(CMD, "%s", ev->text);
+        break;
+    case MB_SESSION_WARN:
+        mb_cli_warn(CMD, "%s", ev->text);
+        break;
+    case MB_SESSION_CELL:
+        p->cell_index = ev->cell;
+        p->n_cells = ev->n_cells;
+        p->cell_estimate_s = ev->cell_estimate_s;
+        p->remaining_after_s = ev->remaining_after_s;
+        p->mode = ev->mode;
+        break;
+    case MB_SESSION_CELL_DONE:
+        if (p->line_open) {
+            fputs("\r\033[K", stderr);
+            p->line_open = false;
         }
-        for (size_t j = 0; j < r->n_jobs; j++) {
-            char tp[96] = "n/a", a[32], b[32];
-            if (n_rate[j] > 0) {
-                double m = 0, v = 0;
-                for (size_t k = 0; k < n_rate[j]; k++)
-                    m += rate[j][k];
-                m /= (double)n_rate[j];
-                for (size_t k = 0; k < n_rate[j]; k++)
-                    v += (rate[j][k] - m) * (rate[j][k] - m);
-                if (n_rate[j] >= 2) {
-                    double half = t95(n_rate[j] - 1) * sqrt(v / (double)(n_rate[j] - 1)) /
-                                  sqrt((double)n_rate[j]);
-                    snprintf(tp, sizeof(tp), "%s +- %s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4),
-                             mb_cli_fmt_sig(b, sizeof(b), half, 2), unit[j]);
-                } else if (ci_single_ok[j]) {
-                    snprintf(tp, sizeof(tp), "%s +- %s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4),
-                             mb_cli_fmt_sig(b, sizeof(b), ci_single[j], 2), unit[j]);
-                } else {
-                    snprintf(tp, sizeof(tp), "%s %s", mb_cli_fmt_sig(a, sizeof(a), m, 4), unit[j]);
-                }
-            }
-            char ok[48] = "", en[32] = "", jpu[32] = "";
-            if (j == 0) {
-                snprintf(ok, sizeof(ok), "%zu/%zu", n_ok, n_cell);
-                if (n_energy)
-                    mb_cli_fmt_sig(en, sizeof(en), energy_sum / (double)n_energy, 4);
-                else
-                    snprintf(en, sizeof(en), "n/a");
-                if (n_energy && same_unit && units_ok && units_sum > 0)
-                    mb_cli_fmt_sig(jpu, sizeof(jpu), energy_sum / units_sum, 4);
-                else
-                    snprintf(jpu, sizeof(jpu), "n/a");
-            }
-            printf("%-*s %-10s %-5s %-20s %-32s %-12s %s\n", nw, j == 0 ? r->name : "",
-                   j == 0 ? mb_exp_mode_str(r->mode) : "", ok, r->job_name[j], tp, en, jpu);
-        }
+        mb_cli_run_export_cell_done(p->ex);
+        break;
     }
 }
 
-static int open_model(struct mb_catalog *cat, const struct mb_device_info *info,
-                      const struct mb_gpu_model **model)
+static int exit_for(int rc)
 {
-    *model = NULL;
-    if (!info->model[0])
-        return MB_OK;
-    return mb_catalog_find(cat, info->model, model, NULL) == MB_OK ? MB_OK : MB_ENOTFOUND;
+    return rc == MB_EINVAL ? MB_EXIT_USAGE : MB_EXIT_FAIL;
 }
 
-static bool dir_has_results(const char *dir)
-{
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof(path), "%s/journal.jsonl", dir);
-    return access(path, F_OK) == 0;
-}
-
-/*
- * MIG mode decides what a GPU can run without a reset, and migbench never resets a GPU: mig runs
- * need it on; on a real GPU the whole-GPU modes need it off (with MIG on, CUDA sees no device
- * outside an instance). Runs that cannot run are dropped with a note, so one file serves GPUs in
- * either mode.
- */
-static void filter_by_mig_mode(const struct mb_experiment *exp, struct mb_device *dev,
-                               enum mb_device_kind kind, struct mb_cell *cells, size_t *n_cells)
-{
-    struct mb_mig_mode mm;
-    if (kind == MB_KIND_HOST || mb_device_mig_mode(dev, &mm, NULL) != MB_OK)
-        return;
-    size_t k = 0;
-    for (size_t i = 0; i < *n_cells; i++) {
-        const struct mb_exp_run *r = &exp->runs[cells[i].run];
-        const char *why = NULL;
-        if (r->mode == MB_MODE_MIG && !mm.current)
-            why = mm.pending ? "MIG mode is enabled but pending a GPU reset"
-                             : "MIG mode is disabled on the GPU (nvidia-smi -mig 1 and a reset "
-                               "enable it)";
-        else if (r->mode != MB_MODE_MIG && kind == MB_KIND_NVML && mm.current)
-            why = "MIG mode is enabled on the GPU; whole-GPU runs need it disabled";
-        if (!why) {
-            cells[k++] = cells[i];
-        } else if (i == 0 || cells[i - 1].run != cells[i].run) {
-            mb_cli_info(CMD, "run '%s' skipped: %s", r->name, why);
-        }
-    }
-    *n_cells = k;
-}
-
-/*
- * The power-limit axis: where the device can set its limit, the ledger path and the recovery of
- * what a dead run left; elsewhere the capped runs are skipped with a note.
- */
-static int power_begin(const struct mb_experiment *exp, struct mb_device *dev, const char *spec,
-                       struct mb_cell *cells, size_t *n_cells, char ***notes, size_t *n_notes,
-                       char *ledger, size_t cap)
+/* Opens the session and checks that it can start; nothing has changed yet. */
+static int open_session(const struct run_args *a, const struct mb_experiment *exp, const char *spec,
+                        struct progress_ctx *pctx, struct mb_session **s)
 {
     struct mb_error err;
-    char why[MB_ERROR_MSG_MAX];
-    enum mb_powercap_outcome rec;
-    if (mb_powercap_begin(dev, spec, getenv("MIGBENCH_STATE_DIR"), getenv("MIGBENCH_POWER_HELPER"),
-                          ledger, cap, why, sizeof(why), &rec, &err) != MB_OK) {
-        mb_cli_error(CMD, "power limit left by an earlier run: %s; nothing was run", err.msg);
-        return MB_EXIT_FAIL;
-    }
-    if (rec == MB_PC_RESTORED)
-        mb_cli_info(CMD, "restored the power limit that an interrupted run had set");
-    else if (rec == MB_PC_FOREIGN)
-        mb_cli_info(CMD, "an interrupted run's power limit was changed since by someone else; "
-                         "left as it is");
-    if (ledger[0]) {
-        /* Every limit must fit this GPU before anything changes. */
-        struct mb_power_limit pl;
-        if (mb_device_power_limit(dev, &pl, &err) != MB_OK ||
-            mb_experiment_power_check(exp, cells, *n_cells, &pl, &err) != MB_OK) {
-            mb_cli_error(CMD, "%s", err.msg);
-            return err.status == MB_EPARSE ? MB_EXIT_USAGE : MB_EXIT_FAIL;
-        }
-        return MB_EXIT_OK;
-    }
-    size_t before = *n_notes;
-    if (mb_experiment_power_filter(exp, cells, n_cells, notes, n_notes, &err) != MB_OK) {
+    struct mb_session_opts so = {
+        .device_spec = spec,
+        .results_dir = a->results,
+        .only = a->only,
+        .resume = a->resume,
+        .stop = &stop_signal,
+        .on_event = on_session_event,
+        .on_runner_event = on_runner_event,
+        .ctx = pctx,
+    };
+    int rc = mb_session_open(exp, &so, s, &err);
+    if (rc == MB_OK)
+        rc = mb_session_select(*s, a->cells, a->shard, &err);
+    if (rc == MB_OK)
+        rc = mb_session_check(*s, &err);
+    if (rc != MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
-        return MB_EXIT_FAIL;
+        return exit_for(rc);
     }
-    for (size_t i = before; i < *n_notes; i++)
-        mb_cli_info(CMD, "%s (%s)", (*notes)[i], why);
+    pctx->n_cells = mb_session_cells(*s, NULL, NULL);
     return MB_EXIT_OK;
-}
-
-/* On every way out: a limit this process set and did not restore yet goes back now. */
-static void power_end(struct mb_device *dev, const char *ledger)
-{
-    if (!dev || !ledger[0])
-        return;
-    struct mb_powercap pc = {dev, ledger, getenv("MIGBENCH_POWER_HELPER")};
-    enum mb_powercap_outcome o;
-    struct mb_error err;
-    if (mb_powercap_restore(&pc, &o, &err) != MB_OK)
-        mb_cli_error(CMD, "cannot restore the power limit: %s (the next run restores it)", err.msg);
-    else if (o == MB_PC_RESTORED)
-        mb_cli_info(CMD, "power limit restored");
 }
 
 static int execute(const struct run_args *a, const struct mb_experiment *exp, const char *spec)
 {
     struct mb_error err;
-    struct mb_catalog *cat = NULL;
-    struct mb_device *dev = NULL;
-    struct mb_journal *journal = NULL;
-    struct mb_cell *cells = NULL;
-    char **notes = NULL;
-    size_t n_cells = 0, n_notes = 0;
-    cJSON *events = NULL;
-    int code = MB_EXIT_OK;
+    struct mb_session *s = NULL;
     struct mb_cli_run_export ex = {0};
-    char ledger[PATH_MAX] = ""; /* the power-limit record, "" without the axis */
-    if (mb_catalog_create(&cat, &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        return MB_EXIT_FAIL;
-    }
-    int rc = mb_device_open(spec, &dev, &err);
-    if (rc != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        code = rc == MB_EINVAL ? MB_EXIT_USAGE : MB_EXIT_FAIL;
-        goto out;
-    }
-    struct mb_device_info info;
-    if (mb_device_info(dev, &info, &err) != MB_OK) {
-        mb_cli_error(CMD, "device %s: %s", spec, err.msg);
-        code = MB_EXIT_FAIL;
-        goto out;
-    }
-    int kind = mb_device_kind_from_backend(info.backend);
-    if (kind < 0) {
-        mb_cli_error(CMD, "device %s: unknown backend '%s'", spec, info.backend);
-        code = MB_EXIT_FAIL;
-        goto out;
-    }
-    const struct mb_gpu_model *model = NULL;
-    if (kind != MB_KIND_HOST && open_model(cat, &info, &model) != MB_OK)
-        mb_cli_warn(CMD, "GPU model '%s' is not in the MIG catalog", info.model);
-    if (mb_experiment_cells(exp, (enum mb_device_kind)kind, a->only, &cells, &n_cells, &notes,
-                            &n_notes, &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        code = MB_EXIT_USAGE;
-        goto out;
-    }
-    for (size_t i = 0; i < n_notes; i++)
-        mb_cli_info(CMD, "%s", notes[i]);
-    filter_by_mig_mode(exp, dev, (enum mb_device_kind)kind, cells, &n_cells);
-    /* Only the runs that will run here are held to this model's profile names. */
-    size_t shown_notes = n_notes;
-    if (model &&
-        mb_experiment_check_cells(exp, model, cells, &n_cells, &notes, &n_notes, &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        code = MB_EXIT_USAGE;
-        goto out;
-    }
-    for (size_t i = shown_notes; i < n_notes; i++)
-        mb_cli_info(CMD, "%s", notes[i]);
-    if ((code = power_begin(exp, dev, spec, cells, &n_cells, &notes, &n_notes, ledger,
-                            sizeof(ledger))) != MB_EXIT_OK)
-        goto out;
-    if (n_cells == 0) {
-        mb_cli_error(CMD, "no run of %s applies to %s", exp->path, spec);
-        code = MB_EXIT_USAGE;
-        goto out;
-    }
-    char dir[PATH_MAX];
-    if (a->results)
-        snprintf(dir, sizeof(dir), "%s", a->results);
-    else
-        snprintf(dir, sizeof(dir), "results/%s", exp->name);
-    char jpath[PATH_MAX + 32];
-    snprintf(jpath, sizeof(jpath), "%s/journal.jsonl", dir);
-    struct stat dst;
-    if (stat(dir, &dst) == 0 && !S_ISDIR(dst.st_mode)) {
-        mb_cli_error(CMD, "--results %s: exists and is not a directory", dir);
-        code = MB_EXIT_USAGE;
-        goto out;
-    }
-    if (!a->resume && dir_has_results(dir)) {
-        mb_cli_error(CMD,
-                     "%s already holds results; add --resume to continue that experiment, or "
-                     "--results DIR for a new directory",
-                     dir);
-        code = MB_EXIT_USAGE;
-        goto out;
-    }
-    size_t skipped_lines = 0;
-    if (a->resume) {
-        rc = mb_journal_read(jpath, &events, &skipped_lines, &err);
-        if (rc != MB_OK) {
-            mb_cli_error(CMD, "--resume: %s", err.msg);
-            code = rc == MB_ENOTFOUND ? MB_EXIT_USAGE : MB_EXIT_FAIL;
-            goto out;
-        }
-        const cJSON *ev;
-        cJSON_ArrayForEach(ev, events)
-        {
-            const char *name = jstr(ev, "event");
-            const char *sha = jstr(ev, "experiment_sha");
-            if (name && strcmp(name, "experiment_started") == 0 && sha) {
-                if (strcmp(sha, exp->sha) != 0) {
-                    mb_cli_error(CMD,
-                                 "--resume: %s was started from a different experiment file or "
-                                 "--set options (sha %s, now %s); resume with the same ones",
-                                 dir, sha, exp->sha);
-                    code = MB_EXIT_USAGE;
-                    goto out;
-                }
-                break;
-            }
-        }
-        if (skipped_lines)
-            mb_cli_info(CMD, "journal: skipped %zu torn line%s", skipped_lines,
-                        skipped_lines == 1 ? "" : "s");
-    }
-    char python[MB_EXP_PATH_MAX], wdir[PATH_MAX];
-    if (resolve_tools(exp, cells, n_cells, python, wdir) != MB_EXIT_OK) {
-        code = MB_EXIT_USAGE;
-        goto out;
-    }
-    struct progress_ctx pctx = {.tty = isatty(2) == 1, .n_cells = n_cells, .ex = &ex};
-    struct mb_runner_power power = {0}; /* shared by the cells' cool-downs */
-    struct mb_runner_opts ro = {
-        .exp = exp,
-        .dev = dev,
-        .device_spec = spec,
-        .model = model,
-        .kind = (enum mb_device_kind)kind,
-        .results_dir = dir,
-        .python = python[0] ? python : NULL,
-        .workloads_dir = wdir,
-        .stop = &stop_signal,
-        .on_event = on_runner_event,
-        .ctx = &pctx,
-        .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32),
-        .power = &power,
-        .power_ledger = ledger[0] ? ledger : NULL,
-        .power_helper = getenv("MIGBENCH_POWER_HELPER"),
-    };
-    /* Nothing has changed yet: refuse here what cannot run (mps off nvml, MIG disabled). */
-    if (!a->resume && (rc = mb_runner_preflight(&ro, cells, n_cells, &err)) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        code = rc == MB_EUNSUPPORTED ? MB_EXIT_USAGE : MB_EXIT_FAIL;
-        goto out;
-    }
+    struct progress_ctx pctx = {.tty = isatty(2) == 1, .ex = &ex};
+    int code = open_session(a, exp, spec, &pctx, &s);
+    const char *dir = s ? mb_session_results_dir(s) : "";
     /* Before the results directory exists: a textfile that cannot be written changes nothing. */
-    if (mb_cli_run_export_open(&ex, a->prometheus, spec, info.uuid, exp->name, dir) != 0) {
+    if (code == MB_EXIT_OK &&
+        mb_cli_run_export_open(&ex, a->prometheus, spec, mb_session_device_info(s)->uuid, exp->name,
+                               dir) != 0)
         code = MB_EXIT_FAIL;
-        goto out;
-    }
-    if (mb_results_mkdirs(dir, 0755, &err) != MB_OK ||
-        mb_journal_open(jpath, &journal, &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        code = MB_EXIT_FAIL;
-        goto out;
-    }
-    ro.journal = journal;
-    install_handlers();
-    if (a->resume) {
-        struct mb_leftovers *left = malloc(sizeof(*left));
-        if (!left) {
-            code = MB_EXIT_FAIL;
-            goto out;
-        }
-        rc = mb_journal_leftovers(events, left, &err);
-        size_t removed = 0;
-        if (rc == MB_OK && (left->n_mig || left->n_mps)) {
-            mb_cli_info(CMD,
-                        "resume: removing %zu MIG instance%s and %zu MPS daemon%s left by "
-                        "the interrupted run",
-                        left->n_mig, left->n_mig == 1 ? "" : "s", left->n_mps,
-                        left->n_mps == 1 ? "" : "s");
-            rc = mb_runner_cleanup(&ro, left, &removed, &err);
-        }
-        free(left);
-        if (rc != MB_OK) {
-            mb_cli_error(CMD, "resume: %s; nothing else was run", err.msg);
-            code = MB_EXIT_FAIL;
-            goto out;
-        }
-        if ((rc = mb_runner_preflight(&ro, cells, n_cells, &err)) != MB_OK) {
-            mb_cli_error(CMD, "%s", err.msg);
-            code = rc == MB_EUNSUPPORTED ? MB_EXIT_USAGE : MB_EXIT_FAIL;
-            goto out;
-        }
-    }
-    cJSON *ev = cJSON_CreateObject();
-    cJSON_AddStringToObject(ev, "event", "experiment_started");
-    cJSON_AddStringToObject(ev, "experiment", exp->name);
-    cJSON_AddStringToObject(ev, "experiment_sha", exp->sha);
-    cJSON_AddStringToObject(ev, "file", exp->path);
-    cJSON *ov = cJSON_AddArrayToObject(ev, "overrides");
-    for (size_t i = 0; i < exp->n_overrides; i++)
-        cJSON_AddItemToArray(ov, cJSON_CreateString(exp->overrides[i]));
-    cJSON_AddStringToObject(ev, "device", spec);
-    cJSON_AddStringToObject(ev, "backend", info.backend);
-    cJSON_AddNumberToObject(ev, "cells", (double)n_cells);
-    cJSON_AddBoolToObject(ev, "resume", a->resume);
-    cJSON_AddNumberToObject(ev, "pid", (double)getpid());
-    cJSON_AddStringToObject(ev, "migbench_version", MB_VERSION_STRING);
-    rc = mb_journal_append(journal, ev, &err);
-    cJSON_Delete(ev);
-    if (rc != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
-        code = MB_EXIT_FAIL;
-        goto out;
-    }
-
-    double estimates_total = 0;
-    for (size_t i = 0; i < n_cells; i++) {
-        bool unknown = false;
-        estimates_total += cell_seconds(exp, &exp->runs[cells[i].run], &unknown);
-    }
-    size_t n_ok = 0, n_failed = 0, n_skipped = 0;
-    for (size_t i = 0; i < n_cells; i++) {
-        const struct mb_exp_run *r = &exp->runs[cells[i].run];
-        bool unknown = false;
-        double est = cell_seconds(exp, r, &unknown);
-        estimates_total -= est;
-        if (a->resume && mb_results_cell_done(dir, r->name, cells[i].rep)) {
-            n_skipped++;
-            continue;
-        }
-        pctx.cell_index = i;
-        pctx.cell_estimate_s = est;
-        pctx.remaining_after_s = estimates_total;
-        pctx.mode = mb_exp_mode_str(r->mode);
-        bool failed = false;
-        if (!stop_signal)
-            rc = mb_runner_run_cell(&ro, &cells[i], &failed, &err);
-        else
-            rc = MB_EINTR;
-        if (pctx.line_open) {
+    if (code == MB_EXIT_OK) {
+        install_handlers();
+        int rc = mb_session_start(s, &err);
+        struct mb_session_summary sum = {0};
+        if (rc == MB_OK)
+            rc = mb_session_run(s, &sum, &err);
+        if (pctx.line_open)
             fputs("\r\033[K", stderr);
-            pctx.line_open = false;
-        }
-        if (rc == MB_EINTR || stop_signal) {
-            int sig = stop_signal ? stop_signal : SIGINT;
-            ev = cJSON_CreateObject();
-            cJSON_AddStringToObject(ev, "event", "interrupted");
-            cJSON_AddNumberToObject(ev, "signal", sig);
-            cJSON_AddStringToObject(ev, "run", r->name);
-            cJSON_AddNumberToObject(ev, "rep", cells[i].rep);
-            mb_journal_append(journal, ev, NULL);
-            cJSON_Delete(ev);
+        if (rc == MB_EINTR) {
             mb_cli_error(CMD,
-                         "interrupted by signal %d during %s %u; jobs stopped and the "
-                         "sharing mode torn down; continue with --resume",
-                         sig, r->name, cells[i].rep);
-            code = 128 + sig;
-            goto out;
+                         "%s; jobs stopped and the sharing mode torn down; continue with "
+                         "--resume",
+                         err.msg);
+            code = 128 + (sum.signal ? sum.signal : SIGINT);
+        } else if (rc != MB_OK) {
+            mb_cli_error(CMD, "%s", err.msg);
+            code = exit_for(rc);
+        } else {
+            const struct mb_cell *cells;
+            size_t n = mb_session_cells(s, &cells, NULL);
+            print_summary(exp, dir, cells, n);
+            mb_cli_info(CMD, "%zu cell%s ok, %zu failed%s; results in %s", sum.ok,
+                        sum.ok == 1 ? "" : "s", sum.failed,
+                        sum.skipped ? ", some already done before --resume" : "", dir);
+            code = sum.failed ? MB_EXIT_FAIL : MB_EXIT_OK;
         }
-        if (rc != MB_OK) {
-            mb_cli_error(CMD, "%s %u: %s", r->name, cells[i].rep, err.msg);
-            code = MB_EXIT_FAIL;
-            goto out;
-        }
-        if (failed)
-            n_failed++;
-        else
-            n_ok++;
-        mb_cli_run_export_cell_done(&ex);
     }
-    ev = cJSON_CreateObject();
-    cJSON_AddStringToObject(ev, "event", "experiment_finished");
-    cJSON_AddNumberToObject(ev, "ok", (double)n_ok);
-    cJSON_AddNumberToObject(ev, "failed", (double)n_failed);
-    cJSON_AddNumberToObject(ev, "skipped", (double)n_skipped);
-    mb_journal_append(journal, ev, NULL);
-    cJSON_Delete(ev);
-    print_summary(exp, dir, cells, n_cells);
-    mb_cli_info(CMD, "%zu cell%s ok, %zu failed%s; results in %s", n_ok, n_ok == 1 ? "" : "s",
-                n_failed, n_skipped ? ", some already done before --resume" : "", dir);
-    code = n_failed ? MB_EXIT_FAIL : MB_EXIT_OK;
-out:
-    power_end(dev, ledger);
     mb_cli_run_export_close(&ex);
-    cJSON_Delete(events);
-    mb_journal_close(journal);
-    free(cells);
-    mb_notes_free(notes, n_notes);
-    mb_device_close(dev);
-    mb_catalog_destroy(cat);
+    mb_session_close(s);
     return code;
 }
 
@@ -1126,8 +766,10 @@ static int run_main(int argc, char **argv)
 const struct mb_cmd mb_cmd_run = {
     .name = "run",
     .summary = "Run an experiment: jobs under exclusive, time-slicing, MPS and MIG sharing.",
-    .usage = "migbench run EXP.yaml [--device SPEC] [--results DIR] [--set KEY=VALUE]...\n"
-             "                    [--dry-run] [--resume] [--only RUN[,RUN...]] [--prometheus FILE]",
+    .usage =
+        "migbench run EXP.yaml [--device SPEC] [--results DIR] [--set KEY=VALUE]...\n"
+        "                    [--dry-run] [--resume] [--only RUN[,RUN...]] [--prometheus FILE]\n"
+        "                    [--cells LIST] [--shard I/N]",
     .help = "options:\n"
             "  --device SPEC      run on this device instead of the file's (host, nvml:0,\n"
             "                     nvml:GPU-uuid, emu:H100-80GB[:mig=on,state=PATH])\n"
@@ -1138,6 +780,10 @@ const struct mb_cmd mb_cmd_run = {
             "  --resume           continue an interrupted experiment: remove what the dead run\n"
             "                     left on the GPU, then run only the unfinished cells\n"
             "  --only RUN,...     run only these runs\n"
+            "  --cells LIST       run only these cells: indices and ranges of the cell list\n"
+            "                     (0-2,5) and run names; into a directory that holds the same\n"
+            "                     experiment, cells already done there are skipped\n"
+            "  --shard I/N        run every N-th cell from the I-th (0 <= I < N), after --cells\n"
             "  --prometheus FILE  keep FILE as a node_exporter textfile while running: the\n"
             "                     device's live values and each run's energy, attributed per job\n"
             "                     (docs/prometheus.md)\n"

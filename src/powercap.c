@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "device/backends.h"
+#include "json_io.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
 #include "migbench/proc.h"

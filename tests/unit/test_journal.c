@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "results_json.h"
 #include "migbench/results.h"
 
 static char dir[64];

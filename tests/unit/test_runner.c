@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "results_json.h"
 #include "migbench/device.h"
 #include "migbench/experiment.h"
 #include "migbench/results.h"
@@ -106,7 +107,6 @@ static void test_mps_cell(void **state)
         .exp = exp,
         .dev = dev,
         .device_spec = spec,
-        .kind = MB_KIND_NVML, /* the MPS path as on a real GPU */
         .results_dir = res,
         .workloads_dir = "/nonexistent",
         .journal = j,
@@ -164,8 +164,7 @@ static void test_mps_cell(void **state)
     free(left);
     cJSON_Delete(events);
 
-    /* Preflight refuses mps on anything but nvml. */
-    o.kind = MB_KIND_EMU;
+    /* Preflight refuses mps on anything but a measured GPU (the emulator is not one). */
     assert_int_equal(mb_runner_preflight(&o, &cell, 1, &err), MB_EUNSUPPORTED);
     assert_non_null(strstr(err.msg, "nvml backend"));
     mb_device_close(dev);

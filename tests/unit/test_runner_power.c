@@ -28,6 +28,7 @@
 #include "migbench/fileio.h"
 #include "migbench/powercap.h"
 #include "migbench/results.h"
+#include "results_json.h"
 #include "migbench/runner.h"
 
 static char dir[64], spec[256], ledger[256], res[128], jpath[160];
@@ -121,7 +122,6 @@ static int run_cells(struct mb_experiment *exp, struct mb_device *dev, struct st
         .exp = exp,
         .dev = dev,
         .device_spec = spec,
-        .kind = MB_KIND_EMU,
         .results_dir = res,
         .workloads_dir = "/nonexistent",
         .journal = j,
