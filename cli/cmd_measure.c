@@ -231,6 +231,12 @@ static void print_summary(const struct mb_measure_report *r)
     fprintf(f, "  device        %s (%s backend%s)%s%s\n", r->info.name[0] ? r->info.name : "?",
             r->info.backend, r->info.emulated ? ", EMULATED: modelled, not measured" : "",
             r->info.uuid[0] ? " " : "", r->info.uuid);
+    if (r->vis.has_instance)
+        fprintf(f,
+                "  instance      MIG %s (GI %u, CI %u) %s from CUDA_VISIBLE_DEVICES; energy is "
+                "the whole GPU's\n",
+                r->vis.instance.profile_name, r->vis.instance.gi_id, r->vis.instance.ci_id,
+                r->vis.instance.uuid);
     if (r->sensor.power_kind == MB_POWER_NONE)
         fprintf(f, "  sensor        no power reading");
     else
@@ -542,7 +548,17 @@ static int measure_run(int argc, char **argv)
             goto out;
         }
     }
-    struct mb_meter_opts mo = {.device_spec = o.device,
+    /* Inside a Slurm or Kubernetes job the scheduler names the GPU or MIG instance by UUID. */
+    if (mb_device_resolve_visible(o.device, getenv("CUDA_VISIBLE_DEVICES"), &r.vis, &err) !=
+        MB_OK) {
+        if (err.status == MB_EINVAL || err.status == MB_ENOTFOUND) {
+            exit_code = mb_cli_usage_error(&mb_cmd_measure, "%s", err.msg);
+            goto out;
+        }
+        goto fail;
+    }
+    r.device_spec = r.vis.spec;
+    struct mb_meter_opts mo = {.device_spec = r.vis.spec,
                                .interval_ns = o.interval_ns,
                                .csv_path = o.csv,
                                .min_window_ns = o.min_window_ns};

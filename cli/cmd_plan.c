@@ -7,9 +7,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "migbench/fleet.h"
 #include "migbench/analysis.h"
 #include "migbench/catalog.h"
 #include "migbench/layout.h"
@@ -38,6 +41,12 @@ struct opts {
     long exact_max;
     const char *emit_mig_parted;
     const char *emit_experiment;
+    const char *emit_slurm;
+    const char *emit_k8s;
+    const char *nodes; /* --nodes a,b,c */
+    long gpus_per_node;
+    const char *image;
+    const char *k8s_namespace;
     const char *verify;
     const char *plan;
     const char *power_limits;
@@ -417,6 +426,12 @@ static const struct option long_opts[] = {
     {"no-full", no_argument, NULL, 'F'},
     {"emit-mig-parted", required_argument, NULL, 'M'},
     {"emit-experiment", required_argument, NULL, 'E'},
+    {"emit-slurm", required_argument, NULL, 'S'},
+    {"emit-k8s", required_argument, NULL, 'K'},
+    {"nodes", required_argument, NULL, 'N'},
+    {"gpus-per-node", required_argument, NULL, 'G'},
+    {"image", required_argument, NULL, 'I'},
+    {"namespace", required_argument, NULL, 'A'},
     {"verify", required_argument, NULL, 'V'},
     {"plan", required_argument, NULL, 'L'},
     {"power-limits", required_argument, NULL, 'W'},
@@ -512,6 +527,27 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'E':
             o->emit_experiment = optarg;
             break;
+        case 'S':
+            o->emit_slurm = optarg;
+            break;
+        case 'K':
+            o->emit_k8s = optarg;
+            break;
+        case 'N':
+            o->nodes = optarg;
+            break;
+        case 'G':
+            if (!parse_pos(optarg, &v) || v != floor(v) || v > MB_PLAN_MAX_GPUS)
+                return mb_cli_usage_error(&mb_cmd_plan, "--gpus-per-node: '%s' is not 1 to %d",
+                                          optarg, MB_PLAN_MAX_GPUS);
+            o->gpus_per_node = (long)v;
+            break;
+        case 'I':
+            o->image = optarg;
+            break;
+        case 'A':
+            o->k8s_namespace = optarg;
+            break;
         case 'V':
             o->verify = optarg;
             break;
@@ -536,7 +572,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         if (!o->verify || !o->plan)
             return mb_cli_usage_error(&mb_cmd_plan, "--verify RESULTS_DIR needs --plan PLAN.json");
         if (o->jobs || o->n_profiles || o->n_results || o->pareto || o->emit_experiment ||
-            o->emit_mig_parted)
+            o->emit_mig_parted || o->emit_slurm || o->emit_k8s)
             return mb_cli_usage_error(&mb_cmd_plan, "--verify takes only --plan, --json and "
                                                     "--catalog");
     } else {
@@ -548,7 +584,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         if (o->pareto && o->power_limits)
             return mb_cli_usage_error(&mb_cmd_plan, "--power-limits and --pareto do not go "
                                                     "together");
-        if (o->pareto && (o->emit_experiment || o->emit_mig_parted))
+        if (o->pareto && (o->emit_experiment || o->emit_mig_parted || o->emit_slurm || o->emit_k8s))
             return mb_cli_usage_error(&mb_cmd_plan,
                                       "--pareto shows a front; emit files from one plan");
     }
@@ -710,6 +746,41 @@ static void print_caps(const struct mb_plan *p, const struct mb_plan_cap_result 
     }
 }
 
+/* --emit-slurm / --emit-k8s: the plan as cluster configuration (fleet.h). */
+static int emit_fleet(const struct mb_plan_context *c, const struct mb_plan *p,
+                      const struct opts *o)
+{
+    char list[4096];
+    const char *nodes[MB_FLEET_MAX_NODES];
+    size_t n = 0;
+    snprintf(list, sizeof(list), "%s", o->nodes ? o->nodes : "");
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t && n < MB_FLEET_MAX_NODES;
+         t = strtok_r(NULL, ",", &save))
+        nodes[n++] = t;
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    self[len > 0 ? len : 0] = '\0';
+    struct mb_fleet_plan_opts fo = {.n_nodes = n,
+                                    .nodes = n ? nodes : NULL,
+                                    .gpus_per_node = (unsigned)o->gpus_per_node,
+                                    .migbench = self[0] ? self : NULL,
+                                    .jobset = c->js,
+                                    .image = o->image,
+                                    .k8s_namespace = o->k8s_namespace};
+    struct mb_error err;
+    int rc = MB_OK;
+    if (o->emit_slurm)
+        rc = mb_slurm_write_plan(c->model, p, c->js->jobs, c->js->n_jobs, &fo, o->emit_slurm, &err);
+    if (rc == MB_OK && o->emit_k8s)
+        rc = mb_k8s_write_plan(c->model, p, c->js->jobs, c->js->n_jobs, &fo, o->emit_k8s, &err);
+    if (rc != MB_OK) {
+        mb_cli_error(NAME, "%s: %s", o->emit_slurm && !o->emit_k8s ? "--emit-slurm" : "--emit-k8s",
+                     err.msg);
+        return rc == MB_EINVAL ? MB_EXIT_USAGE : MB_EXIT_FAIL;
+    }
+    return MB_EXIT_OK;
+}
+
 /* Solves (one plan, or the front with --pareto), prints it and writes the emitted files. */
 static int solve_and_print(const struct opts *o, const struct mb_plan_context *c,
                            const struct mb_plan_options *po)
@@ -767,6 +838,8 @@ static int solve_and_print(const struct opts *o, const struct mb_plan_context *c
         if (exit_code == MB_EXIT_OK && o->emit_experiment &&
             (rc = emit_experiment(c, plan, o, o->emit_experiment)))
             exit_code = rc;
+        if (exit_code == MB_EXIT_OK && (o->emit_slurm || o->emit_k8s))
+            exit_code = emit_fleet(c, plan, o);
     }
     for (size_t i = 0; i < n_front; i++)
         mb_plan_destroy(front[i]);
@@ -847,6 +920,9 @@ const struct mb_cmd mb_cmd_plan = {
              "                     [--emit-mig-parted FILE] [--emit-experiment FILE] "
              "[--catalog FILE]\n"
              "                     [--power-limits all|default,W,...]\n"
+             "                     [--emit-slurm DIR] [--emit-k8s DIR] [--nodes N1,N2,...] "
+             "[--gpus-per-node K]\n"
+             "                     [--image IMAGE] [--namespace NS]\n"
              "       migbench plan --verify RESULTS_DIR --plan PLAN.json [--json]",
     .help = "Finds the MIG layout of each GPU and the queue of jobs on each instance that finish\n"
             "the job set with the least energy (default), the shortest makespan, or, for\n"
@@ -870,6 +946,16 @@ const struct mb_cmd mb_cmd_plan = {
             "                        'all' the profiles carry, or default and watts (250W)\n"
             "  --emit-mig-parted F   write a mig-parted config (migbench mig apply accepts it)\n"
             "  --emit-experiment F   write an experiment that runs the plan (migbench run)\n"
+            "  --emit-slurm DIR      per node: mig-parted.yaml, gres.conf, slurm-node.conf\n"
+            "                        (Gres=gpu:<profile>:<n>,...) and rollout.sh (drain, apply,\n"
+            "                        restart slurmctld and slurmd, resume, check sinfo); jobs.sh:\n"
+            "                        one sbatch per planned job on its GRES (docs/slurm.md)\n"
+            "  --emit-k8s DIR        the MIG manager's mig-parted ConfigMap, node label commands\n"
+            "                        and Indexed Jobs requesting nvidia.com/mig-<profile>\n"
+            "                        (docs/kubernetes.md)\n"
+            "  --nodes N1,N2,...     node names for the fleet (default node0, node1, ...)\n"
+            "  --gpus-per-node K     plan GPU g is on node g / K (default: all on one node)\n"
+            "  --image, --namespace  the Kubernetes Jobs' container image and namespace\n"
             "  --verify DIR --plan P measured (DIR: results of the emitted experiment) against\n"
             "                        predicted, per job and in total, with the error\n\n"
             "Exit status: 0 plan found, 1 no feasible plan or a write failed, 2 bad input.\n",

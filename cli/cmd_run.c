@@ -35,8 +35,9 @@ struct run_args {
     const char *device; /* --device, or NULL */
     const char *results;
     const char *only;
-    const char *cells; /* --cells LIST */
-    const char *shard; /* --shard I/N */
+    const char *cells;   /* --cells LIST */
+    const char *shard;   /* --shard I/N */
+    const char *journal; /* --journal NAME: this invocation's own journal */
     const char *sets[MB_EXP_MAX_OVERRIDES];
     size_t n_sets;
     bool dry_run;
@@ -54,17 +55,12 @@ struct target {
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
     static const struct option opts[] = {
-        {"device", required_argument, NULL, 'd'},
-        {"results", required_argument, NULL, 'r'},
-        {"set", required_argument, NULL, 's'},
-        {"dry-run", no_argument, NULL, 'n'},
-        {"resume", no_argument, NULL, 'R'},
-        {"only", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {"prometheus", required_argument, NULL, 'P'},
-        {"cells", required_argument, NULL, 'C'},
-        {"shard", required_argument, NULL, 'S'},
-        {NULL, 0, NULL, 0},
+        {"device", required_argument, NULL, 'd'},  {"results", required_argument, NULL, 'r'},
+        {"set", required_argument, NULL, 's'},     {"dry-run", no_argument, NULL, 'n'},
+        {"resume", no_argument, NULL, 'R'},        {"only", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},          {"prometheus", required_argument, NULL, 'P'},
+        {"cells", required_argument, NULL, 'C'},   {"shard", required_argument, NULL, 'S'},
+        {"journal", required_argument, NULL, 'J'}, {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof(*a));
     optind = 1;
@@ -106,6 +102,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
             break;
         case 'S':
             a->shard = optarg;
+            break;
+        case 'J':
+            a->journal = optarg;
             break;
         case 'h':
             mb_cli_print_help(&mb_cmd_run, stdout);
@@ -513,8 +512,7 @@ static bool selected_rep(const struct mb_cell *cells, size_t n, size_t c, int re
 }
 
 /* Adds one recorded cell of the run: job throughputs, energy and units of work. */
-static void add_cell(struct summary_row *row, const char *dir, const char *run,
-                     const struct mb_an_cell *cell, size_t n_jobs)
+static void add_cell(struct summary_row *row, const struct mb_an_cell *cell, size_t n_jobs)
 {
     if (!cell->ok)
         return;
@@ -528,9 +526,8 @@ static void add_cell(struct summary_row *row, const char *dir, const char *run,
         }
         if (row->n_rate[j] < 64)
             row->rate[j][row->n_rate[j]++] = job->throughput.v;
-        double ci;
-        if (mb_session_cell_rate_ci(dir, run, (unsigned)cell->rep, j, &ci)) {
-            row->ci_single[j] = ci;
+        if (job->throughput_ci95.valid) {
+            row->ci_single[j] = job->throughput_ci95.v;
             row->ci_single_ok[j] = true;
         }
         const struct mb_opt *w = job->window_s.valid ? &job->window_s : &cell->window_s;
@@ -627,7 +624,7 @@ static void print_summary(const struct mb_experiment *exp, const char *dir,
                 ar = &ae->runs[i];
         for (size_t i = 0; ar && i < ar->ncells; i++)
             if (selected_rep(cells, n_cells, c, ar->cells[i].rep))
-                add_cell(&row, dir, r->name, &ar->cells[i], r->n_jobs);
+                add_cell(&row, &ar->cells[i], r->n_jobs);
         print_run_rows(r, ar, &row, nw);
     }
     mb_analysis_destroy(an);
@@ -674,6 +671,7 @@ static int open_session(const struct run_args *a, const struct mb_experiment *ex
     struct mb_session_opts so = {
         .device_spec = spec,
         .results_dir = a->results,
+        .journal_name = a->journal,
         .only = a->only,
         .resume = a->resume,
         .stop = &stop_signal,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "migbench/num.h"
 
 /* CLI-only state: the library itself never prints. */
 static int verbosity = 1;
@@ -102,26 +103,5 @@ int mb_cli_exit_for(int status)
 
 char *mb_cli_fmt_sig(char *buf, size_t cap, double v, int sig)
 {
-    if (!isfinite(v) || v == 0) {
-        snprintf(buf, cap, "%.0f", v);
-        return buf;
-    }
-    int mag = (int)floor(log10(fabs(v)));
-    int dec = sig - 1 - mag;
-    if (dec < 0)
-        dec = 0;
-    if (dec > 9)
-        dec = 9;
-    /* Round to sig digits first, so 149.6 with 2 digits gives 150, not 149.6 -> "150". */
-    double scale = pow(10, mag - sig + 1);
-    double r = dec == 0 ? round(v / scale) * scale : v;
-    int n = snprintf(buf, cap, "%.*f", dec, r);
-    /* Trailing zeros go, as with %g: 0.4, not 0.400. */
-    if (dec > 0 && n > 0 && (size_t)n < cap) {
-        while (n > 0 && buf[n - 1] == '0')
-            buf[--n] = '\0';
-        if (n > 0 && buf[n - 1] == '.')
-            buf[--n] = '\0';
-    }
-    return buf;
+    return mb_num_fmt_sig(buf, cap, v, sig);
 }

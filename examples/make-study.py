@@ -122,6 +122,8 @@ def generate(key):
     w("name: study-%s" % key)
     w("device: auto")
     w("python: auto")
+    w("slurm:")
+    w("  gpu: %s   # the nodes' GPU: migbench slurm submit numbers the cells as on it" % model_name)
     w("")
     w("workloads:")
     for name, cmd, unit, gpu_args, memory, comment in WORKLOADS:

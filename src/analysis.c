@@ -626,6 +626,7 @@ static int parse_cell_job(struct mb_an_cell *c, struct run_meta *m, size_t i, co
                  json_str(j, "workload") ? json_str(j, "workload") : name);
     const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "throughput");
     cj->throughput = json_num(tp, "mean");
+    cj->throughput_ci95 = json_num(tp, "ci95");
     const char *ups = json_str(tp, "unit_per_s");
     if (ups)
         mb__copy_str(m->unit[i], sizeof(m->unit[i]), ups);

@@ -752,10 +752,72 @@ static int parse_measure(struct mb__yread *c, const struct mb__ynode *n, struct 
     return MB_OK;
 }
 
+/* A value that goes onto an #SBATCH line as it is: no blank, quote, '#', '%', '$' or control. */
+static int slurm_value(struct mb__yread *c, const struct mb__ynode *v, const char *field, char *out,
+                       size_t cap)
+{
+    int rc = mb__yread_string(c, v, field, out, cap);
+    if (rc)
+        return rc;
+    for (const unsigned char *p = (const unsigned char *)out; *p; p++)
+        if (*p <= ' ' || *p == 0x7f || strchr("'\"\\#%`$;&|<>", *p))
+            return mb__yread_failn(c, v, field,
+                                   "'%s': character '%c' is not allowed (sbatch reads "
+                                   "this line without a shell)",
+                                   out, *p > ' ' ? *p : '?');
+    if (!out[0])
+        return mb__yread_failn(c, v, field, "empty");
+    return MB_OK;
+}
+
+static int parse_slurm(struct mb__yread *c, const struct mb__ynode *n, struct mb_exp_slurm *s)
+{
+    static const char *const keys[] = {"gpu",    "partition", "account", "time", "max_concurrent",
+                                       "sbatch", NULL};
+    int rc = mb__yread_want(c, n, MB__Y_MAP, "slurm", "a mapping");
+    if (rc || (rc = check_keys(c, n, "slurm", keys)))
+        return rc;
+    const struct mb__ynode *v;
+    if ((v = mb__ymap_get(n, "gpu", NULL)) &&
+        (rc = slurm_value(c, v, "slurm.gpu", s->gpu, sizeof(s->gpu))))
+        return rc;
+    if ((v = mb__ymap_get(n, "partition", NULL)) &&
+        (rc = slurm_value(c, v, "slurm.partition", s->partition, sizeof(s->partition))))
+        return rc;
+    if ((v = mb__ymap_get(n, "account", NULL)) &&
+        (rc = slurm_value(c, v, "slurm.account", s->account, sizeof(s->account))))
+        return rc;
+    if ((v = mb__ymap_get(n, "time", NULL)) &&
+        (rc = slurm_value(c, v, "slurm.time", s->time, sizeof(s->time))))
+        return rc;
+    if ((v = mb__ymap_get(n, "max_concurrent", NULL)) &&
+        (rc = mb__yread_uint(c, v, "slurm.max_concurrent", 1000000, &s->max_concurrent)))
+        return rc;
+    if (!(v = mb__ymap_get(n, "sbatch", NULL)))
+        return MB_OK;
+    if ((rc = mb__yread_want(c, v, MB__Y_SEQ, "slurm.sbatch", "a list of sbatch options")))
+        return rc;
+    if (v->n > MB_EXP_SLURM_MAX_LINES)
+        return mb__yread_failn(c, v, "slurm.sbatch", "at most %d options", MB_EXP_SLURM_MAX_LINES);
+    for (size_t i = 0; i < v->n; i++) {
+        char f[48];
+        snprintf(f, sizeof(f), "slurm.sbatch[%zu]", i);
+        if ((rc = slurm_value(c, v->items[i], f, s->sbatch[i], sizeof(s->sbatch[i]))))
+            return rc;
+        if (s->sbatch[i][0] != '-')
+            return mb__yread_failn(c, v->items[i], f,
+                                   "'%s': an sbatch option such as --qos=high "
+                                   "was expected",
+                                   s->sbatch[i]);
+        s->n_sbatch = i + 1;
+    }
+    return MB_OK;
+}
+
 static int parse_root(struct mb__yread *c, const struct mb__ynode *root, struct mb_experiment *exp)
 {
-    static const char *const keys[] = {"version", "name",    "device",       "python", "workloads",
-                                       "runs",    "measure", "power_limits", NULL};
+    static const char *const keys[] = {"version", "name",    "device", "python",       "workloads",
+                                       "runs",    "measure", "slurm",  "power_limits", NULL};
     if (!root)
         return mb__yread_fail(c, 1, NULL, NULL,
                               "the file is empty (expected version: 1, name, workloads, "
@@ -805,6 +867,8 @@ static int parse_root(struct mb__yread *c, const struct mb__ynode *root, struct 
         if ((rc = get_power_limits(c, v, "power_limits", exp->power_limits, &exp->n_power_limits)))
             return rc;
     }
+    if ((v = mb__ymap_get(root, "slurm", NULL)) && (rc = parse_slurm(c, v, &exp->slurm)))
+        return rc;
     if (!(v = mb__ymap_get(root, "runs", NULL)))
         return mb__yread_fail(c, root->line, NULL, "runs", "missing");
     if ((rc = mb__yread_want(c, v, MB__Y_SEQ, "runs", "a list of runs")))

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,20 @@
 
 struct mb_journal {
     int fd;
+    int append_fd; /* shared journals: "<path>.lock", held exclusively around each append */
     char path[1024];
 };
+
+/* Takes (op LOCK_EX or LOCK_UN) the append lock of a shared journal; a no-op for an owned one. */
+static int append_lock(const struct mb_journal *j, int op)
+{
+    if (j->append_fd < 0)
+        return 0;
+    while (flock(j->append_fd, op) != 0)
+        if (errno != EINTR)
+            return -1;
+    return 0;
+}
 
 static int write_all(int fd, const char *buf, size_t len)
 {
@@ -35,13 +48,33 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-int mb_journal_open(const char *path, struct mb_journal **out, struct mb_error *err)
+/* A crash mid-line leaves a torn last line; start the next event on a fresh line. */
+static int repair_tail(struct mb_journal *j, struct mb_error *err)
+{
+    if (append_lock(j, LOCK_EX) != 0)
+        return mb_error_set(err, MB_EIO, "%s.lock: cannot lock: %s", j->path, strerror(errno));
+    int rc = MB_OK;
+    off_t end = lseek(j->fd, 0, SEEK_END);
+    if (end > 0) {
+        char last = '\n';
+        if (pread(j->fd, &last, 1, end - 1) != 1 ||
+            (last != '\n' && (write_all(j->fd, "\n", 1) != 0 || fsync(j->fd) != 0)))
+            rc = mb_error_set(err, MB_EIO, "%s: cannot repair journal: %s", j->path,
+                              strerror(errno));
+    }
+    append_lock(j, LOCK_UN);
+    return rc;
+}
+
+static int journal_open(const char *path, bool shared, struct mb_journal **out,
+                        struct mb_error *err)
 {
     *out = NULL;
     struct mb_journal *j = calloc(1, sizeof(*j));
     if (!j)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
-    if (strlen(path) >= sizeof(j->path)) {
+    j->append_fd = -1;
+    if (strlen(path) + sizeof(".lock") > sizeof(j->path)) {
         free(j);
         return mb_error_set(err, MB_ERANGE, "journal path too long");
     }
@@ -52,9 +85,13 @@ int mb_journal_open(const char *path, struct mb_journal **out, struct mb_error *
         free(j);
         return mb_error_set(err, MB_EIO, "%s: cannot open journal: %s", path, strerror(e));
     }
-    /* One writer per journal: a second migbench on the same results (a --resume while the first
-     * still runs) would otherwise remove the live run's MIG instances as leftovers. */
-    if (flock(j->fd, LOCK_EX | LOCK_NB) != 0) {
+    /*
+     * An owner holds the journal exclusively: a second migbench on the same results (a --resume
+     * while the first still runs) would otherwise remove the live run's MIG instances as
+     * leftovers. Invocations that each run a selection of cells share it (LOCK_SH) and serialise
+     * their appends on "<path>.lock"; an owner and sharers exclude each other.
+     */
+    if (flock(j->fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
         int e = errno;
         mb_journal_close(j);
         if (e == EWOULDBLOCK)
@@ -63,19 +100,33 @@ int mb_journal_open(const char *path, struct mb_journal **out, struct mb_error *
                                 path);
         return mb_error_set(err, MB_EIO, "%s: cannot lock journal: %s", path, strerror(e));
     }
-    /* A crash mid-line leaves a torn last line; start the next event on a fresh line. */
-    off_t end = lseek(j->fd, 0, SEEK_END);
-    if (end > 0) {
-        char last = '\n';
-        if (pread(j->fd, &last, 1, end - 1) != 1 ||
-            (last != '\n' && (write_all(j->fd, "\n", 1) != 0 || fsync(j->fd) != 0))) {
+    if (shared) {
+        char lp[sizeof(j->path) + 8];
+        snprintf(lp, sizeof(lp), "%s.lock", path);
+        j->append_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (j->append_fd < 0) {
             int e = errno;
             mb_journal_close(j);
-            return mb_error_set(err, MB_EIO, "%s: cannot repair journal: %s", path, strerror(e));
+            return mb_error_set(err, MB_EIO, "%s: cannot open: %s", lp, strerror(e));
         }
+    }
+    int rc = repair_tail(j, err);
+    if (rc != MB_OK) {
+        mb_journal_close(j);
+        return rc;
     }
     *out = j;
     return MB_OK;
+}
+
+int mb_journal_open(const char *path, struct mb_journal **out, struct mb_error *err)
+{
+    return journal_open(path, false, out, err);
+}
+
+int mb_journal_open_shared(const char *path, struct mb_journal **out, struct mb_error *err)
+{
+    return journal_open(path, true, out, err);
 }
 
 void mb_journal_close(struct mb_journal *j)
@@ -84,6 +135,8 @@ void mb_journal_close(struct mb_journal *j)
         return;
     if (j->fd >= 0)
         close(j->fd);
+    if (j->append_fd >= 0)
+        close(j->append_fd);
     free(j);
 }
 
@@ -110,9 +163,11 @@ int mb_journal_append(struct mb_journal *j, cJSON *obj, struct mb_error *err)
         /* One write() of the whole line: with O_APPEND it lands in one piece or not at all,
          * unless the disk fills or the machine dies, which the reader tolerates. */
         text[len] = '\n';
-        if (write_all(j->fd, text, len + 1) != 0 || fsync(j->fd) != 0)
+        if (append_lock(j, LOCK_EX) != 0 || write_all(j->fd, text, len + 1) != 0 ||
+            fsync(j->fd) != 0)
             rc =
                 mb_error_set(err, MB_EIO, "%s: cannot write journal: %s", j->path, strerror(errno));
+        append_lock(j, LOCK_UN);
     }
     cJSON_free(text);
     return rc;

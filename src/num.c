@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,4 +104,30 @@ int mb_num_to_i64(double v, int64_t lo, int64_t hi, int64_t *out)
         return MB_ERANGE;
     *out = i;
     return MB_OK;
+}
+
+char *mb_num_fmt_sig(char *buf, size_t cap, double v, int sig)
+{
+    if (!isfinite(v) || v == 0) {
+        snprintf(buf, cap, "%.0f", v);
+        return buf;
+    }
+    int mag = (int)floor(log10(fabs(v)));
+    int dec = sig - 1 - mag;
+    if (dec < 0)
+        dec = 0;
+    if (dec > 9)
+        dec = 9;
+    /* Round to sig digits first, so 149.6 with 2 digits gives 150, not 149.6 -> "150". */
+    double scale = pow(10, mag - sig + 1);
+    double r = dec == 0 ? round(v / scale) * scale : v;
+    int n = snprintf(buf, cap, "%.*f", dec, r);
+    /* Trailing zeros go, as with %g: 0.4, not 0.400. */
+    if (dec > 0 && n > 0 && (size_t)n < cap) {
+        while (n > 0 && buf[n - 1] == '0')
+            buf[--n] = '\0';
+        if (n > 0 && buf[n - 1] == '.')
+            buf[--n] = '\0';
+    }
+    return buf;
 }

@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "results_json.h"
 #include "migbench/fileio.h"
@@ -70,4 +73,38 @@ bool mb_results_cell_done(const char *dir, const char *run, unsigned rep)
         return false;
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int mb_results_cell_claim(const char *dir, const char *run, unsigned rep, int *fd,
+                          struct mb_error *err)
+{
+    *fd = -1;
+    char parent[1100], path[1200];
+    int n = snprintf(parent, sizeof(parent), "%s/%s", dir, run);
+    int m = snprintf(path, sizeof(path), "%s/%s/%u.claim", dir, run, rep);
+    if (n < 0 || (size_t)n >= sizeof(parent) || m < 0 || (size_t)m >= sizeof(path))
+        return mb_error_set(err, MB_ERANGE, "results path too long: %s/%s", dir, run);
+    int rc = mb_results_mkdirs(parent, 0755, err);
+    if (rc != MB_OK)
+        return rc;
+    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (f < 0)
+        return mb_error_set(err, MB_EIO, "%s: cannot open: %s", path, strerror(errno));
+    while (flock(f, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (e == EINTR)
+            continue;
+        close(f);
+        if (e == EWOULDBLOCK)
+            return mb_error_set(err, MB_EBUSY, "%s %u is running in another invocation", run, rep);
+        return mb_error_set(err, MB_EIO, "%s: cannot lock: %s", path, strerror(e));
+    }
+    *fd = f;
+    return MB_OK;
+}
+
+void mb_results_cell_release(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* closing the only descriptor drops the lock */
 }

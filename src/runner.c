@@ -218,6 +218,33 @@ static int jappend(struct cell *c, cJSON *o)
     return rc;
 }
 
+/*
+ * "slurm": the Slurm job this process runs in (its environment), or nothing outside Slurm. The
+ * job is "<array job>_<task>" for an array task, else the job id: what `slurm status` names.
+ */
+static void add_slurm(cJSON *o)
+{
+    const char *job = getenv("SLURM_JOB_ID");
+    if (!job || !job[0])
+        return;
+    const char *array = getenv("SLURM_ARRAY_JOB_ID");
+    const char *task = getenv("SLURM_ARRAY_TASK_ID");
+    const char *node = getenv("SLURMD_NODENAME");
+    cJSON *s = cJSON_AddObjectToObject(o, "slurm");
+    if (!s)
+        return;
+    char name[160];
+    if (array && array[0] && task && task[0])
+        snprintf(name, sizeof(name), "%.60s_%.60s", array, task);
+    else
+        snprintf(name, sizeof(name), "%.60s", job);
+    cJSON_AddStringToObject(s, "job", name);
+    cJSON_AddStringToObject(s, "job_id", job);
+    cJSON_AddItemToObject(s, "array_job_id", str_or_null(array && array[0] ? array : NULL));
+    cJSON_AddItemToObject(s, "array_task_id", str_or_null(task && task[0] ? task : NULL));
+    cJSON_AddItemToObject(s, "node", str_or_null(node && node[0] ? node : NULL));
+}
+
 static cJSON *jevent(const char *name, const struct cell *c)
 {
     cJSON *o = cJSON_CreateObject();
@@ -227,6 +254,7 @@ static cJSON *jevent(const char *name, const struct cell *c)
     if (c) {
         cJSON_AddStringToObject(o, "run", c->run->name);
         cJSON_AddNumberToObject(o, "rep", c->rep);
+        add_slurm(o);
     }
     return o;
 }
@@ -1411,6 +1439,7 @@ static cJSON *cell_json(struct cell *c, double started_unix, double offset_s)
         cJSON_AddNullToObject(o, "failure");
     }
     cJSON_AddStringToObject(o, "migbench_version", MB_VERSION_STRING);
+    add_slurm(o);
     cJSON_AddNumberToObject(o, "started_unix", started_unix);
     cJSON_AddNumberToObject(o, "t0_ns", (double)c->t0_ns);
     cJSON_AddNumberToObject(o, "start_offset_s", offset_s);

@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <stdarg.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "migbench/results.h"
 
 struct mb_session {
+    struct mb_visible vis; /* CUDA_VISIBLE_DEVICES resolved (follow_visible) */
     const struct mb_experiment *exp;
     struct mb_session_opts o;
     struct mb_catalog *cat;
@@ -33,6 +35,7 @@ struct mb_session {
     size_t *sel_index;   /* its positions in all */
     size_t n_sel;
     bool selected; /* a selection was given */
+    bool shared;   /* the journal is shared with other selections (no --resume) */
     bool checked;  /* mb_session_check passed */
     char dir[PATH_MAX];
     char jpath[PATH_MAX + 32];
@@ -214,8 +217,33 @@ static void filter_by_mig_mode(struct mb_session *s)
     s->n_all = k;
 }
 
+/*
+ * Inside a Slurm job or a Kubernetes pod the scheduler names the job's GPU by UUID in
+ * CUDA_VISIBLE_DEVICES, and NVML's GPU 0 need not be it: for auto and nvml specs the session
+ * runs on the GPU that names (a MIG instance's parent: a cell needs the whole GPU). Emulated and
+ * host devices are taken as given.
+ */
+static void follow_visible(struct mb_session *s)
+{
+    const char *spec = s->o.device_spec;
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    if (!cvd || (strcmp(spec, "auto") != 0 && strncmp(spec, "nvml", 4) != 0))
+        return;
+    struct mb_error e;
+    if (mb_device_resolve_visible(spec, cvd, &s->vis, &e) != MB_OK) {
+        say(s, MB_SESSION_WARN, "%s; running on %s", e.msg, spec);
+        return;
+    }
+    if (!s->vis.resolved || strcmp(s->vis.spec, spec) == 0)
+        return;
+    say(s, MB_SESSION_NOTE, "CUDA_VISIBLE_DEVICES=%s: running on %s%s", s->vis.entry, s->vis.spec,
+        s->vis.has_instance ? " (the MIG instance's GPU: a cell needs the whole GPU)" : "");
+    s->o.device_spec = s->vis.spec;
+}
+
 static int open_device(struct mb_session *s, struct mb_error *err)
 {
+    follow_visible(s);
     const char *spec = s->o.device_spec;
     struct mb_error e;
     int rc = mb_catalog_create(&s->cat, err);
@@ -381,13 +409,48 @@ static int read_journal(struct mb_session *s, const char *what, struct mb_error 
     return check_same_experiment(s, s->events, what, err);
 }
 
+/* Every journal*.jsonl of the directory must be of this experiment (a task's own journal). */
+static int check_all_journals(struct mb_session *s, struct mb_error *err)
+{
+    DIR *d = opendir(s->dir);
+    if (!d)
+        return MB_OK; /* no directory yet: nothing to join */
+    int rc = MB_OK;
+    struct dirent *e;
+    while (rc == MB_OK && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "journal", 7) != 0 || len < 6 ||
+            strcmp(e->d_name + len - 6, ".jsonl") != 0)
+            continue;
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof(path), "%s/%s", s->dir, e->d_name);
+        cJSON *events = NULL;
+        size_t skipped = 0;
+        if (mb_journal_read(path, &events, &skipped, NULL) == MB_OK)
+            rc = check_same_experiment(s, events, "", err);
+        cJSON_Delete(events);
+    }
+    closedir(d);
+    return rc;
+}
+
 static int open_results(struct mb_session *s, struct mb_error *err)
 {
     if (s->o.results_dir)
         snprintf(s->dir, sizeof(s->dir), "%s", s->o.results_dir);
     else
         snprintf(s->dir, sizeof(s->dir), "results/%s", s->exp->name);
-    snprintf(s->jpath, sizeof(s->jpath), "%s/journal.jsonl", s->dir);
+    const char *jn = s->o.journal_name;
+    if (jn) {
+        size_t n = strlen(jn);
+        if (strncmp(jn, "journal-", 8) != 0 || n < 15 || strcmp(jn + n - 6, ".jsonl") != 0 ||
+            strchr(jn, '/') || n > 200)
+            return mb_error_set(err, MB_EINVAL,
+                                "--journal %s: expected a file name journal-NAME.jsonl", jn);
+        if (s->o.resume)
+            return mb_error_set(err, MB_EINVAL, "--journal: --resume reads journal.jsonl");
+    }
+    snprintf(s->jpath, sizeof(s->jpath), "%s/%s", s->dir, jn ? jn : "journal.jsonl");
     struct stat st;
     if (stat(s->dir, &st) == 0 && !S_ISDIR(st.st_mode))
         return mb_error_set(err, MB_EINVAL, "--results %s: exists and is not a directory", s->dir);
@@ -420,7 +483,7 @@ int mb_session_open(const struct mb_experiment *exp, const struct mb_session_opt
     s->ro = (struct mb_runner_opts){
         .exp = exp,
         .dev = s->dev,
-        .device_spec = opts->device_spec,
+        .device_spec = s->o.device_spec, /* follow_visible may have moved it */
         .model = s->model,
         .results_dir = s->dir,
         .python = s->python[0] ? s->python : NULL,
@@ -619,6 +682,11 @@ int mb_session_check(struct mb_session *s, struct mb_error *err)
 {
     if (s->n_sel == 0)
         return mb_error_set(err, MB_EINVAL, "the selection holds no cell of %s", s->exp->path);
+    if (s->o.journal_name) {
+        int jrc = check_all_journals(s, err);
+        if (jrc != MB_OK)
+            return jrc;
+    }
     if (!s->o.resume && access(s->jpath, F_OK) == 0) {
         if (!s->selected)
             return mb_error_set(err, MB_EINVAL,
@@ -646,8 +714,12 @@ int mb_session_start(struct mb_session *s, struct mb_error *err)
     int rc;
     if (!s->checked && (rc = mb_session_check(s, err)) != MB_OK)
         return rc;
+    /* Selections without --resume run side by side (one Slurm array task per cell); a whole
+     * experiment or a resume owns the directory. */
+    s->shared = s->selected && !s->o.resume;
     if ((rc = mb_results_mkdirs(s->dir, 0755, err)) != MB_OK ||
-        (rc = mb_journal_open(s->jpath, &s->journal, err)) != MB_OK)
+        (rc = (s->shared ? mb_journal_open_shared : mb_journal_open)(s->jpath, &s->journal, err)) !=
+            MB_OK)
         return rc;
     s->ro.journal = s->journal;
     if ((rc = power_recover(s, err)) != MB_OK)
@@ -688,8 +760,27 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
         *skipped = true;
         return MB_OK;
     }
+    int claim = -1;
+    if (s->shared) {
+        int crc = mb_results_cell_claim(s->dir, r->name, c->rep, &claim, err);
+        if (crc == MB_EBUSY) {
+            say(s, MB_SESSION_NOTE, "%s %u: running in another invocation; skipped", r->name,
+                c->rep);
+            *skipped = true;
+            return MB_OK;
+        }
+        if (crc != MB_OK)
+            return crc;
+        /* Finished by another invocation between the check above and the claim. */
+        if (mb_results_cell_done(s->dir, r->name, c->rep)) {
+            mb_results_cell_release(claim);
+            *skipped = true;
+            return MB_OK;
+        }
+    }
     int sig = *s->o.stop;
     int rc = sig ? MB_EINTR : mb_runner_run_cell(&s->ro, c, failed, err);
+    mb_results_cell_release(claim);
     if (rc == MB_EINTR || *s->o.stop) {
         sig = *s->o.stop ? *s->o.stop : SIGINT;
         journal_interrupted(s, sig, c);
@@ -764,25 +855,4 @@ int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct 
         cJSON_Delete(ev);
     }
     return MB_OK;
-}
-
-bool mb_session_cell_rate_ci(const char *results_dir, const char *run, unsigned rep, size_t j,
-                             double *ci95)
-{
-    char cdir[PATH_MAX], path[PATH_MAX + 16];
-    if (mb_results_cell_dir(results_dir, run, rep, cdir, sizeof(cdir), NULL) != MB_OK)
-        return false;
-    snprintf(path, sizeof(path), "%s/cell.json", cdir);
-    cJSON *cj = NULL;
-    if (mb_results_read_json(path, 16u << 20, &cj, NULL) != MB_OK)
-        return false;
-    const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(cj, "jobs");
-    const cJSON *job = cJSON_IsArray(jobs) ? cJSON_GetArrayItem(jobs, (int)j) : NULL;
-    const cJSON *tp = job ? cJSON_GetObjectItemCaseSensitive(job, "throughput") : NULL;
-    const cJSON *ci = tp ? cJSON_GetObjectItemCaseSensitive(tp, "ci95") : NULL;
-    bool ok = cJSON_IsNumber(ci);
-    if (ok)
-        *ci95 = ci->valuedouble;
-    cJSON_Delete(cj);
-    return ok;
 }

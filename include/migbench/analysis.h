@@ -68,13 +68,14 @@ struct mb_attribution {
 /* One job as recorded in one cell. */
 struct mb_an_cell_job {
     char name[MB_AN_NAME_MAX];
-    struct mb_opt throughput; /* units per second in the measurement window */
-    struct mb_opt steps;      /* as recorded: the last reported step count */
-    struct mb_opt units;      /* as recorded: cumulative units reported */
-    struct mb_opt work;       /* units of work done in the job's measurement window */
-    const char *work_basis;   /* how `work` was derived (static string) */
-    int steps_unit;           /* throughput is in steps/s */
-    int has_times;            /* spawned..reaped */
+    struct mb_opt throughput;      /* units per second in the measurement window */
+    struct mb_opt throughput_ci95; /* the cell's own 95% half-width (batch means), as recorded */
+    struct mb_opt steps;           /* as recorded: the last reported step count */
+    struct mb_opt units;           /* as recorded: cumulative units reported */
+    struct mb_opt work;            /* units of work done in the job's measurement window */
+    const char *work_basis;        /* how `work` was derived (static string) */
+    int steps_unit;                /* throughput is in steps/s */
+    int has_times;                 /* spawned..reaped */
     int64_t started_ns;
     int64_t ended_ns;
     int has_window; /* the job's own measurement window (exclusive mode) */

@@ -267,6 +267,13 @@ struct mb_device_ops {
     /* Sets the power limit (MB_CAP_SET_POWER_LIMIT): MB_ERANGE outside [min, max], MB_EPERM
      * without the privilege. */
     int (*set_power_limit)(struct mb_device *dev, uint32_t limit_mw, struct mb_error *err);
+    /*
+     * Optional: the UUID ("GPU-...") of the GPU that id belongs to, where id is a GPU UUID, a MIG
+     * device UUID ("MIG-...") or a legacy "MIG-GPU-<uuid>/<gi>/<ci>", searched over every GPU of
+     * the backend, not only dev. MB_ENOTFOUND when no GPU has it.
+     */
+    int (*visible_parent)(struct mb_device *dev, const char *id, char *gpu_uuid, size_t cap,
+                          struct mb_error *err);
 };
 
 /* Every backend embeds this as its first member. */
@@ -338,5 +345,33 @@ int mb_device_power_limit(struct mb_device *dev, struct mb_power_limit *out, str
  * MB_CAP_SET_POWER_LIMIT, MB_ERANGE outside the device's range, MB_EPERM without the privilege.
  */
 int mb_device_set_power_limit(struct mb_device *dev, uint32_t limit_mw, struct mb_error *err);
+
+#define MB_VISIBLE_ENTRY_MAX 128
+#define MB_DEVICE_SPEC_MAX 1200
+
+/*
+ * What a CUDA_VISIBLE_DEVICES entry names, as a scheduler (Slurm, the Kubernetes device plugin)
+ * hands it to a job: the parent GPU and, for a MIG device, the instance.
+ */
+struct mb_visible {
+    bool resolved;                    /* false: nothing to resolve (unset, an index, no GPU) */
+    char entry[MB_VISIBLE_ENTRY_MAX]; /* the first entry of the variable, as given */
+    char spec[MB_DEVICE_SPEC_MAX];    /* the device spec that opens the parent GPU */
+    char gpu_uuid[MB_UUID_MAX];       /* the parent GPU's UUID */
+    bool has_instance;                /* the entry names a MIG instance */
+    struct mb_mig_instance instance;  /* when has_instance: ids, profile, placement, UUID */
+};
+
+/*
+ * Resolves the first entry of visible (a CUDA_VISIBLE_DEVICES value; NULL or "" for none)
+ * against the device spec: "GPU-<uuid>", "MIG-<uuid>" and the legacy "MIG-GPU-<uuid>/<gi>/<ci>"
+ * name the parent GPU and instance; on nvml the parent may be any GPU of the machine and
+ * out->spec then names it ("nvml:GPU-..."); on emu the entry must belong to the emulated GPU
+ * (its state file holds the instances). Entries that are indices, and devices without
+ * MB_CAP_GPU, leave out->resolved false and out->spec = spec. MB_ENOTFOUND with the entry and
+ * the spec named when no GPU or instance has that UUID; errors of opening spec as they are.
+ */
+int mb_device_resolve_visible(const char *spec, const char *visible, struct mb_visible *out,
+                              struct mb_error *err);
 
 #endif

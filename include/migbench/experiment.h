@@ -125,6 +125,21 @@ struct mb_exp_measure {
     int64_t progress_timeout_ns;
 };
 
+#define MB_EXP_SLURM_MAX_LINES 16
+#define MB_EXP_SLURM_VALUE_MAX 128
+
+/* The experiment's `slurm:` block: what `migbench slurm submit` asks Slurm for by default. */
+struct mb_exp_slurm {
+    char gpu[MB_EXP_SLURM_VALUE_MAX];       /* the nodes' GPU model: submit numbers the cells as
+                                               on it where this machine has none; "" not given */
+    char partition[MB_EXP_SLURM_VALUE_MAX]; /* "" when not given */
+    char account[MB_EXP_SLURM_VALUE_MAX];
+    char time[MB_EXP_SLURM_VALUE_MAX]; /* per task, Slurm syntax ("2:00:00") */
+    unsigned max_concurrent;           /* %K of --array; 0 when not given */
+    size_t n_sbatch;                   /* extra #SBATCH options ("--qos=high") */
+    char sbatch[MB_EXP_SLURM_MAX_LINES][MB_EXP_SLURM_VALUE_MAX];
+};
+
 struct mb_experiment {
     char path[MB_EXP_PATH_MAX]; /* as given */
     char name[MB_EXP_NAME_MAX];
@@ -142,6 +157,7 @@ struct mb_experiment {
     size_t n_power_limits;
     char power_limits[MB_EXP_MAX_POWER_LIMITS][MB_EXP_POWER_TEXT_MAX];
     unsigned power_limits_line;
+    struct mb_exp_slurm slurm;
 };
 
 /*

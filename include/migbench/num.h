@@ -9,6 +9,7 @@
 #define MIGBENCH_NUM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -32,5 +33,12 @@ bool mb_num_fits_u64(double v);
  * MB_ERANGE otherwise (*out untouched). The range check happens on the double, before any cast.
  */
 int mb_num_to_i64(double v, int64_t lo, int64_t hi, int64_t *out);
+
+/*
+ * Writes v rounded to sig significant digits into buf (cap bytes) without trailing zeros, as
+ * every output of migbench shows a measured figure: 149.6 with 2 digits gives "150", 0.4000 gives
+ * "0.4"; 0 and non-finite values print as "%.0f" does. Returns buf.
+ */
+char *mb_num_fmt_sig(char *buf, size_t cap, double v, int sig);
 
 #endif

@@ -101,6 +101,8 @@ struct mb_measure_report {
     const char *csv;         /* the samples file, or NULL */
     int64_t warmup_ns;       /* warm-up by time (when warmup_steps is 0) */
     uint64_t warmup_steps;   /* warm-up by steps, or 0 */
+    /* what CUDA_VISIBLE_DEVICES named (a scheduler's GPU or MIG instance), when it named one */
+    struct mb_visible vis;
     /* what was measured */
     struct mb_device_info info;
     struct mb_sensor_info sensor;

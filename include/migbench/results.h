@@ -35,6 +35,26 @@ struct mb_journal;
  */
 int mb_journal_open(const char *path, struct mb_journal **out, struct mb_error *err);
 
+/*
+ * Opens the journal at path shared with other invocations that each run a selection of the same
+ * experiment's cells (Slurm array tasks, several shells): the file is locked shared (LOCK_SH)
+ * until closed and every append is serialised on "<path>.lock", so lines never interleave. Fails
+ * with MB_EBUSY while an owner (mb_journal_open) holds it, and makes an owner's open fail while
+ * held.
+ */
+int mb_journal_open_shared(const char *path, struct mb_journal **out, struct mb_error *err);
+
+/*
+ * Claims the cell <dir>/<run>/<rep> for this process: an exclusive lock on
+ * "<dir>/<run>/<rep>.claim", held on *fd until mb_results_cell_release. MB_EBUSY when another
+ * invocation holds it (the cell is running there); MB_EIO otherwise.
+ */
+int mb_results_cell_claim(const char *dir, const char *run, unsigned rep, int *fd,
+                          struct mb_error *err);
+
+/* Releases a claim from mb_results_cell_claim; fd < 0 is a no-op. */
+void mb_results_cell_release(int fd);
+
 /* Closes a journal; NULL is a no-op. */
 void mb_journal_close(struct mb_journal *j);
 

@@ -62,8 +62,13 @@ struct mb_session_event {
 typedef void (*mb_session_event_fn)(void *ctx, const struct mb_session_event *ev);
 
 struct mb_session_opts {
-    const char *device_spec;            /* required */
-    const char *results_dir;            /* NULL: results/<experiment name> */
+    const char *device_spec; /* required */
+    const char *results_dir; /* NULL: results/<experiment name> */
+    /* NULL: journal.jsonl. Else this invocation's own journal in the results directory, a file
+     * name "journal-*.jsonl": invocations that run at once into one shared directory (the tasks
+     * of a Slurm job array, on other nodes) each write their own, and none waits for another's
+     * lock. The directory's other journals must be of the same experiment. */
+    const char *journal_name;
     const char *only;                   /* --only RUN,...; NULL: every run */
     bool resume;                        /* continue a dead run: its leftovers are removed */
     volatile sig_atomic_t *stop;        /* non-zero: stop now (the signal number); required */
@@ -155,14 +160,5 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
  * (sum->signal says by what); other codes when results could not be written.
  */
 int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct mb_error *err);
-
-/*
- * The within-window 95% CI half-width of job j's throughput as recorded in the cell of run
- * `run`, repetition rep, under results_dir (its cell.json's jobs[j].throughput.ci95): what the
- * run summary shows when a run has a single repetition. False when the cell or value is missing.
- * (The analysis' cell record does not carry it yet; once it does, this goes.)
- */
-bool mb_session_cell_rate_ci(const char *results_dir, const char *run, unsigned rep, size_t j,
-                             double *ci95);
 
 #endif

@@ -350,3 +350,133 @@ char *mb_throttle_reasons_str(uint64_t reasons, char *out, size_t cap)
         snprintf(out + used, cap - used, "%s0x%llx", used ? "," : "", (unsigned long long)left);
     return out;
 }
+
+/* ---- CUDA_VISIBLE_DEVICES ------------------------------------------------------------------ */
+
+/* Parses "MIG-GPU-<uuid>/<gi>/<ci>" into "GPU-<uuid>", gi and ci; false for any other shape. */
+static bool parse_legacy_mig(const char *entry, char *gpu_uuid, size_t cap, unsigned *gi,
+                             unsigned *ci)
+{
+    if (strncmp(entry, "MIG-GPU-", 8) != 0)
+        return false;
+    const char *slash = strchr(entry, '/');
+    if (!slash || (size_t)(slash - entry - 4) >= cap)
+        return false;
+    unsigned a, b;
+    char tail;
+    if (sscanf(slash, "/%u/%u%c", &a, &b, &tail) != 2)
+        return false;
+    memcpy(gpu_uuid, entry + 4, (size_t)(slash - entry - 4));
+    gpu_uuid[slash - entry - 4] = '\0';
+    *gi = a;
+    *ci = b;
+    return true;
+}
+
+/*
+ * Looks for entry on dev itself: its GPU UUID, one of its MIG instance UUIDs, or the legacy form
+ * with its GPU UUID. *found false when dev does not have it.
+ */
+static int match_visible(struct mb_device *dev, const char *entry, struct mb_visible *out,
+                         bool *found, struct mb_error *err)
+{
+    *found = false;
+    struct mb_device_info info;
+    int rc = mb_device_info(dev, &info, err);
+    if (rc != MB_OK)
+        return rc;
+    char legacy_gpu[MB_UUID_MAX];
+    unsigned gi = 0, ci = 0;
+    bool legacy = parse_legacy_mig(entry, legacy_gpu, sizeof(legacy_gpu), &gi, &ci);
+    if (strcmp(entry, info.uuid) == 0) {
+        *found = true;
+    } else if (strncmp(entry, "MIG-", 4) == 0 && (!legacy || strcmp(legacy_gpu, info.uuid) == 0)) {
+        struct mb_mig_instance inst[MB_MAX_MIG_INSTANCES * 2];
+        size_t n = 0;
+        rc = mb_device_mig_instances(dev, inst, sizeof(inst) / sizeof(inst[0]), &n, err);
+        if (rc == MB_EUNSUPPORTED)
+            n = 0; /* MIG disabled: no instance can match */
+        else if (rc != MB_OK)
+            return rc;
+        for (size_t i = 0; i < n && !*found; i++) {
+            bool hit = legacy ? inst[i].has_ci && inst[i].gi_id == gi && inst[i].ci_id == ci
+                              : inst[i].uuid[0] && strcmp(inst[i].uuid, entry) == 0;
+            if (hit) {
+                out->has_instance = true;
+                out->instance = inst[i];
+                *found = true;
+            }
+        }
+    }
+    if (*found) {
+        out->resolved = true;
+        snprintf(out->gpu_uuid, sizeof(out->gpu_uuid), "%s", info.uuid);
+    }
+    return MB_OK;
+}
+
+/* The first entry of a CUDA_VISIBLE_DEVICES value, when it is a UUID form; false otherwise. */
+static bool first_uuid_entry(const char *visible, char *entry, size_t cap)
+{
+    size_t n = strcspn(visible, ",");
+    while (n > 0 && visible[n - 1] == ' ')
+        n--;
+    if (n == 0 || n >= cap)
+        return false;
+    memcpy(entry, visible, n);
+    entry[n] = '\0';
+    return strncmp(entry, "GPU-", 4) == 0 || strncmp(entry, "MIG-", 4) == 0;
+}
+
+int mb_device_resolve_visible(const char *spec, const char *visible, struct mb_visible *out,
+                              struct mb_error *err)
+{
+    if (!spec || !out)
+        return mb_error_set(err, MB_EINVAL, "mb_device_resolve_visible: NULL argument");
+    memset(out, 0, sizeof(*out));
+    if (strlen(spec) >= sizeof(out->spec))
+        return mb_error_set(err, MB_EINVAL, "device spec too long");
+    snprintf(out->spec, sizeof(out->spec), "%s", spec);
+    char entry[MB_VISIBLE_ENTRY_MAX];
+    if (!visible || !first_uuid_entry(visible, entry, sizeof(entry)))
+        return MB_OK;
+    struct mb_device *dev = NULL;
+    int rc = mb_device_open(spec, &dev, err);
+    if (rc != MB_OK)
+        return rc;
+    bool found = false;
+    if (!(mb_device_caps(dev) & MB_CAP_GPU))
+        goto done; /* the host: a GPU's UUID says nothing about the CPU */
+    snprintf(out->entry, sizeof(out->entry), "%s", entry);
+    rc = match_visible(dev, entry, out, &found, err);
+    if (rc != MB_OK || found || !dev->ops->visible_parent)
+        goto done;
+    /* Another GPU of the same backend: reopen on the parent the backend names. */
+    char parent[MB_UUID_MAX];
+    rc = dev->ops->visible_parent(dev, entry, parent, sizeof(parent), err);
+    if (rc == MB_ENOTFOUND) {
+        rc = MB_OK;
+        goto done;
+    }
+    if (rc != MB_OK)
+        goto done;
+    char reopen[MB_DEVICE_SPEC_MAX];
+    snprintf(reopen, sizeof(reopen), "%s:%s", mb_device_backend(dev), parent);
+    mb_device_close(dev);
+    dev = NULL;
+    rc = mb_device_open(reopen, &dev, err);
+    if (rc != MB_OK)
+        goto done;
+    snprintf(out->spec, sizeof(out->spec), "%s", reopen);
+    rc = match_visible(dev, entry, out, &found, err);
+done:
+    mb_device_close(dev);
+    if (rc == MB_OK && out->entry[0] && !found)
+        rc = mb_error_set(err, MB_ENOTFOUND,
+                          "CUDA_VISIBLE_DEVICES=%s: no GPU or MIG instance with this UUID on "
+                          "device '%s' (unset the variable to meter the device itself)",
+                          entry, spec);
+    if (rc != MB_OK)
+        out->resolved = false;
+    return rc;
+}

@@ -84,6 +84,7 @@ struct nvml_fns {
     nvml_mig_handle_fn mig_handle_by_index;
     nvml_dev_uint_fn mig_gi_id;
     nvml_dev_uint_fn mig_ci_id;
+    nvml_mig_parent_fn mig_parent;
     nvml_procs_v3_fn procs_v3;
     nvml_procs_v2_fn procs_v2;
     nvml_proc_name_fn process_name;
@@ -161,6 +162,7 @@ static const struct nvml_sym nvml_syms[] = {
     SYM("nvmlDeviceGetMigDeviceHandleByIndex", NULL, false, mig_handle_by_index),
     SYM("nvmlDeviceGetGpuInstanceId", NULL, false, mig_gi_id),
     SYM("nvmlDeviceGetComputeInstanceId", NULL, false, mig_ci_id),
+    SYM("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", NULL, false, mig_parent),
     SYM("nvmlDeviceGetComputeRunningProcesses_v3", NULL, false, procs_v3),
     SYM("nvmlDeviceGetComputeRunningProcesses_v2", NULL, false, procs_v2),
     SYM("nvmlSystemGetProcessName", NULL, false, process_name),
@@ -1775,6 +1777,55 @@ static int nvml_mig_activity(struct mb_device *dev, unsigned gi_id, struct mb_mi
     return MB_OK;
 }
 
+/* ---- scheduler-given UUIDs ------------------------------------------------------------------ */
+
+/*
+ * The parent GPU of a UUID from CUDA_VISIBLE_DEVICES, over every GPU the driver has: a MIG device
+ * UUID is found with nvmlDeviceGetHandleByUUID and its parent asked for; the legacy
+ * "MIG-GPU-<uuid>/<gi>/<ci>" names the parent itself.
+ */
+static int nvml_visible_parent(struct mb_device *dev, const char *id, char *gpu_uuid, size_t cap,
+                               struct mb_error *err)
+{
+    struct nvml_dev *d = to_nv(dev);
+    if (!d->f.handle_by_uuid)
+        return nv_missing(d, "find a device by UUID", "nvmlDeviceGetHandleByUUID", err);
+    char want[MB_UUID_MAX];
+    bool legacy = strncmp(id, "MIG-GPU-", 8) == 0;
+    if (legacy) {
+        size_t n = strcspn(id + 4, "/");
+        if (n >= sizeof(want))
+            return mb_error_set(err, MB_ENOTFOUND, "%s: not a UUID the driver knows", id);
+        memcpy(want, id + 4, n);
+        want[n] = '\0';
+    } else {
+        mb__copy_str(want, sizeof(want), id);
+    }
+    nvmlDevice_t h;
+    nvmlReturn_t r = d->f.handle_by_uuid(want, &h);
+    if (r == NVML_ERROR_NOT_FOUND || r == NVML_ERROR_INVALID_ARGUMENT)
+        return mb_error_set(err, MB_ENOTFOUND, "%s: no GPU or MIG device with this UUID", id);
+    if (r != NVML_SUCCESS)
+        return nv_fail(d, r, "find a device by UUID", err);
+    if (!legacy && strncmp(id, "MIG-", 4) == 0) {
+        if (!d->f.mig_parent)
+            return nv_missing(d, "find a MIG device's GPU",
+                              "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", err);
+        nvmlDevice_t parent;
+        r = d->f.mig_parent(h, &parent);
+        if (r != NVML_SUCCESS)
+            return nv_fail(d, r, "find a MIG device's GPU", err);
+        h = parent;
+    }
+    if (cap > 0x7fffffffu)
+        cap = 0x7fffffffu;
+    r = d->f.uuid(h, gpu_uuid, (unsigned)cap);
+    if (r != NVML_SUCCESS)
+        return nv_fail(d, r, "read the UUID", err);
+    gpu_uuid[cap - 1] = '\0';
+    return MB_OK;
+}
+
 const struct mb_device_ops mb__nvml_ops = {
     .version = MB_DEVICE_OPS_VERSION,
     .name = "nvml",
@@ -1798,4 +1849,5 @@ const struct mb_device_ops mb__nvml_ops = {
     .cpu_partitions = NULL,
     .power_limit = nvml_power_limit,
     .set_power_limit = nvml_set_power_limit,
+    .visible_parent = nvml_visible_parent,
 };

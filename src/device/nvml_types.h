@@ -419,6 +419,7 @@ typedef nvmlReturn_t (*nvml_ci_by_id_fn)(nvmlGpuInstance_t, unsigned int, nvmlCo
 typedef nvmlReturn_t (*nvml_ci_info_fn)(nvmlComputeInstance_t, nvmlComputeInstanceInfo_t *);
 typedef nvmlReturn_t (*nvml_ci_destroy_fn)(nvmlComputeInstance_t);
 typedef nvmlReturn_t (*nvml_mig_handle_fn)(nvmlDevice_t, unsigned int, nvmlDevice_t *);
+typedef nvmlReturn_t (*nvml_mig_parent_fn)(nvmlDevice_t, nvmlDevice_t *);
 typedef nvmlReturn_t (*nvml_procs_v3_fn)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
 typedef nvmlReturn_t (*nvml_procs_v2_fn)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v2_t *);
 typedef nvmlReturn_t (*nvml_proc_name_fn)(unsigned int, char *, unsigned int);

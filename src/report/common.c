@@ -9,6 +9,7 @@
 #include "migbench/report.h"
 #include "migbench/status.h"
 #include "report_internal.h"
+#include "migbench/num.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Formatting shared by every renderer                                                        */
@@ -107,28 +108,7 @@ void mb__fmt_j(char *buf, size_t cap, int64_t mj)
 
 char *mb__fmt_sig(char *buf, size_t cap, double v, int sig)
 {
-    if (!isfinite(v) || v == 0) {
-        snprintf(buf, cap, "%.0f", v);
-        return buf;
-    }
-    int mag = (int)floor(log10(fabs(v)));
-    int dec = sig - 1 - mag;
-    if (dec < 0)
-        dec = 0;
-    if (dec > 9)
-        dec = 9;
-    /* Round to sig digits first, so 149.6 with 2 digits gives 150, not 149.6 -> "150". */
-    double scale = pow(10, mag - sig + 1);
-    double r = dec == 0 ? round(v / scale) * scale : v;
-    int n = snprintf(buf, cap, "%.*f", dec, r);
-    /* Trailing zeros go, as with %g: 0.4, not 0.400. */
-    if (dec > 0 && n > 0 && (size_t)n < cap) {
-        while (n > 0 && buf[n - 1] == '0')
-            buf[--n] = '\0';
-        if (n > 0 && buf[n - 1] == '.')
-            buf[--n] = '\0';
-    }
-    return buf;
+    return mb_num_fmt_sig(buf, cap, v, sig);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -52,6 +52,37 @@ static cJSON *window_json(const struct mb_energy *e)
     return o;
 }
 
+/*
+ * "visible": the GPU and MIG instance a scheduler gave the job through CUDA_VISIBLE_DEVICES, or
+ * null. The meter reads the parent GPU: MIG instances share its one power sensor, so the energy
+ * is the whole GPU's and the instance is named beside it, not metered apart.
+ */
+static void add_visible(cJSON *o, const struct mb_visible *v)
+{
+    if (!v->resolved) {
+        cJSON_AddNullToObject(o, "visible");
+        return;
+    }
+    cJSON *x = cJSON_AddObjectToObject(o, "visible");
+    cJSON_AddStringToObject(x, "cuda_visible_devices", v->entry);
+    cJSON_AddStringToObject(x, "gpu_uuid", v->gpu_uuid);
+    cJSON_AddStringToObject(x, "energy_scope", "whole GPU");
+    if (!v->has_instance) {
+        cJSON_AddNullToObject(x, "mig_instance");
+        return;
+    }
+    cJSON *m = cJSON_AddObjectToObject(x, "mig_instance");
+    cJSON_AddStringToObject(m, "profile", v->instance.profile_name);
+    cJSON_AddNumberToObject(m, "gi_id", v->instance.gi_id);
+    if (v->instance.has_ci)
+        cJSON_AddNumberToObject(m, "ci_id", v->instance.ci_id);
+    else
+        cJSON_AddNullToObject(m, "ci_id");
+    cJSON_AddNumberToObject(m, "placement_start", v->instance.placement.start);
+    cJSON_AddNumberToObject(m, "placement_size", v->instance.placement.size);
+    add_str(m, "uuid", v->instance.uuid);
+}
+
 char *mb_measure_json(const struct mb_measure_report *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -71,6 +102,7 @@ char *mb_measure_json(const struct mb_measure_report *r)
     add_str(d, "model", r->info.model);
     add_str(d, "uuid", r->info.uuid);
     add_str(d, "driver_version", r->info.driver_version);
+    add_visible(o, &r->vis);
 
     cJSON *s = cJSON_AddObjectToObject(o, "sensor");
     cJSON_AddStringToObject(s, "power_kind", mb_power_kind_str(r->sensor.power_kind));

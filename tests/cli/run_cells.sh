@@ -90,7 +90,9 @@ run 2 "$M" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/two" --cells 0 \
     --set measure.repetitions=2
 expect_err "different experiment file or --set options"
 
-# Two invocations at once into one directory: the second is refused while the first holds it.
+# Selections run side by side in one directory (one Slurm array task per cell): both cells'
+# jobs run at once; a third invocation naming a cell that is running skips it; a whole run or a
+# --resume, which own the directory, are refused meanwhile.
 cat >"$TMP/hold.yaml" <<YAML
 version: 1
 name: holdtest
@@ -101,32 +103,39 @@ runs:
 measure: {warmup: 2 steps, duration: completion, sample_interval: 50ms, grace: 1s, progress_timeout: 60s, repetitions: 2, idle: 0s, cooldown: 0s}
 YAML
 mkdir -p "$TMP/release"
-"$M" run "$TMP/hold.yaml" --device "$DEV" --results "$TMP/hold" --cells 0 >"$TMP/h.out" 2>"$TMP/h.err" &
-pid=$!
+"$M" run "$TMP/hold.yaml" --device "$DEV" --results "$TMP/hold" --cells 0 >"$TMP/h0.out" 2>"$TMP/h0.err" &
+pid0=$!
 wait_line "$TMP/hold/journal.jsonl" '"job_started"' 1
-run 1 "$M" run "$TMP/hold.yaml" --device "$DEV" --results "$TMP/hold" --cells 1
-expect_err 'in use by another migbench run'
-jp=$(python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    e = json.loads(l)
-    if e.get("event") == "job_started": print(e["pid"])' "$TMP/hold/journal.jsonl")
-: >"$TMP/release/$jp"
-rc=0
-wait $pid || rc=$?
-[ "$rc" = 0 ] || fail "the first invocation exited $rc"
-run 0 "$M" run "$TMP/hold.yaml" --device "$DEV" --results "$TMP/hold" --cells 1 &
-pid=$!
+"$M" run "$TMP/hold.yaml" --device "$DEV" --results "$TMP/hold" --cells 1 >"$TMP/h1.out" 2>"$TMP/h1.err" &
+pid1=$!
 wait_line "$TMP/hold/journal.jsonl" '"job_started"' 2
-jp=$(python3 -c 'import json,sys
+run 0 "$M" run "$TMP/hold.yaml" --device "$DEV" --results "$TMP/hold" --cells 0
+grep -q 'running in another invocation' "$TMP/out" "$TMP/err" ||
+    fail "a cell running elsewhere was not reported as skipped"
+run 1 "$M" run "$TMP/hold.yaml" --device "$DEV" --results "$TMP/hold" --resume
+expect_err 'in use by another migbench run'
+for jp in $(python3 -c 'import json,sys
 for l in open(sys.argv[1]):
     e = json.loads(l)
-    if e.get("event") == "job_started": print(e["pid"])' "$TMP/hold/journal.jsonl" | tail -1)
-: >"$TMP/release/$jp"
-wait $pid || fail "the second invocation failed"
+    if e.get("event") == "job_started": print(e["pid"])' "$TMP/hold/journal.jsonl"); do
+    : >"$TMP/release/$jp"
+done
+rc=0
+wait $pid0 || rc=$?
+[ "$rc" = 0 ] || fail "the first invocation exited $rc: $(cat "$TMP/h0.err")"
+wait $pid1 || rc=$?
+[ "$rc" = 0 ] || fail "the second invocation exited $rc: $(cat "$TMP/h1.err")"
 python3 - "$TMP/hold/journal.jsonl" <<'PY' || fail "the journal is not one JSON object a line"
 import json, sys
-ev = [json.loads(l)["event"] for l in open(sys.argv[1])]
-assert ev.count("experiment_started") == 2 and ev.count("cell_finished") == 2, ev
+ev = [json.loads(l) for l in open(sys.argv[1])]
+names = [e["event"] for e in ev]
+assert names.count("cell_finished") == 2, names
+# Both jobs started before either cell finished: the two selections ran at the same time.
+first_done = names.index("cell_finished")
+assert [n for n in names[:first_done]].count("job_started") == 2, names
 PY
+run 0 "$M" report "$TMP/hold" --format json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=json.dumps(d); assert "solo" in s' "$TMP/out" ||
+    fail "the report of the shared directory lacks the run"
 
 finish

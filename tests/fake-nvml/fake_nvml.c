@@ -461,9 +461,35 @@ FAKE_FN(nvmlDeviceGetHandleByUUID, (const char *uuid, nvmlDevice_t *h), (uuid, h
             *h = &g.gpus[i].parent;
             return NVML_SUCCESS;
         }
+        /* A MIG device UUID gives that MIG device's handle, as the driver does. */
+        struct mb_mig_instance all[MB_MAX_MIG_INSTANCES * 2];
+        size_t n = 0;
+        if (strncmp(uuid, "MIG-", 4) != 0 || !mig_enabled(&g.gpus[i]) ||
+            instances(&g.gpus[i], all, &n) != MB_OK)
+            continue;
+        for (size_t k = 0; k < n; k++) {
+            if (!all[k].has_ci || strcmp(all[k].uuid, uuid) != 0)
+                continue;
+            struct fake_gpu *gpu = &g.gpus[i];
+            unsigned slot = all[k].gi_id % FAKE_MAX_GI * FAKE_MAX_CI + all[k].ci_id % FAKE_MAX_CI;
+            gpu->mig[slot] = (struct nvmlDevice_st){H_MIG, gpu, all[k].gi_id, all[k].ci_id};
+            *h = &gpu->mig[slot];
+            return NVML_SUCCESS;
+        }
     }
     return NVML_ERROR_NOT_FOUND;
 }
+
+/* Newer than the legacy fake's driver: old drivers cannot name a MIG device's GPU. */
+#ifndef FAKE_NVML_LEGACY
+FAKE_FN(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, (nvmlDevice_t mig, nvmlDevice_t *h), (mig, h))
+{
+    if (!mig || !h || mig->magic != H_MIG)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *h = &mig->gpu->parent;
+    return NVML_SUCCESS;
+}
+#endif
 
 /* The MIG instance behind a MIG device handle. */
 static nvmlReturn_t mig_instance(nvmlDevice_t h, struct mb_mig_instance *out)

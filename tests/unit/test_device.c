@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "device/backends.h"
 #include "migbench/device.h"
@@ -262,12 +264,89 @@ static void test_power_kind_str(void **state)
     assert_string_equal(mb_power_kind_str((enum mb_power_kind)42), "unknown");
 }
 
+/* CUDA_VISIBLE_DEVICES on an emulated GPU: its GPU UUID, a MIG UUID, the legacy form. */
+static void test_resolve_visible_emu(void **state)
+{
+    (void)state;
+    char path[128], lock[140], spec[200];
+    snprintf(path, sizeof(path), "/tmp/mb-test-visible-%ld.json", (long)getpid());
+    snprintf(lock, sizeof(lock), "%s.lock", path);
+    snprintf(spec, sizeof(spec), "emu:H100-80GB:mig=on:state=%s", path);
+    unlink(path);
+    struct mb_error err;
+    struct mb_device *dev = NULL;
+    assert_int_equal(mb_device_open(spec, &dev, &err), MB_OK);
+    unsigned gi[2], ci[2];
+    assert_int_equal(mb_device_mig_create_gi(dev, 9, NULL, &gi[0], &err), MB_OK); /* 3g.40gb */
+    assert_int_equal(mb_device_mig_create_ci(dev, gi[0], -1, &ci[0], &err), MB_OK);
+    assert_int_equal(mb_device_mig_create_gi(dev, 19, NULL, &gi[1], &err), MB_OK); /* 1g.10gb */
+    assert_int_equal(mb_device_mig_create_ci(dev, gi[1], -1, &ci[1], &err), MB_OK);
+    struct mb_mig_instance inst[MB_MAX_MIG_INSTANCES];
+    size_t n = 0;
+    assert_int_equal(mb_device_mig_instances(dev, inst, MB_MAX_MIG_INSTANCES, &n, &err), MB_OK);
+    assert_int_equal(n, 2);
+    struct mb_device_info info;
+    assert_int_equal(mb_device_info(dev, &info, &err), MB_OK);
+    mb_device_close(dev);
+
+    struct mb_visible v;
+    for (size_t i = 0; i < n; i++) {
+        /* Slurm may hand several; the first is the one a job's CUDA device 0 is. */
+        char cvd[256];
+        snprintf(cvd, sizeof(cvd), "%s,%s", inst[i].uuid, inst[1 - i].uuid);
+        assert_int_equal(mb_device_resolve_visible(spec, cvd, &v, &err), MB_OK);
+        assert_true(v.resolved);
+        assert_true(v.has_instance);
+        assert_string_equal(v.entry, inst[i].uuid);
+        assert_string_equal(v.spec, spec);
+        assert_string_equal(v.gpu_uuid, info.uuid);
+        assert_int_equal(v.instance.gi_id, inst[i].gi_id);
+        assert_int_equal(v.instance.ci_id, inst[i].ci_id);
+        assert_string_equal(v.instance.profile_name, inst[i].profile_name);
+    }
+    char legacy[256];
+    snprintf(legacy, sizeof(legacy), "MIG-%s/%u/%u", info.uuid, gi[1], ci[1]);
+    assert_int_equal(mb_device_resolve_visible(spec, legacy, &v, &err), MB_OK);
+    assert_true(v.has_instance);
+    assert_string_equal(v.instance.profile_name, "1g.10gb");
+    assert_string_equal(v.instance.uuid,
+                        strcmp(inst[0].profile_name, "1g.10gb") == 0 ? inst[0].uuid : inst[1].uuid);
+    assert_int_equal(mb_device_resolve_visible(spec, info.uuid, &v, &err), MB_OK);
+    assert_true(v.resolved);
+    assert_false(v.has_instance);
+
+    /* Not this GPU's: refused with the entry named, never metered as if it were. */
+    snprintf(legacy, sizeof(legacy), "MIG-%s/%u/%u", info.uuid, gi[1] + 5, ci[1]);
+    assert_int_equal(mb_device_resolve_visible(spec, legacy, &v, &err), MB_ENOTFOUND);
+    assert_non_null(strstr(err.msg, legacy));
+    assert_false(v.resolved);
+    assert_int_equal(
+        mb_device_resolve_visible(spec, "MIG-00000000-0000-0000-0000-000000000000", &v, &err),
+        MB_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "MIG-00000000"));
+    assert_int_equal(mb_device_resolve_visible(spec, "MIG-GPU-x/1", &v, &err), MB_ENOTFOUND);
+
+    /* Nothing to resolve: unset, an index, NoDevFiles, the host. */
+    const char *none[] = {NULL, "", "0", "1,2", "NoDevFiles"};
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+        assert_int_equal(mb_device_resolve_visible(spec, none[i], &v, &err), MB_OK);
+        assert_false(v.resolved);
+        assert_string_equal(v.spec, spec);
+    }
+    assert_int_equal(mb_device_resolve_visible("host", inst[0].uuid, &v, &err), MB_OK);
+    assert_false(v.resolved);
+    assert_string_equal(v.spec, "host");
+    unlink(path);
+    unlink(lock);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_specs),      cmocka_unit_test(test_good_specs),
         cmocka_unit_test(test_spec_tokenizer), cmocka_unit_test(test_null_optional_ops),
-        cmocka_unit_test(test_ops_version),    cmocka_unit_test(test_power_kind_str),
+        cmocka_unit_test(test_ops_version),    cmocka_unit_test(test_resolve_visible_emu),
+        cmocka_unit_test(test_power_kind_str),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -72,6 +72,21 @@ static char *nested(size_t depth, char open, char close)
 
 /* ---- the one number parser ---------------------------------------------------------------- */
 
+/* Figures print rounded to significant digits, without trailing zeros. */
+static void test_fmt_sig(void **state)
+{
+    (void)state;
+    char b[32];
+    assert_string_equal(mb_num_fmt_sig(b, sizeof(b), 149.6, 2), "150");
+    assert_string_equal(mb_num_fmt_sig(b, sizeof(b), 0.4000, 3), "0.4");
+    assert_string_equal(mb_num_fmt_sig(b, sizeof(b), 51320.4, 4), "51320");
+    assert_string_equal(mb_num_fmt_sig(b, sizeof(b), 2.0467, 3), "2.05");
+    assert_string_equal(mb_num_fmt_sig(b, sizeof(b), -0.012345, 2), "-0.012");
+    assert_string_equal(mb_num_fmt_sig(b, sizeof(b), 0, 3), "0");
+    char tiny[4];
+    assert_string_equal(mb_num_fmt_sig(tiny, sizeof(tiny), 1.23456, 5), "1.2"); /* cut, no crash */
+}
+
 static void test_num(void **state)
 {
     (void)state;
@@ -560,6 +575,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_num),
+        cmocka_unit_test(test_fmt_sig),
         cmocka_unit_test(test_fifo_refused),
         cmocka_unit_test(test_yaml_limits),
         cmocka_unit_test(test_yaml_deep_every_reader),

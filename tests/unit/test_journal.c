@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "results_json.h"
@@ -234,6 +235,87 @@ static int count_entries(const char *d)
     return n;
 }
 
+/* Selections share a journal: sharers coexist, an owner and sharers exclude each other, and
+ * lines appended by several processes at once stay whole. */
+static void test_shared_journal(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof(path), "%s/shared.jsonl", dir);
+    struct mb_journal *a, *b, *owner;
+    struct mb_error err;
+    assert_int_equal(mb_journal_open_shared(path, &a, &err), MB_OK);
+    assert_int_equal(mb_journal_open_shared(path, &b, &err), MB_OK);
+    assert_int_equal(mb_journal_open(path, &owner, &err), MB_EBUSY);
+    assert_null(owner);
+    mb_journal_close(b);
+    enum { WRITERS = 4, LINES = 200 };
+    pid_t kids[WRITERS];
+    for (int w = 0; w < WRITERS; w++) {
+        kids[w] = fork();
+        assert_true(kids[w] >= 0);
+        if (kids[w] == 0) {
+            struct mb_journal *k;
+            if (mb_journal_open_shared(path, &k, &err) != MB_OK)
+                _exit(3);
+            char pad[2048];
+            memset(pad, 'a' + w, sizeof(pad) - 1);
+            pad[sizeof(pad) - 1] = '\0';
+            for (int i = 0; i < LINES; i++) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "event", "tick");
+                cJSON_AddStringToObject(o, "pad", pad);
+                if (mb_journal_append(k, o, &err) != MB_OK)
+                    _exit(4);
+                cJSON_Delete(o);
+            }
+            mb_journal_close(k);
+            _exit(0);
+        }
+    }
+    for (int w = 0; w < WRITERS; w++) {
+        int st;
+        assert_int_equal(waitpid(kids[w], &st, 0), kids[w]);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    mb_journal_close(a);
+    cJSON *ev;
+    size_t skipped;
+    assert_int_equal(mb_journal_read(path, &ev, &skipped, &err), MB_OK);
+    assert_int_equal(skipped, 0);
+    assert_int_equal(cJSON_GetArraySize(ev), WRITERS * LINES);
+    cJSON_Delete(ev);
+    /* With the sharers gone, an owner opens it, and then sharers are refused. */
+    assert_int_equal(mb_journal_open(path, &owner, &err), MB_OK);
+    assert_int_equal(mb_journal_open_shared(path, &b, &err), MB_EBUSY);
+    mb_journal_close(owner);
+}
+
+/* A cell claimed by one invocation is busy for another until released. */
+static void test_cell_claim(void **state)
+{
+    (void)state;
+    struct mb_error err;
+    int fd, fd2;
+    assert_int_equal(mb_results_cell_claim(dir, "solo", 0, &fd, &err), MB_OK);
+    pid_t kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0)
+        _exit(mb_results_cell_claim(dir, "solo", 0, &fd2, &err) == MB_EBUSY ? 0 : 1);
+    int st;
+    assert_int_equal(waitpid(kid, &st, 0), kid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(mb_results_cell_claim(dir, "solo", 1, &fd2, &err), MB_OK);
+    mb_results_cell_release(fd2);
+    mb_results_cell_release(fd);
+    kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0)
+        _exit(mb_results_cell_claim(dir, "solo", 0, &fd2, &err) == MB_OK ? 0 : 1);
+    assert_int_equal(waitpid(kid, &st, 0), kid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static void test_atomic_cell(void **state)
 {
     (void)state;
@@ -282,7 +364,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_and_read), cmocka_unit_test(test_torn_line),
         cmocka_unit_test(test_write_failure),   cmocka_unit_test(test_leftovers),
-        cmocka_unit_test(test_atomic_cell),
+        cmocka_unit_test(test_atomic_cell),     cmocka_unit_test(test_shared_journal),
+        cmocka_unit_test(test_cell_claim),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

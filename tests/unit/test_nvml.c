@@ -807,6 +807,79 @@ static void test_gpm(void **state)
     close_dev(dev);
 }
 
+/* ---- CUDA_VISIBLE_DEVICES -------------------------------------------------------------------
+ */
+
+/* A MIG UUID on the second GPU resolves to that GPU (by UUID) and its instance. */
+static void test_resolve_visible(void **state)
+{
+    (void)state;
+    char spec[600];
+    snprintf(spec, sizeof(spec), "H100-80GB:mig=on:index=0;H100-80GB:mig=on:index=1:state=%s",
+             state_path);
+    use_fake(0, spec);
+    struct mb_device *dev = open_ok("nvml:1");
+    unsigned gi, ci;
+    assert_int_equal(mb_device_mig_create_gi(dev, 9, NULL, &gi, NULL), MB_OK);
+    assert_int_equal(mb_device_mig_create_ci(dev, gi, -1, &ci, NULL), MB_OK);
+    struct mb_mig_instance inst[MB_MAX_MIG_INSTANCES];
+    size_t n = 0;
+    assert_int_equal(mb_device_mig_instances(dev, inst, MB_MAX_MIG_INSTANCES, &n, NULL), MB_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(strncmp(inst[0].uuid, "MIG-", 4), 0);
+    struct mb_device_info info1, info0;
+    assert_int_equal(mb_device_info(dev, &info1, NULL), MB_OK);
+    struct mb_device *dev0 = open_ok("nvml:0");
+    assert_int_equal(mb_device_info(dev0, &info0, NULL), MB_OK);
+    assert_string_not_equal(info0.uuid, info1.uuid);
+
+    struct mb_visible v;
+    struct mb_error err;
+    char want_spec[200];
+    snprintf(want_spec, sizeof(want_spec), "nvml:%s", info1.uuid);
+    assert_int_equal(mb_device_resolve_visible("nvml:0", inst[0].uuid, &v, &err), MB_OK);
+    assert_true(v.resolved);
+    assert_true(v.has_instance);
+    assert_string_equal(v.spec, want_spec);
+    assert_string_equal(v.gpu_uuid, info1.uuid);
+    assert_int_equal(v.instance.gi_id, gi);
+    assert_int_equal(v.instance.ci_id, ci);
+    assert_string_equal(v.instance.profile_name, "3g.40gb");
+    assert_string_equal(v.instance.uuid, inst[0].uuid);
+
+    char legacy[256];
+    snprintf(legacy, sizeof(legacy), "MIG-%s/%u/%u", info1.uuid, gi, ci);
+    assert_int_equal(mb_device_resolve_visible("nvml:0", legacy, &v, &err), MB_OK);
+    assert_string_equal(v.spec, want_spec);
+    assert_true(v.has_instance);
+    assert_string_equal(v.instance.uuid, inst[0].uuid);
+
+    /* The GPU that was asked for already holds it: the spec stays. */
+    assert_int_equal(mb_device_resolve_visible("nvml:1", inst[0].uuid, &v, &err), MB_OK);
+    assert_string_equal(v.spec, "nvml:1");
+    assert_int_equal(mb_device_resolve_visible("nvml:0", info1.uuid, &v, &err), MB_OK);
+    assert_false(v.has_instance);
+    assert_string_equal(v.spec, want_spec);
+
+    assert_int_equal(
+        mb_device_resolve_visible("nvml:0", "MIG-11111111-2222-3333-4444-555555555555", &v, &err),
+        MB_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "MIG-11111111"));
+    assert_false(v.resolved);
+    close_dev(dev0);
+    close_dev(dev);
+
+    /* An old driver cannot name a MIG device's GPU: the GPU that holds it still resolves it,
+     * another GPU says what the library lacks rather than guess. */
+    use_fake(1, spec);
+    dev = open_ok("nvml:1");
+    assert_int_equal(mb_device_resolve_visible("nvml:1", inst[0].uuid, &v, &err), MB_OK);
+    assert_true(v.has_instance);
+    assert_int_equal(mb_device_resolve_visible("nvml:0", inst[0].uuid, &v, &err), MB_EUNSUPPORTED);
+    assert_non_null(strstr(err.msg, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle"));
+    close_dev(dev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -834,6 +907,7 @@ int main(void)
         cmocka_unit_test_teardown(test_processes_retry_legacy, test_teardown),
         cmocka_unit_test_teardown(test_processes_on_mig, test_teardown),
         cmocka_unit_test_teardown(test_gpm, test_teardown),
+        cmocka_unit_test_teardown(test_resolve_visible, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
