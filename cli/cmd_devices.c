@@ -34,6 +34,21 @@ static void fmt_ms(char *buf, size_t cap, uint32_t ms)
         snprintf(buf, cap, "unknown");
 }
 
+/* The power limit with its range and default (docs/power.md); nothing when there is none. */
+static void print_power_limit(FILE *out, const struct mb_device_report *r)
+{
+    if (r->pl_rc != MB_OK)
+        return;
+    const struct mb_power_limit *pl = &r->pl;
+    char lim[32], lo[32], hi[32], def[32];
+    fmt_mw(lim, sizeof(lim), pl->valid & MB_PL_LIMIT, pl->limit_mw);
+    fmt_mw(lo, sizeof(lo), pl->valid & MB_PL_RANGE, pl->min_mw);
+    fmt_mw(hi, sizeof(hi), pl->valid & MB_PL_RANGE, pl->max_mw);
+    fmt_mw(def, sizeof(def), pl->valid & MB_PL_DEFAULT, pl->default_mw);
+    fprintf(out, "  %-14s %s (range %s .. %s, default %s; %s)\n", "power limit", lim, lo, hi, def,
+            (r->caps & MB_CAP_SET_POWER_LIMIT) ? "settable" : "not settable here");
+}
+
 static void print_text(FILE *out, size_t i, const struct mb_device_report *r)
 {
     const struct mb_device_info *in = &r->info;
@@ -112,6 +127,8 @@ static void print_text(FILE *out, size_t i, const struct mb_device_report *r)
     } else {
         fprintf(out, "  %-14s n/a\n", "telemetry");
     }
+
+    print_power_limit(out, r);
 
     if (r->mode_rc == MB_OK)
         fprintf(out, "  %-14s %s%s\n", "MIG mode", r->mode.current ? "enabled" : "disabled",

@@ -18,6 +18,7 @@
 #include "migbench/layout.h"
 #include "migbench/num.h"
 #include "migbench/plan.h"
+#include "migbench/powercap.h"
 #include "migbench/plan_io.h"
 
 #define NAME "plan"
@@ -48,6 +49,7 @@ struct opts {
     const char *k8s_namespace;
     const char *verify;
     const char *plan;
+    const char *power_limits;
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -432,6 +434,7 @@ static const struct option long_opts[] = {
     {"namespace", required_argument, NULL, 'A'},
     {"verify", required_argument, NULL, 'V'},
     {"plan", required_argument, NULL, 'L'},
+    {"power-limits", required_argument, NULL, 'W'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -551,6 +554,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'L':
             o->plan = optarg;
             break;
+        case 'W':
+            o->power_limits = optarg;
+            break;
         case 'h':
             mb_cli_print_help(&mb_cmd_plan, stdout);
             return MB_EXIT_OK;
@@ -575,6 +581,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         if (!o->n_profiles && !o->n_results)
             return mb_cli_usage_error(&mb_cmd_plan,
                                       "give --profiles FILE.csv or --results DIR (or both)");
+        if (o->pareto && o->power_limits)
+            return mb_cli_usage_error(&mb_cmd_plan, "--power-limits and --pareto do not go "
+                                                    "together");
         if (o->pareto && (o->emit_experiment || o->emit_mig_parted || o->emit_slurm || o->emit_k8s))
             return mb_cli_usage_error(&mb_cmd_plan,
                                       "--pareto shows a front; emit files from one plan");
@@ -671,6 +680,72 @@ static void print_pareto(const struct mb_plan_context *c, struct mb_plan *const 
     }
 }
 
+/*
+ * --power-limits: "all" (every limit the profiles carry) or a comma-separated list of "default"
+ * and watts ("420W" or "420"). Percentages need the GPU's default limit, which profiles do not
+ * carry: they are refused with a hint.
+ */
+static int parse_power_limits(const char *arg, const struct mb_plan_profiles *profiles,
+                              double *caps, size_t *n)
+{
+    *n = 0;
+    if (strcmp(arg, "all") == 0) {
+        for (size_t i = 0; i < mb_plan_profiles_count(profiles); i++) {
+            double w = mb_plan_profiles_get(profiles, i)->power_limit_w;
+            w = w > 0 ? w : 0;
+            bool seen = false;
+            for (size_t k = 0; k < *n; k++)
+                seen = seen || fabs(caps[k] - w) < 0.5;
+            if (!seen && *n < MB_PLAN_MAX_CAPS)
+                caps[(*n)++] = w;
+        }
+        return MB_EXIT_OK;
+    }
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", arg);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int def;
+        double pct, w;
+        struct mb_error e;
+        if (*n == MB_PLAN_MAX_CAPS)
+            return mb_cli_usage_error(&mb_cmd_plan, "--power-limits: at most %d limits",
+                                      MB_PLAN_MAX_CAPS);
+        if (mb_powercap_parse(t, &def, &pct, &w, &e) != MB_OK)
+            return mb_cli_usage_error(&mb_cmd_plan, "--power-limits: %s", e.msg);
+        if (pct > 0)
+            return mb_cli_usage_error(&mb_cmd_plan,
+                                      "--power-limits: '%s': give watts (profiles record the "
+                                      "limit in force, in W) or 'all'",
+                                      t);
+        caps[(*n)++] = def ? 0 : w;
+    }
+    if (*n == 0)
+        return mb_cli_usage_error(&mb_cmd_plan, "--power-limits: empty");
+    return MB_EXIT_OK;
+}
+
+static void print_caps(const struct mb_plan *p, const struct mb_plan_cap_result *res, size_t n)
+{
+    char a[48], b[48], l[32];
+    printf("\npower limit (one per GPU, chosen with the layout):\n");
+    printf("  %-10s %14s %14s\n", "limit", "energy", "makespan");
+    for (size_t i = 0; i < n; i++) {
+        const struct mb_plan_cap_result *r = &res[i];
+        if (isnan(r->power_limit_w))
+            snprintf(l, sizeof(l), "default");
+        else
+            snprintf(l, sizeof(l), "%g W", r->power_limit_w);
+        bool chosen = (isnan(r->power_limit_w) && isnan(p->power_limit_w)) ||
+                      r->power_limit_w == p->power_limit_w;
+        if (r->status != MB_OK)
+            printf("  %-10s %14s %14s  (%s)\n", l, "-", "-", mb_status_str(r->status));
+        else
+            printf("  %-10s %14s %14s%s\n", l, fmt_energy(r->energy_j, a, sizeof(a)),
+                   fmt_time(r->makespan_s, b, sizeof(b)), chosen ? "  <- chosen" : "");
+    }
+}
+
 /* --emit-slurm / --emit-k8s: the plan as cluster configuration (fleet.h). */
 static int emit_fleet(const struct mb_plan_context *c, const struct mb_plan *p,
                       const struct opts *o)
@@ -716,9 +791,18 @@ static int solve_and_print(const struct opts *o, const struct mb_plan_context *c
     struct mb_error err;
     const struct mb_plan_jobset *js = c->js;
     int rc;
+    double caps[MB_PLAN_MAX_CAPS];
+    size_t n_caps = 0;
+    struct mb_plan_cap_result cap_res[MB_PLAN_MAX_CAPS];
+    if (o->power_limits &&
+        (rc = parse_power_limits(o->power_limits, c->profiles, caps, &n_caps)) != MB_EXIT_OK)
+        return rc;
     if (o->pareto)
         rc = mb_plan_pareto(c->model, c->profiles, js->jobs, js->n_jobs, po, front, PARETO_MAX,
                             &n_front, &err);
+    else if (n_caps)
+        rc = mb_plan_solve_caps(c->model, c->profiles, js->jobs, js->n_jobs, po, caps, n_caps,
+                                cap_res, &plan, &err);
     else
         rc = mb_plan_solve(c->model, c->profiles, js->jobs, js->n_jobs, po, &plan, &err);
     if (rc) {
@@ -736,12 +820,21 @@ static int solve_and_print(const struct opts *o, const struct mb_plan_context *c
         else
             print_pareto(c, front, n_front, po->count);
     } else {
-        if (o->json)
+        if (o->json && n_caps)
+            rc = mb_plan_json_write_caps(stdout, c, plan, cap_res, n_caps);
+        else if (o->json)
             rc = mb_plan_json_write(stdout, c, plan);
         else
             print_text(c, plan);
+        if (!o->json && n_caps)
+            print_caps(plan, cap_res, n_caps);
         if (o->emit_mig_parted && (rc = emit_mig_parted(c, plan, o->emit_mig_parted)))
             exit_code = rc;
+        if (o->emit_mig_parted && isfinite(plan->power_limit_w))
+            mb_cli_info(NAME,
+                        "the plan's %.0f W power limit is not part of a mig-parted "
+                        "configuration; --emit-experiment writes an experiment that sets it",
+                        plan->power_limit_w);
         if (exit_code == MB_EXIT_OK && o->emit_experiment &&
             (rc = emit_experiment(c, plan, o, o->emit_experiment)))
             exit_code = rc;
@@ -826,6 +919,7 @@ const struct mb_cmd mb_cmd_plan = {
              "                     [--pareto] [--json] [--heuristic] [--exact-max N] [--no-full]\n"
              "                     [--emit-mig-parted FILE] [--emit-experiment FILE] "
              "[--catalog FILE]\n"
+             "                     [--power-limits all|default,W,...]\n"
              "                     [--emit-slurm DIR] [--emit-k8s DIR] [--nodes N1,N2,...] "
              "[--gpus-per-node K]\n"
              "                     [--image IMAGE] [--namespace NS]\n"
@@ -848,6 +942,8 @@ const struct mb_cmd mb_cmd_plan = {
             "  --json                machine-readable plan (the --plan file of --verify)\n"
             "  --heuristic           skip the exact search; --exact-max N: jobs it takes (10)\n"
             "  --no-full             do not consider running a GPU with MIG off\n"
+            "  --power-limits L      choose the GPUs' power limit with the layout among L:\n"
+            "                        'all' the profiles carry, or default and watts (250W)\n"
             "  --emit-mig-parted F   write a mig-parted config (migbench mig apply accepts it)\n"
             "  --emit-experiment F   write an experiment that runs the plan (migbench run)\n"
             "  --emit-slurm DIR      per node: mig-parted.yaml, gres.conf, slurm-node.conf\n"

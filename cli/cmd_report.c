@@ -14,7 +14,8 @@ static int report_run(int argc, char **argv);
 const struct mb_cmd mb_cmd_report = {
     .name = "report",
     .summary = "Analyse results: tables, CSV, JSON, Markdown or a self-contained HTML page.",
-    .usage = "migbench report RESULTS_DIR... [--format table|csv|json|html|md] [-o FILE]",
+    .usage = "migbench report RESULTS_DIR... [--format table|csv|json|html|md] [-o FILE]\n"
+             "                      [--power-rule energy|time|cost:ETA|slowdown:S]",
     .help = "Reads one or more results directories written by 'migbench run' (an experiment\n"
             "directory, or a folder of them) and reports per-job throughput with 95% CIs,\n"
             "throughput normalised to the exclusive run, energy per unit of work, system\n"
@@ -24,6 +25,9 @@ const struct mb_cmd mb_cmd_report = {
             "\n"
             "  -f, --format FMT  table (default), csv, json, html or md\n"
             "  -o, --output FILE write to FILE instead of standard output\n"
+            "  --power-rule R    power-limit axis: the rule that picks a limit besides the\n"
+            "                    energy-optimal one: energy, time, cost:ETA, slowdown:S\n"
+            "                    (docs/power.md)\n"
             "  -h, --help        show this help\n",
     .run = report_run,
 };
@@ -33,11 +37,13 @@ static int report_run(int argc, char **argv)
     static const struct option opts[] = {
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
+        {"power-rule", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     enum mb_report_format fmt = MB_REPORT_TABLE;
     const char *outpath = NULL;
+    struct mb_power_rule_opts rule = {.rule = MB_PSEL_ENERGY};
     optind = 1;
     opterr = 0;
     int c;
@@ -50,6 +56,12 @@ static int report_run(int argc, char **argv)
         case 'o':
             outpath = optarg;
             break;
+        case 'p': {
+            struct mb_error perr;
+            if (mb_power_rule_parse(optarg, &rule, &perr) != MB_OK)
+                return mb_cli_usage_error(&mb_cmd_report, "--power-rule: %s", perr.msg);
+            break;
+        }
         case 'h':
             mb_cli_print_help(&mb_cmd_report, stdout);
             return MB_EXIT_OK;
@@ -83,7 +95,7 @@ static int report_run(int argc, char **argv)
         }
         out = file.f;
     }
-    st = mb_report_write(out, a, fmt);
+    st = mb_report_write_rule(out, a, fmt, &rule);
     mb_analysis_destroy(a);
     if (st == MB_EIO) /* a stream error: the outfile commit or the check below reports it */
         st = MB_OK;

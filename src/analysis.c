@@ -552,6 +552,25 @@ static void read_device(struct mb_an_experiment *e, const cJSON *dev)
     }
 }
 
+/* cell.json's "power_limit" (the power-limit axis): null or absent without it. */
+static void read_power_limit(struct mb_an_cell *c, const cJSON *pl)
+{
+    if (!cJSON_IsObject(pl))
+        return;
+    mb__copy_str(c->power_limit, sizeof(c->power_limit), json_str(pl, "requested"));
+    mb__copy_str(c->base_run, sizeof(c->base_run), json_str(pl, "base_run"));
+    struct mb_opt mw = json_num(pl, "enforced_mw");
+    if (mw.valid && mw.v > 0) {
+        c->enforced_w.valid = 1;
+        c->enforced_w.v = mw.v / 1000.0;
+    }
+    struct mb_opt bits = json_num(pl, "throttle_reasons");
+    if (bits.valid && bits.v >= 0 && bits.v < 0x1p63) {
+        c->throttle_valid = 1;
+        c->throttle_reasons = (uint64_t)bits.v;
+    }
+}
+
 /* The cell's window and energy; the energy used is the counter's, else the integrated one. */
 static void parse_cell_energy(struct mb_an_cell *c, const cJSON *root)
 {
@@ -760,6 +779,7 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
                      json_str(root, "migbench_version"));
     }
     read_device(e, cJSON_GetObjectItemCaseSensitive(root, "device"));
+    read_power_limit(c, cJSON_GetObjectItemCaseSensitive(root, "power_limit"));
     parse_cell_energy(c, root);
     const cJSON *mig_inst = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "device"), "mig"),
@@ -1138,6 +1158,8 @@ static int load_cell(struct mb_an_experiment *e, const char *rundir, const char 
         memset(r, 0, sizeof(*r));
         mb__copy_str(r->name, sizeof(r->name), meta->run);
         mb__copy_str(r->mode, sizeof(r->mode), meta->mode);
+        mb__copy_str(r->power_limit, sizeof(r->power_limit), cell.power_limit);
+        mb__copy_str(r->base_run, sizeof(r->base_run), cell.base_run);
         fill_run_jobs(r, meta);
     } else if (r->nok == 0 && cell.ok) {
         fill_run_jobs(r, meta); /* prefer a successful cell's job description */

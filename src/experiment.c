@@ -25,6 +25,7 @@
 #include "migbench/device.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
+#include "migbench/powercap.h"
 #include "migbench/proc.h"
 
 extern char **environ;
@@ -502,11 +503,36 @@ static int find_workload(const struct mb_experiment *exp, const char *name)
     return -1;
 }
 
+/* A list of power limits ("default", "80%", "250W"): each one checked where it is written. */
+static int get_power_limits(struct mb__yread *c, const struct mb__ynode *n, const char *field,
+                            char (*out)[MB_EXP_POWER_TEXT_MAX], size_t *n_out)
+{
+    int rc = mb__yread_want(c, n, MB__Y_SEQ, field, "a list of power limits (default, 80%, 250W)");
+    if (rc)
+        return rc;
+    if (n->n == 0 || n->n > MB_EXP_MAX_POWER_LIMITS)
+        return mb__yread_failn(c, n, field, "needs 1..%d power limits", MB_EXP_MAX_POWER_LIMITS);
+    for (size_t i = 0; i < n->n; i++) {
+        char f[FIELD_MAX];
+        fieldf(f, "%s[%zu]", field, i);
+        if ((rc = mb__yread_string(c, n->items[i], f, out[i], MB_EXP_POWER_TEXT_MAX)))
+            return rc;
+        int def;
+        double pct, w;
+        struct mb_error e;
+        if (mb_powercap_parse(out[i], &def, &pct, &w, &e) != MB_OK)
+            return mb__yread_failn(c, n->items[i], f, "%s", e.msg);
+    }
+    *n_out = n->n;
+    return MB_OK;
+}
+
 static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
                      const struct mb__ynode *n)
 {
-    static const char *const keys[] = {
-        "name", "mode", "jobs", "layout", "only", "thread_percentage", "match_layout", NULL};
+    static const char *const keys[] = {"name",         "mode",         "jobs",
+                                       "layout",       "only",         "thread_percentage",
+                                       "match_layout", "power_limits", NULL};
     struct mb_exp_run *r = &exp->runs[idx];
     r->line = n->line;
     char field[FIELD_MAX], f[FIELD_MAX];
@@ -646,6 +672,12 @@ static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
     }
     if (r->mode == MB_MODE_MIG && r->n_jobs > 7)
         return mb__yread_fail(c, n->line, n->origin, field, "a MIG layout has at most 7 instances");
+    if ((v = mb__ymap_get(n, "power_limits", NULL))) {
+        fieldf(f, "%s.power_limits", field);
+        r->power_limits_line = v->line;
+        if ((rc = get_power_limits(c, v, f, r->power_limits, &r->n_power_limits)))
+            return rc;
+    }
     return MB_OK;
 }
 
@@ -784,8 +816,8 @@ static int parse_slurm(struct mb__yread *c, const struct mb__ynode *n, struct mb
 
 static int parse_root(struct mb__yread *c, const struct mb__ynode *root, struct mb_experiment *exp)
 {
-    static const char *const keys[] = {"version", "name",    "device", "python", "workloads",
-                                       "runs",    "measure", "slurm",  NULL};
+    static const char *const keys[] = {"version", "name",    "device", "python",       "workloads",
+                                       "runs",    "measure", "slurm",  "power_limits", NULL};
     if (!root)
         return mb__yread_fail(c, 1, NULL, NULL,
                               "the file is empty (expected version: 1, name, workloads, "
@@ -830,6 +862,11 @@ static int parse_root(struct mb__yread *c, const struct mb__ynode *root, struct 
     }
     if ((v = mb__ymap_get(root, "measure", NULL)) && (rc = parse_measure(c, v, &exp->measure)))
         return rc;
+    if ((v = mb__ymap_get(root, "power_limits", NULL))) {
+        exp->power_limits_line = v->line;
+        if ((rc = get_power_limits(c, v, "power_limits", exp->power_limits, &exp->n_power_limits)))
+            return rc;
+    }
     if ((v = mb__ymap_get(root, "slurm", NULL)) && (rc = parse_slurm(c, v, &exp->slurm)))
         return rc;
     if (!(v = mb__ymap_get(root, "runs", NULL)))
@@ -906,7 +943,7 @@ int mb_experiment_parse(const char *path, const char *text, size_t len,
         if ((rc = apply_override(&c, root, exp->overrides[i])))
             goto fail;
     }
-    if ((rc = parse_root(&c, root, exp)))
+    if ((rc = parse_root(&c, root, exp)) || (rc = mb_experiment_expand_power(exp, err)))
         goto fail;
     mb__ynode_free(root);
     *out = exp;

@@ -35,6 +35,8 @@ struct window {
     unsigned wraps, resets;
     uint64_t samples, failures, missed;
     bool peak_valid;
+    bool throttle_valid;
+    uint64_t throttle; /* reason bits seen (OR) */
     double peak_w;
 };
 
@@ -212,6 +214,10 @@ static void fold_sample(struct mb_meter *m, const struct mb_telemetry *tel, bool
             if (!x->peak_valid || w > x->peak_w)
                 x->peak_w = w;
             x->peak_valid = true;
+        }
+        if (tel->valid & MB_TEL_THROTTLE) {
+            x->throttle |= tel->throttle_reasons;
+            x->throttle_valid = true;
         }
     }
     if (ok && (tel->valid & MB_TEL_POWER))
@@ -696,6 +702,8 @@ static void result_of(const struct mb_meter *m, const struct window *x, struct m
     r->power_shift_ns = m->shift_ns;
     r->peak_power_valid = x->peak_valid;
     r->peak_power_w = x->peak_w;
+    r->throttle_valid = x->throttle_valid;
+    r->throttle_reasons = x->throttle;
     bool any_sensor = m->sensor.power_kind != MB_POWER_NONE || m->sensor.has_energy_counter;
     if (dur < m->min_window_ns && any_sensor) {
         r->refused = true;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The planner's model and search: exact branch and bound for one GPU, a heuristic for fleets. */
 #include "migbench/plan.h"
+#include "plan_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@ struct config {
 struct prob {
     const struct mb_gpu_model *model;
     const struct mb_plan_profiles *profiles;
+    double cap_w; /* rows measured under this power limit (W); 0 or NaN: the default */
     const struct mb_plan_job *jobs;
     size_t nj;
     unsigned ns;             /* sizes: model profiles plus the whole GPU */
@@ -166,12 +168,13 @@ static int prob_job(struct prob *P, size_t j, const struct mb_plan_options *opt,
     for (size_t r = 0; r < nr; r++) {
         const struct mb_plan_profile *row = mb_plan_profiles_get(P->profiles, r);
         if (strcmp(row->gpu, model->name) == 0 && strcmp(row->workload, job->workload) == 0 &&
-            strcmp(row->partition, MB_PLAN_FULL) == 0)
+            strcmp(row->partition, MB_PLAN_FULL) == 0 && mb__plan_cap_match(row, P->cap_w))
             full_thr = row->throughput;
     }
     for (size_t r = 0; r < nr; r++) {
         const struct mb_plan_profile *row = mb_plan_profiles_get(P->profiles, r);
-        if (strcmp(row->gpu, model->name) != 0 || strcmp(row->workload, job->workload) != 0)
+        if (strcmp(row->gpu, model->name) != 0 || strcmp(row->workload, job->workload) != 0 ||
+            !mb__plan_cap_match(row, P->cap_w))
             continue;
         any++;
         unsigned s = P->full;
@@ -233,6 +236,7 @@ static int prob_init(struct prob *P, const struct mb_gpu_model *model,
     memset(P, 0, sizeof(*P));
     P->model = model;
     P->profiles = profiles;
+    P->cap_w = opt->power_limit_w;
     P->jobs = jobs;
     P->nj = nj;
     P->full = (unsigned)model->n_profiles;
@@ -1810,6 +1814,8 @@ static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_pro
         goto done;
     }
     st = build_plan(&P, G, cfg, asg, exact, out, err);
+    if (st == MB_OK)
+        (*out)->power_limit_w = opt->power_limit_w > 0 ? opt->power_limit_w : NAN;
 done:
     free(cfg);
     free(asg);

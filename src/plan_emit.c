@@ -152,7 +152,13 @@ int mb_plan_write_experiment(FILE *f, const struct mb_plan_context *c, const str
             "# One run per GPU and queue position: run gG-rK holds the K-th job of every\n"
             "# instance queue of GPU G, each job on its planned partition size.\n",
             p->count, c->model->name);
-    fprintf(f, "version: 1\nname: migbench-plan\ndevice: auto\nworkloads:\n");
+    fprintf(f, "version: 1\nname: migbench-plan\ndevice: auto\n");
+    if (isfinite(p->power_limit_w))
+        fprintf(f,
+                "# The planned power limit of every GPU (set before each cell, restored after).\n"
+                "power_limits: [%gW]\n",
+                p->power_limit_w);
+    fprintf(f, "workloads:\n");
     write_workloads(f, c, p, an);
     write_runs(f, c, p);
     fprintf(f, "measure: {warmup: 20s, duration: 120s, repetitions: 3, sample_interval: 100ms, "

@@ -23,6 +23,8 @@
 /* Input files are small; anything larger is refused rather than read without bound. */
 #define MAX_FILE_BYTES (64u << 20)
 #define CSV_MAX_FIELDS 32
+/* workload, gpu, partition and a limit in mW, with separators. */
+#define PROFILE_KEY_MAX (MB_PLAN_NAME_MAX + MB_MODEL_NAME_MAX + MB_PROFILE_NAME_MAX + 32)
 /* A jobs file nests four levels; the limits bound what a hostile file costs while parsing. */
 #define JOBS_MAX_DEPTH 32
 #define JOBS_MAX_NODES 1000000
@@ -45,6 +47,14 @@ int mb_plan_profiles_create(struct mb_plan_profiles **out, struct mb_error *err)
     return MB_OK;
 }
 
+bool mb__plan_cap_match(const struct mb_plan_profile *row, double cap_w)
+{
+    bool row_default = !(row->power_limit_w > 0), want_default = !(cap_w > 0);
+    if (row_default || want_default)
+        return row_default == want_default;
+    return fabs(row->power_limit_w - cap_w) < 0.5;
+}
+
 void mb_plan_profiles_destroy(struct mb_plan_profiles *p)
 {
     if (!p)
@@ -57,7 +67,10 @@ void mb_plan_profiles_destroy(struct mb_plan_profiles *p)
 
 static void profile_key(const struct mb_plan_profile *r, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s\x1f%s\x1f%s", r->workload, r->gpu, r->partition);
+    /* The default limit keys as 0 W, so that rows without a limit keep one key each. */
+    long long mw =
+        r->power_limit_w > 0 && r->power_limit_w < 1e9 ? llround(r->power_limit_w * 1e3) : 0;
+    snprintf(out, cap, "%s\x1f%s\x1f%s\x1f%lld", r->workload, r->gpu, r->partition, mw);
 }
 
 /* Rebuilds the indexes after rows were dropped (a refused CSV, mb__plan_profiles_pop). */
@@ -67,8 +80,7 @@ static int reindex(struct mb_plan_profiles *p)
     mb__strmap_clear(&p->by_workload);
     p->indexed = 0;
     for (size_t i = 0; i < p->n; i++) {
-        char key[sizeof(p->rows[i].workload) + sizeof(p->rows[i].gpu) +
-                 sizeof(p->rows[i].partition) + 3];
+        char key[PROFILE_KEY_MAX];
         profile_key(&p->rows[i], key, sizeof(key));
         size_t v = i, w = i;
         if (mb__strmap_put(&p->by_key, key, &v) < 0 ||
@@ -128,12 +140,19 @@ int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *ca
         mb__copy_str(r.unit, sizeof(r.unit), "units");
     if (p->indexed != p->n && reindex(p) != MB_OK)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
-    char key[sizeof(r.workload) + sizeof(r.gpu) + sizeof(r.partition) + 3];
+    if (!isnan(r.power_limit_w) && (!isfinite(r.power_limit_w) || r.power_limit_w < 0))
+        return mb_error_set(err, MB_EINVAL, "field 'power_limit_w': must be a number >= 0");
+    char key[PROFILE_KEY_MAX];
     profile_key(&r, key, sizeof(key));
     size_t at = p->n;
     int put = mb__strmap_put(&p->by_key, key, &at);
     if (put < 0)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
+    if (put > 0 && r.power_limit_w > 0)
+        return mb_error_set(err, MB_EINVAL,
+                            "workload '%s' on %s %s at a %g W power limit is profiled twice (also "
+                            "at %s)",
+                            r.workload, r.gpu, r.partition, r.power_limit_w, p->rows[at].source);
     if (put > 0)
         return mb_error_set(err, MB_EINVAL, "workload '%s' on %s %s is profiled twice (also at %s)",
                             r.workload, r.gpu, r.partition, p->rows[at].source);
@@ -262,16 +281,18 @@ enum col {
     C_IDLE,
     C_MEM,
     C_SOURCE,
-    C_PROXY
+    C_PROXY,
+    C_LIMIT
 };
 static const char *const col_names[] = {"workload", "gpu",     "partition",    "throughput",
                                         "unit",     "power_w", "idle_power_w", "peak_mem_mib",
-                                        "source",   "proxy"};
+                                        "source",   "proxy",   "power_limit_w"};
 #define N_COLS (sizeof(col_names) / sizeof(col_names[0]))
 /* Columns that may be left out of the header entirely. */
 static bool col_optional(size_t c)
 {
-    return c == C_UNIT || c == C_IDLE || c == C_MEM || c == C_SOURCE || c == C_PROXY;
+    return c == C_UNIT || c == C_IDLE || c == C_MEM || c == C_SOURCE || c == C_PROXY ||
+           c == C_LIMIT;
 }
 
 int mb_plan_profiles_load_csv(struct mb_plan_profiles *p, const struct mb_catalog *cat,
@@ -368,6 +389,8 @@ int mb_plan_profiles_load_csv(struct mb_plan_profiles *p, const struct mb_catalo
             badc = C_MEM;
         else if (!parse_bool(v[C_PROXY], &row.proxy))
             badc = C_PROXY;
+        else if (!parse_num(v[C_LIMIT], true, &row.power_limit_w, &range))
+            badc = C_LIMIT;
         if (badc >= 0) {
             st = mb_error_set(err, MB_EPARSE, "%s:%u: field '%s': '%s' is not %s", path, line_no,
                               col_names[badc], v[badc],

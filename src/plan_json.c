@@ -212,6 +212,28 @@ static int print_json(FILE *out, cJSON *o)
     return ferror(out) ? MB_EIO : MB_OK;
 }
 
+int mb_plan_json_write_caps(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p,
+                            const struct mb_plan_cap_result *res, size_t n)
+{
+    cJSON *o = plan_json(c, p);
+    if (!o)
+        return MB_ENOMEM;
+    cJSON_AddItemToObject(o, "power_limit_w", num_or_null(p->power_limit_w));
+    cJSON *arr = cJSON_AddArrayToObject(o, "power_limits");
+    for (size_t i = 0; arr && i < n; i++) {
+        cJSON *x = cJSON_CreateObject();
+        if (!x)
+            break;
+        cJSON_AddItemToArray(arr, x);
+        cJSON_AddItemToObject(x, "power_limit_w", num_or_null(res[i].power_limit_w));
+        cJSON_AddStringToObject(x, "status", res[i].status == MB_OK ? "ok" : "no plan");
+        cJSON_AddItemToObject(x, "energy_j", num_or_null(res[i].energy_j));
+        cJSON_AddItemToObject(x, "makespan_s", num_or_null(res[i].makespan_s));
+        cJSON_AddItemToObject(x, "system_throughput", num_or_null(res[i].system_throughput));
+    }
+    return print_json(out, o);
+}
+
 int mb_plan_json_write(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p)
 {
     return print_json(out, plan_json(c, p));

@@ -19,6 +19,7 @@ struct sample {
     char unit[MB_PLAN_UNIT_MAX];
     char run[MB_PLAN_NAME_MAX];
     bool proxy, emulated;
+    double cap_w; /* the power limit measured under (W); 0: the default */
     double thr, power, idle;
     size_t n, n_idle;
 };
@@ -59,14 +60,14 @@ static const struct mb_gi_profile *proxy_profile(const struct mb_gpu_model *m, d
 /* Adds one measurement of a workload on a partition (throughput, whole-GPU power, idle). */
 static int add_sample(struct acc *a, const struct mb_gpu_model *m, const char *run,
                       const char *workload, const char *unit, const char *part, bool proxy,
-                      bool emulated, double thr, double power, struct mb_opt idle)
+                      bool emulated, double cap_w, double thr, double power, struct mb_opt idle)
 {
     a->used++;
     struct sample *s = NULL;
     for (size_t i = 0; i < a->n && !s; i++) {
         struct sample *x = &a->v[i];
         if (strcmp(x->workload, workload) == 0 && strcmp(x->gpu, m->name) == 0 &&
-            strcmp(x->partition, part) == 0 && x->proxy == proxy)
+            strcmp(x->partition, part) == 0 && x->proxy == proxy && x->cap_w == cap_w)
             s = x;
     }
     if (!s) {
@@ -90,6 +91,7 @@ static int add_sample(struct acc *a, const struct mb_gpu_model *m, const char *r
             *slash = '\0';
         copy(s->run, sizeof(s->run), run);
         s->proxy = proxy;
+        s->cap_w = cap_w;
     }
     s->emulated |= emulated;
     s->thr += thr;
@@ -122,6 +124,13 @@ static int take_cell(struct acc *a, const struct mb_gpu_model *m, bool emulated,
     a->cells++;
     if (!c->ok || c->njobs == 0)
         return MB_OK;
+    /* The power-limit axis: a limit other than the default keys its own rows, in watts. */
+    double cap_w = 0;
+    if (c->power_limit[0] && strcmp(c->power_limit, "default") != 0) {
+        if (!c->enforced_w.valid)
+            return MB_OK;
+        cap_w = c->enforced_w.v;
+    }
     bool excl = strcmp(r->mode, "exclusive") == 0;
     if (c->njobs == 1) {
         const struct mb_an_cell_job *cj = &c->jobs[0];
@@ -142,7 +151,8 @@ static int take_cell(struct acc *a, const struct mb_gpu_model *m, bool emulated,
         if (!part)
             return MB_OK;
         return add_sample(a, m, r->name, rj->workload[0] ? rj->workload : cj->name, rj->unit, part,
-                          proxy, emulated, cj->throughput.v, c->mean_power_w.v, c->idle_power_w);
+                          proxy, emulated, cap_w, cj->throughput.v, c->mean_power_w.v,
+                          c->idle_power_w);
     }
     const struct mb_attribution *at = &c->attr[MB_ATTR_INTERVAL];
     if (!excl || !at->available || !strstr(at->note, "integrated power"))
@@ -154,9 +164,9 @@ static int take_cell(struct acc *a, const struct mb_gpu_model *m, bool emulated,
             cj->window_s.v <= 0)
             continue;
         double power = (double)at->job_mj[i] / 1000.0 / cj->window_s.v;
-        int st =
-            add_sample(a, m, r->name, rj->workload[0] ? rj->workload : cj->name, rj->unit,
-                       MB_PLAN_FULL, false, emulated, cj->throughput.v, power, c->idle_power_w);
+        int st = add_sample(a, m, r->name, rj->workload[0] ? rj->workload : cj->name, rj->unit,
+                            MB_PLAN_FULL, false, emulated, cap_w, cj->throughput.v, power,
+                            c->idle_power_w);
         if (st)
             return st;
     }
@@ -209,6 +219,7 @@ int mb_plan_profiles_load_results(struct mb_plan_profiles *p, const struct mb_ca
         row.peak_mem_mib = NAN; /* cell.json records no per-job memory peak */
         row.proxy = s->proxy;
         row.emulated = s->emulated;
+        row.power_limit_w = s->cap_w > 0 ? s->cap_w : NAN;
         snprintf(row.source, sizeof(row.source), "%s/%s (%zu cell%s%s%s)", dir, s->run, s->n,
                  s->n == 1 ? "" : "s", s->proxy ? ", MPS proxy" : "",
                  s->emulated ? ", EMULATED" : "");

@@ -26,6 +26,7 @@
 #include "migbench/meter.h"
 #include "migbench/proc.h"
 #include "migbench/progress.h"
+#include "runner_power.h"
 
 extern char **environ;
 
@@ -122,7 +123,8 @@ struct cell {
     char fail[REASON_MAX];
     int fail_job; /* -1: the mode */
     int64_t next_tick_ns;
-    struct cooldown cool; /* before the cell */
+    struct cooldown cool;     /* before the cell */
+    struct mb__cell_power pw; /* the run's power limit */
 };
 
 static double wall_s(void)
@@ -1455,6 +1457,7 @@ static cJSON *cell_json(struct cell *c, double started_unix, double offset_s)
     cJSON_AddItemToObject(w, "end_ns", num_or_null(w_ok, (double)c->win_last_ns));
     cJSON_AddItemToObject(w, "seconds", num_or_null(w_ok, secs));
     cJSON_AddItemToObject(o, "device", device_json(c));
+    cJSON_AddItemToObject(o, "power_limit", mb__cell_power_json(&c->pw, c->energy, c->n_energy));
     if (c->run->mode == MB_MODE_MPS) {
         cJSON *mp = cJSON_AddObjectToObject(o, "mps");
         cJSON *arr = cJSON_AddArrayToObject(mp, "thread_percentage");
@@ -1478,6 +1481,47 @@ static cJSON *cell_json(struct cell *c, double started_unix, double offset_s)
 /* ---- the cell
  * ----------------------------------------------------------------------------
  */
+
+/* Sets the run's power limit (the ledger records it first) and journals the change; a limit that
+ * cannot be set fails the cell. Returns a journal error, else MB_OK. */
+static int power_prepare(struct cell *c)
+{
+    struct mb_error e;
+    if (mb__cell_power_prepare(&c->pw, c->o, c->run, &e) != MB_OK) {
+        cell_fail(c, -1, "%s", e.msg);
+        return MB_OK;
+    }
+    if (!c->pw.set)
+        return MB_OK;
+    cJSON *o = jevent("power_limit_set", c);
+    if (o) {
+        cJSON_AddStringToObject(o, "requested", c->pw.requested);
+        cJSON_AddNumberToObject(o, "limit_mw", c->pw.requested_mw);
+        cJSON_AddStringToObject(o, "ledger", c->o->power_ledger);
+    }
+    emit(c, MB_RUNNER_NOTE, "power limit %s (%.0f W) set", c->pw.requested,
+         c->pw.requested_mw / 1000.0);
+    return jappend(c, o);
+}
+
+/* Restores what power_prepare set and journals it; a failed restore fails the cell (the ledger
+ * keeps the record for the next start). Returns a journal error, else MB_OK. */
+static int power_restore(struct cell *c, bool interrupted)
+{
+    struct mb_error e;
+    if (mb__cell_power_restore(&c->pw, c->o, &e) != MB_OK) {
+        if (!interrupted)
+            cell_fail(c, -1, "cannot restore the power limit: %s", e.msg);
+        emit(c, MB_RUNNER_NOTE, "cannot restore the power limit: %s", e.msg);
+        return MB_OK;
+    }
+    if (!c->pw.restored)
+        return MB_OK;
+    cJSON *o = jevent("power_limit_restored", c);
+    if (o)
+        cJSON_AddStringToObject(o, "outcome", mb_powercap_outcome_str(c->pw.outcome));
+    return jappend(c, o);
+}
 
 static double random_offset_s(uint64_t seed, unsigned rep)
 {
@@ -1607,6 +1651,8 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
     double offset_s = random_offset_s(opts->seed, c->rep);
     if (offset_s > 0)
         idle_wait(c, (int64_t)(offset_s * 1e9));
+    if ((rc = power_prepare(c)) != MB_OK || c->failed)
+        goto teardown;
 
     /* Mode. */
     if (c->run->mode == MB_MODE_MIG)
@@ -1670,6 +1716,9 @@ teardown:;
     if (trc != MB_OK && !interrupted)
         cell_fail(c, -1, "could not tear the %s mode down cleanly (see the journal)",
                   mb_exp_mode_str(c->run->mode));
+    int prc = power_restore(c, interrupted);
+    if (rc == MB_OK)
+        rc = prc;
     if (rc != MB_OK)
         goto out;
     if (interrupted || *opts->stop) {

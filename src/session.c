@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "migbench/powercap.h"
 #include "migbench/results.h"
 
 struct mb_session {
@@ -44,6 +45,8 @@ struct mb_session {
     struct mb_journal *journal;
     struct mb_runner_power power;
     struct mb_runner_opts ro;
+    char ledger[PATH_MAX]; /* the power-limit record; "" when limits cannot be set here */
+    const char *helper;    /* MIGBENCH_POWER_HELPER, or NULL */
 };
 
 static void say(struct mb_session *s, enum mb_session_event_kind kind, const char *fmt, ...)
@@ -259,6 +262,82 @@ static int open_device(struct mb_session *s, struct mb_error *err)
     return MB_OK;
 }
 
+/*
+ * The power-limit axis (docs/power.md): where the device can set its limit, the path of its
+ * restore record; elsewhere the runs with a limit other than "default" are skipped with a note.
+ * Changes nothing.
+ */
+static int power_open(struct mb_session *s, char ***notes, size_t *n_notes, struct mb_error *err)
+{
+    char why[MB_ERROR_MSG_MAX] = "the device cannot set its power limit";
+    s->helper = getenv("MIGBENCH_POWER_HELPER");
+    if (s->helper && !s->helper[0])
+        s->helper = NULL;
+    if (s->caps & MB_CAP_SET_POWER_LIMIT) {
+        struct mb_error e;
+        if (mb_powercap_ledger_path(s->o.device_spec, s->info.uuid, getenv("MIGBENCH_STATE_DIR"),
+                                    s->ledger, sizeof(s->ledger), &e) == MB_OK)
+            return MB_OK;
+        s->ledger[0] = '\0';
+        snprintf(why, sizeof(why), "%s", e.msg);
+    }
+    size_t before = *n_notes;
+    int rc = mb_experiment_power_filter(s->exp, s->all, &s->n_all, notes, n_notes, err);
+    for (size_t i = before; rc == MB_OK && i < *n_notes; i++)
+        say(s, MB_SESSION_NOTE, "%s (%s)", (*notes)[i], why);
+    return rc;
+}
+
+/* Every limit the selection will set fits the device's range; changes nothing. */
+static int power_check(struct mb_session *s, struct mb_error *err)
+{
+    if (!s->ledger[0])
+        return MB_OK;
+    struct mb_power_limit pl;
+    int rc = mb_device_power_limit(s->dev, &pl, err);
+    if (rc == MB_OK)
+        rc = mb_experiment_power_check(s->exp, s->sel, s->n_sel, &pl, err);
+    return rc == MB_EPARSE ? mb_error_restatus(err, MB_EINVAL) : rc;
+}
+
+/* Before anything runs: a limit that a dead run set comes back (its record's owner is gone). */
+static int power_recover(struct mb_session *s, struct mb_error *err)
+{
+    if (!s->ledger[0])
+        return MB_OK;
+    struct mb_powercap pc = {s->dev, s->ledger, s->helper};
+    enum mb_powercap_outcome o;
+    int rc = mb_powercap_recover(&pc, &o, err);
+    if (rc != MB_OK) {
+        char msg[MB_ERROR_MSG_MAX];
+        snprintf(msg, sizeof(msg), "%s", err->msg);
+        return mb_error_set(err, rc, "power limit left by an earlier run: %.900s; nothing was run",
+                            msg);
+    }
+    if (o == MB_PC_RESTORED)
+        say(s, MB_SESSION_NOTE, "restored the power limit that an interrupted run had set");
+    else if (o == MB_PC_FOREIGN)
+        say(s, MB_SESSION_NOTE,
+            "an interrupted run's power limit was changed since by someone "
+            "else; left as it is");
+    return MB_OK;
+}
+
+/* On every way out: a limit this process set and has not restored yet goes back now. */
+static void power_close(struct mb_session *s)
+{
+    if (!s->ledger[0] || !s->dev)
+        return;
+    struct mb_powercap pc = {s->dev, s->ledger, s->helper};
+    enum mb_powercap_outcome o;
+    struct mb_error e;
+    if (mb_powercap_restore(&pc, &o, &e) != MB_OK)
+        say(s, MB_SESSION_WARN, "cannot restore the power limit: %s (the next run restores it)",
+            e.msg);
+    else if (o == MB_PC_RESTORED)
+        say(s, MB_SESSION_NOTE, "power limit restored");
+}
+
 static int open_cells(struct mb_session *s, struct mb_error *err)
 {
     char **notes = NULL;
@@ -279,7 +358,10 @@ static int open_cells(struct mb_session *s, struct mb_error *err)
     }
     for (size_t i = shown; i < n_notes; i++)
         say(s, MB_SESSION_NOTE, "%s", notes[i]);
+    rc = power_open(s, &notes, &n_notes, err);
     mb_notes_free(notes, n_notes);
+    if (rc != MB_OK)
+        return rc;
     if (s->n_all == 0)
         return mb_error_set(err, MB_EINVAL, "no run of %s applies to %s", s->exp->path,
                             s->o.device_spec);
@@ -411,6 +493,8 @@ int mb_session_open(const struct mb_experiment *exp, const struct mb_session_opt
         .ctx = opts->ctx,
         .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32),
         .power = &s->power,
+        .power_ledger = s->ledger[0] ? s->ledger : NULL,
+        .power_helper = s->helper,
     };
     *out = s;
     return MB_OK;
@@ -420,6 +504,7 @@ void mb_session_close(struct mb_session *s)
 {
     if (!s)
         return;
+    power_close(s);
     cJSON_Delete(s->events);
     mb_journal_close(s->journal);
     free(s->all);
@@ -617,7 +702,9 @@ int mb_session_check(struct mb_session *s, struct mb_error *err)
     }
     /* Nothing has changed yet: refuse here what cannot run (mps off nvml, MIG disabled). A
      * resume checks after the dead run's leftovers are gone. */
-    int rc = s->o.resume ? MB_OK : preflight(s, err);
+    int rc = power_check(s, err);
+    if (rc == MB_OK && !s->o.resume)
+        rc = preflight(s, err);
     s->checked = rc == MB_OK;
     return rc;
 }
@@ -635,6 +722,8 @@ int mb_session_start(struct mb_session *s, struct mb_error *err)
             MB_OK)
         return rc;
     s->ro.journal = s->journal;
+    if ((rc = power_recover(s, err)) != MB_OK)
+        return rc;
     if (s->o.resume) {
         if ((rc = resume_cleanup(s, err)) != MB_OK)
             return rc;

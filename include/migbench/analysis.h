@@ -118,6 +118,12 @@ struct mb_an_cell {
     double timeline_origin_s;           /* monotonic time of timeline point 0, seconds */
     char timeline_note[MB_AN_TEXT_MAX]; /* why there is no timeline, when there is none */
     int activity_gi; /* activity is per-GI SM utilisation (gi<id>_sm_util_pct), not a share */
+    /* The power-limit axis (cell.json "power_limit"; "" and invalid without it). */
+    char power_limit[32];          /* as requested: "default", "80%", "250W" */
+    char base_run[MB_AN_NAME_MAX]; /* the run as written, before expansion per limit */
+    struct mb_opt enforced_w;      /* the limit in force during the cell */
+    int throttle_valid;            /* throttle reasons were read in the window */
+    uint64_t throttle_reasons;     /* every reason bit seen in the window */
 };
 
 /* One job of a run, aggregated over the run's successful repetitions. */
@@ -160,6 +166,8 @@ struct mb_an_run {
     struct mb_estimate throughput_gain; /* stp - 1: extra work per unit time vs one after another */
     struct mb_attribution attr[MB_ATTR_COUNT]; /* summed over cells with energy */
     int64_t static_mj, dynamic_mj; /* valid when attr[MB_ATTR_STATIC_DYNAMIC].available */
+    char power_limit[32];          /* the power-limit axis: the run's limit, "" without */
+    char base_run[MB_AN_NAME_MAX]; /* the run as written ("" without the axis) */
 };
 
 /* One results directory (one experiment). */

@@ -166,6 +166,41 @@ struct mb_cpuset {
     unsigned cpus[MB_CPUSET_MAX / 8];
 };
 
+/*
+ * A device's power limit ("power cap"), in mW. Fields whose bit is not set in `valid` are unknown
+ * (never 0). The limit applies to the whole GPU: under MIG or MPS every instance and client
+ * shares it.
+ */
+struct mb_power_limit {
+    uint32_t valid;          /* MB_PL_* bits */
+    uint32_t limit_mw;       /* the management limit set now (nvmlDeviceGetPowerManagementLimit) */
+    uint32_t enforced_mw;    /* the limit in force: the lowest of every limit that applies */
+    uint32_t min_mw, max_mw; /* the range a limit may be set in */
+    uint32_t default_mw;     /* the limit after the driver loads */
+    uint64_t throttle_reasons; /* NVML clocks-event reason bits now (MB_THROTTLE_*) */
+};
+enum {
+    MB_PL_LIMIT = 1u << 0,
+    MB_PL_ENFORCED = 1u << 1,
+    MB_PL_RANGE = 1u << 2, /* min_mw and max_mw */
+    MB_PL_DEFAULT = 1u << 3,
+    MB_PL_THROTTLE = 1u << 4,
+};
+
+/* NVML clocks-event (throttle) reason bits that migbench names. */
+#define MB_THROTTLE_GPU_IDLE 0x1ull
+#define MB_THROTTLE_SW_POWER_CAP 0x4ull
+#define MB_THROTTLE_HW_SLOWDOWN 0x8ull
+#define MB_THROTTLE_SW_THERMAL 0x20ull
+#define MB_THROTTLE_HW_THERMAL 0x40ull
+#define MB_THROTTLE_HW_POWER_BRAKE 0x80ull
+
+/*
+ * Writes the names of the reason bits set in reasons, comma-separated ("sw_power_cap,hw_slowdown";
+ * unknown bits as hex), into out (always NUL-terminated, truncated at cap). Returns out.
+ */
+char *mb_throttle_reasons_str(uint64_t reasons, char *out, size_t cap);
+
 struct mb_device;
 
 /*
@@ -227,6 +262,11 @@ struct mb_device_ops {
     /* Host: split the CPUs into n disjoint core sets (for mode: partition). */
     int (*cpu_partitions)(struct mb_device *dev, unsigned n, struct mb_cpuset *out,
                           struct mb_error *err);
+    /* The power limit with its range and default, and the throttle reasons now. */
+    int (*power_limit)(struct mb_device *dev, struct mb_power_limit *out, struct mb_error *err);
+    /* Sets the power limit (MB_CAP_SET_POWER_LIMIT): MB_ERANGE outside [min, max], MB_EPERM
+     * without the privilege. */
+    int (*set_power_limit)(struct mb_device *dev, uint32_t limit_mw, struct mb_error *err);
     /*
      * Optional: the UUID ("GPU-...") of the GPU that id belongs to, where id is a GPU UUID, a MIG
      * device UUID ("MIG-...") or a legacy "MIG-GPU-<uuid>/<gi>/<ci>", searched over every GPU of
@@ -292,6 +332,19 @@ int mb_device_mig_activity(struct mb_device *dev, unsigned gi_id, struct mb_mig_
                            struct mb_error *err);
 int mb_device_cpu_partitions(struct mb_device *dev, unsigned n, struct mb_cpuset *out,
                              struct mb_error *err);
+
+/*
+ * Reads the power limit, its range, default and the throttle reasons into out; fields the device
+ * cannot read are left invalid. MB_EUNSUPPORTED when it has no power limit at all.
+ */
+int mb_device_power_limit(struct mb_device *dev, struct mb_power_limit *out, struct mb_error *err);
+
+/*
+ * Sets the power limit to limit_mw. Changes the GPU for every user until restored: callers go
+ * through the restore ledger (migbench/powercap.h), never straight here. MB_EUNSUPPORTED without
+ * MB_CAP_SET_POWER_LIMIT, MB_ERANGE outside the device's range, MB_EPERM without the privilege.
+ */
+int mb_device_set_power_limit(struct mb_device *dev, uint32_t limit_mw, struct mb_error *err);
 
 #define MB_VISIBLE_ENTRY_MAX 128
 #define MB_DEVICE_SPEC_MAX 1200

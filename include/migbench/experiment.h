@@ -30,6 +30,8 @@
 #define MB_EXP_PATH_MAX 1024
 #define MB_EXP_MAX_OVERRIDES 64
 #define MB_EXP_FILE_MAX (1024 * 1024)
+#define MB_EXP_MAX_POWER_LIMITS 16
+#define MB_EXP_POWER_TEXT_MAX 24
 
 /* How the GPU (or CPU) is shared by the jobs of a run. */
 enum mb_exp_mode {
@@ -97,6 +99,15 @@ struct mb_exp_run {
     unsigned thread_pct[MB_EXP_MAX_JOBS];
     size_t n_match_layout; /* mps: profiles whose compute share sets the percentages, or 0 */
     char match_layout[MB_EXP_MAX_JOBS][MB_PROFILE_NAME_MAX];
+    /* The power-limit axis (docs/power.md). As parsed: the run's own `power_limits` list (or
+     * none). After mb_experiment_expand_power, a run with a list (its own or the global one)
+     * has become one run per limit, named "<run>.cap-<limit>", each with power_limit set and
+     * base_run naming the run as written. */
+    size_t n_power_limits;
+    char power_limits[MB_EXP_MAX_POWER_LIMITS][MB_EXP_POWER_TEXT_MAX];
+    unsigned power_limits_line;
+    char power_limit[MB_EXP_POWER_TEXT_MAX]; /* "default", "80%", "250W"; "" without the axis */
+    char base_run[MB_EXP_NAME_MAX];          /* the run as written; "" without the axis */
 };
 
 struct mb_exp_measure {
@@ -142,6 +153,10 @@ struct mb_experiment {
     size_t n_runs;
     struct mb_exp_run runs[MB_EXP_MAX_RUNS];
     struct mb_exp_measure measure;
+    /* The global `power_limits` list: applies to every run without its own. */
+    size_t n_power_limits;
+    char power_limits[MB_EXP_MAX_POWER_LIMITS][MB_EXP_POWER_TEXT_MAX];
+    unsigned power_limits_line;
     struct mb_exp_slurm slurm;
 };
 
@@ -244,6 +259,37 @@ int mb_experiment_cells(const struct mb_experiment *exp, uint32_t caps, const ch
 int mb_experiment_check_cells(const struct mb_experiment *exp, const struct mb_gpu_model *model,
                               struct mb_cell *cells, size_t *n_cells, char ***notes,
                               size_t *n_notes, struct mb_error *err);
+
+/*
+ * The power-limit axis: replaces every run that has a `power_limits` list (its own, else the
+ * global one) by one run per limit, in list order, named "<run>.cap-<limit>" ("default",
+ * "80pct", "250W"), so that cells become run x limit x repetition and each limit's results live
+ * in their own run directory. Each limit is checked with mb_powercap_parse. MB_EPARSE with the
+ * file, line and field for a bad limit, a limit listed twice, a name that no longer fits or
+ * collides, or more than MB_EXP_MAX_RUNS runs in all. Idempotent: expanded runs are kept.
+ */
+int mb_experiment_expand_power(struct mb_experiment *exp, struct mb_error *err);
+
+/*
+ * For a device that cannot set its power limit (no MB_CAP_SET_POWER_LIMIT): removes the cells of
+ * runs with a limit other than "default" (order kept, *n_cells shrinks) with one note per run
+ * ("run 'x.cap-80pct' skipped: its 80% power limit cannot be set here"), appended to *notes as in
+ * mb_experiment_cells. The default limit's runs stay: they change nothing.
+ */
+int mb_experiment_power_filter(const struct mb_experiment *exp, struct mb_cell *cells,
+                               size_t *n_cells, char ***notes, size_t *n_notes,
+                               struct mb_error *err);
+
+/*
+ * Before anything runs: every power limit the cells will set resolves within the device's range
+ * pl (from mb_device_power_limit). MB_EPARSE with the file, line and field of the first limit
+ * that does not ("exp.yaml:5: field 'power_limits': 20% is 140 W, outside this GPU's range
+ * 210..700 W"); MB_EUNSUPPORTED when pl lacks the range or default.
+ */
+struct mb_power_limit;
+int mb_experiment_power_check(const struct mb_experiment *exp, const struct mb_cell *cells,
+                              size_t n_cells, const struct mb_power_limit *pl,
+                              struct mb_error *err);
 
 /* Frees notes from mb_experiment_cells. */
 void mb_notes_free(char **notes, size_t n);

@@ -81,7 +81,9 @@ struct mb_energy {
     struct mb_sensor_info sensor;
     int64_t interval_ns;
     int64_t min_window_ns;
-    int64_t power_shift_ns; /* the shift applied to power readings (W/2) */
+    int64_t power_shift_ns;    /* the shift applied to power readings (W/2) */
+    bool throttle_valid;       /* some sample in the window read the throttle reasons */
+    uint64_t throttle_reasons; /* every reason bit seen in the window (OR over samples) */
 };
 
 /* Totals since start. */

@@ -52,6 +52,9 @@ struct mb_plan_profile {
     char source[MB_PLAN_SOURCE_MAX];     /* "profiles.csv:4 (runA/0)" */
     bool proxy;
     bool emulated; /* from an emulated device (results directories): modelled, not measured */
+    /* The GPU power limit the row was measured under, in W; 0 or NaN: the default limit. Rows of
+     * one workload, GPU and partition may differ only in it. */
+    double power_limit_w;
 };
 
 /* A collection of profile rows. */
@@ -158,6 +161,7 @@ struct mb_plan_options {
     size_t exact_max_jobs; /* one GPU and at most this many jobs: exact search; 0 means 10 */
     bool heuristic;        /* force the heuristic even where exact search would run */
     bool no_full;          /* do not consider running a GPU with MIG off */
+    double power_limit_w;  /* use the rows measured under this limit (W); 0 or NaN: default */
 };
 
 /* One job in a plan. */
@@ -207,6 +211,7 @@ struct mb_plan {
     double power_w;           /* predicted fleet power */
     double bound_throughput;  /* upper bound for heuristic plans */
     size_t nodes;             /* search nodes visited (exact) or moves tried (heuristic) */
+    double power_limit_w;     /* the power limit every GPU is set to (W); NaN: the default */
 };
 
 /*
@@ -229,6 +234,31 @@ int mb_plan_solve(const struct mb_gpu_model *model, const struct mb_plan_profile
 int mb_plan_pareto(const struct mb_gpu_model *model, const struct mb_plan_profiles *profiles,
                    const struct mb_plan_job *jobs, size_t n_jobs, const struct mb_plan_options *opt,
                    struct mb_plan **out, size_t cap, size_t *n, struct mb_error *err);
+
+/* Most candidate power limits mb_plan_solve_caps is given by the CLI. */
+#define MB_PLAN_MAX_CAPS 16
+
+/* The outcome of one candidate power limit in mb_plan_solve_caps. */
+struct mb_plan_cap_result {
+    double power_limit_w; /* the candidate (W); NaN: the default limit */
+    int status;           /* MB_OK, MB_EINFEASIBLE, MB_EINVAL (no rows for it), ... */
+    double energy_j, makespan_s, system_throughput; /* of its best plan; NaN when none */
+    bool exact;
+};
+
+/*
+ * Chooses the power limit together with the layout and the assignment: solves once per candidate
+ * limit caps_w[i] (W; 0 or NaN: the default), each with the profile rows measured under that
+ * limit, and returns in *out the plan that is best under opt->objective (least energy, shortest
+ * makespan or most throughput; ties go to the earlier candidate). Every GPU of the plan gets the
+ * same limit (plan->power_limit_w). results (may be NULL) gets n_caps entries, one per candidate.
+ * Errors as mb_plan_solve when no candidate yields a plan (the first candidate's error).
+ */
+int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_profiles *profiles,
+                       const struct mb_plan_job *jobs, size_t n_jobs,
+                       const struct mb_plan_options *opt, const double *caps_w, size_t n_caps,
+                       struct mb_plan_cap_result *results, struct mb_plan **out,
+                       struct mb_error *err);
 
 /* Releases a plan; NULL is a no-op. */
 void mb_plan_destroy(struct mb_plan *plan);

@@ -56,6 +56,14 @@ double mb_plan_pct_less(double base, double x);
  */
 int mb_plan_json_write(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p);
 
+/*
+ * As mb_plan_json_write, for a plan chosen among power limits (mb_plan_solve_caps): adds
+ * power_limit_w (the chosen limit, null for the default) and power_limits (one entry per
+ * candidate: power_limit_w, status "ok" or "no plan", energy_j, makespan_s, system_throughput).
+ */
+int mb_plan_json_write_caps(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p,
+                            const struct mb_plan_cap_result *res, size_t n);
+
 /* Writes an energy vs makespan front as {"pareto": [plan, ...]}; returns as mb_plan_json_write. */
 int mb_plan_json_write_pareto(FILE *out, const struct mb_plan_context *c,
                               struct mb_plan *const *plans, size_t n);

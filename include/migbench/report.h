@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "migbench/analysis.h"
+#include "migbench/powersel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,6 +39,14 @@ const char *mb_report_format_name(enum mb_report_format fmt);
  * unknown format) or MB_EIO when out reports a write error (ferror). Does not flush or close out.
  */
 int mb_report_write(FILE *out, const struct mb_analysis *a, enum mb_report_format fmt);
+
+/*
+ * As mb_report_write, with the power-limit selection rule (migbench/powersel.h; NULL: the
+ * energy rule) that the power-limit axis shows besides the energy-optimal limit (table, md and
+ * json; docs/power.md).
+ */
+int mb_report_write_rule(FILE *out, const struct mb_analysis *a, enum mb_report_format fmt,
+                         const struct mb_power_rule_opts *rule);
 
 /*
  * Renders a into a new NUL-terminated buffer: *text (the caller frees it) of *len bytes (the NUL

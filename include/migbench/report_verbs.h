@@ -36,6 +36,8 @@ struct mb_device_report {
     struct mb_sensor_info sensor;
     int tel_rc;
     struct mb_telemetry tel;
+    int pl_rc; /* the power limit (docs/power.md); settable: MB_CAP_SET_POWER_LIMIT in caps */
+    struct mb_power_limit pl;
     int mode_rc;
     struct mb_mig_mode mode;
     int prof_rc;

@@ -3,12 +3,13 @@
  * The cell runner: runs one cell (a run x one repetition) of an experiment on an open device and
  * describes it as cell.json (docs/results.md).
  *
- * A cell: cool down (after an earlier cell) -> prepare the sharing mode (MIG instances, MPS
+ * A cell: cool down (after an earlier cell) -> set the run's power limit (recorded in the restore
+ * ledger first, migbench/powercap.h) -> prepare the sharing mode (MIG instances, MPS
  * daemon, CPU partitions) -> idle baseline -> spawn the jobs (own process groups, bounded logs,
  * progress pipes) -> warm-up -> measurement window -> stop the jobs (SIGTERM, SIGKILL after the
- * grace period) -> tear the mode down. In exclusive mode the jobs run one after another, each with
- * its own warm-up and window. Telemetry is sampled from the device throughout and kept in the
- * cell's telemetry.csv.
+ * grace period) -> tear the mode down -> restore the power limit. In exclusive mode the jobs run
+ * one after another, each with its own warm-up and window. Telemetry is sampled from the device
+ * throughout and kept in the cell's telemetry.csv.
  *
  * Every MIG instance and MPS daemon is written to the journal before the runner goes on, and
  * removed (and journaled as removed) on every exit path, including interruption.
@@ -87,6 +88,11 @@ struct mb_runner_opts {
     void *ctx;
     uint64_t seed;                 /* for the random start offset of repetitions */
     struct mb_runner_power *power; /* experiment-wide cool-down state; NULL: no cool-downs */
+    /* The power-limit axis (a run with power_limit): the device's restore-ledger record
+     * (mb_powercap_ledger_path) and the site's privileged helper (NULL: set through the device).
+     * A capped run without a ledger path fails its cells. */
+    const char *power_ledger;
+    const char *power_helper;
 };
 
 /*

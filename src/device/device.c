@@ -306,6 +306,51 @@ int mb_device_cpu_partitions(struct mb_device *dev, unsigned n, struct mb_cpuset
     CALL(dev, cpu_partitions, err, n, out, err);
 }
 
+int mb_device_power_limit(struct mb_device *dev, struct mb_power_limit *out, struct mb_error *err)
+{
+    CALL(dev, power_limit, err, out, err);
+}
+
+int mb_device_set_power_limit(struct mb_device *dev, uint32_t limit_mw, struct mb_error *err)
+{
+    CALL(dev, set_power_limit, err, limit_mw, err);
+}
+
+char *mb_throttle_reasons_str(uint64_t reasons, char *out, size_t cap)
+{
+    static const struct {
+        uint64_t bit;
+        const char *name;
+    } names[] = {
+        {MB_THROTTLE_GPU_IDLE, "gpu_idle"},
+        {0x2ull, "applications_clocks"},
+        {MB_THROTTLE_SW_POWER_CAP, "sw_power_cap"},
+        {MB_THROTTLE_HW_SLOWDOWN, "hw_slowdown"},
+        {0x10ull, "sync_boost"},
+        {MB_THROTTLE_SW_THERMAL, "sw_thermal"},
+        {MB_THROTTLE_HW_THERMAL, "hw_thermal"},
+        {MB_THROTTLE_HW_POWER_BRAKE, "hw_power_brake"},
+        {0x100ull, "display_clocks"},
+    };
+    if (!out || cap == 0)
+        return out;
+    out[0] = '\0';
+    size_t used = 0;
+    uint64_t left = reasons;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (!(reasons & names[i].bit))
+            continue;
+        left &= ~names[i].bit;
+        int w = snprintf(out + used, cap - used, "%s%s", used ? "," : "", names[i].name);
+        if (w < 0 || (size_t)w >= cap - used)
+            return out;
+        used += (size_t)w;
+    }
+    if (left)
+        snprintf(out + used, cap - used, "%s0x%llx", used ? "," : "", (unsigned long long)left);
+    return out;
+}
+
 /* ---- CUDA_VISIBLE_DEVICES ------------------------------------------------------------------ */
 
 /* Parses "MIG-GPU-<uuid>/<gi>/<ci>" into "GPU-<uuid>", gi and ci; false for any other shape. */

@@ -5,8 +5,20 @@
  * stated model: idle + load * (max - idle), or a piecewise-linear trace; the energy counter is
  * the exact integral of that function since open. The reported power is that function seen
  * through the model's sensor: a boxcar (instant) or moving (averaged) window, published once per
- * update period. With state=PATH the MIG state and processes live in a JSON file guarded by
- * flock, so that separate processes see one GPU.
+ * update period. With state=PATH the MIG state, processes and power limit live in a JSON file
+ * guarded by flock, so that separate processes see one GPU.
+ *
+ * The power limit (a stated DVFS model, emulation, not a measurement). Let D = max_w - idle_w and
+ * s = f / f_max the SM clock as a fraction of its maximum. Dynamic power is D * load * g(s) with
+ * g(s) = s^3 while the voltage follows the clock (P ~ f V^2, V ~ f: s >= S_VFLOOR = 0.7) and
+ * g(s) = s * S_VFLOOR^2 below that, where the voltage stays at its floor (P ~ f). Under a limit L
+ * below idle_w + D * load the clock drops to the s that fits, g(s) = (L - idle_w) / (D * load),
+ * floored at s_min = sm_idle_mhz / sm_max_mhz; the power is then idle_w + D * load * g(s) (the
+ * limit, unless the floor binds), the throttle reason "sw power cap" is set, and the work rate of
+ * compute-bound work is proportional to s (mb__emu_speed). The energy counter stays the exact
+ * integral of this clipped power. The default and maximum limit is max_w; the minimum is
+ * min_limit_w (default 30% of max_w). With trace= the trace is played as given and the limit
+ * cannot be set.
  */
 #include "device/emu.h"
 
@@ -14,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +104,10 @@ static const struct emu_model_defaults generic_defaults = {NULL,  NULL, 60,   40
     X(mig_activity)                                                                                \
     X(attach_process)                                                                              \
     X(detach_process)                                                                              \
-    X(reset)
+    X(reset)                                                                                       \
+    X(power_limit)                                                                                 \
+    X(set_power_limit)                                                                             \
+    X(speed)
 
 enum emu_op {
 #define EMU_OP_ENUM(n) OP_##n,
@@ -124,6 +140,7 @@ struct emu_proc {
     int gi, ci;
     uint64_t mem_bytes;
     char name[64];
+    bool live; /* a real process of this host: dropped when its pid no longer exists */
 };
 
 /* Everything that a state file shares between processes. */
@@ -132,7 +149,11 @@ struct emu_state {
     struct emu_gi gi[EMU_MAX_GI];
     size_t n_procs;
     struct emu_proc procs[MB_MAX_PROCESSES];
+    uint32_t limit_mw; /* the power limit set; 0: the default (never set) */
 };
+
+/* The clock fraction below which the voltage stays at its floor (see the model above). */
+#define S_VFLOOR 0.7
 
 struct emu_fault {
     enum emu_op op;
@@ -163,6 +184,9 @@ struct emu {
     struct emu_state st;
     /* Power model. */
     double idle_w, max_w;
+    double min_limit_w;  /* lowest settable power limit; default and maximum are max_w */
+    bool limit_denied;   /* limit_perm=deny: setting the limit answers "no permission" */
+    double init_limit_w; /* limit_w=: the limit of a new GPU; 0: the default */
     bool load_fixed;
     double load;
     struct emu_trace_pt *trace;
@@ -296,6 +320,40 @@ static double power_at(const struct emu *e, int64_t t_ns)
     return e->seg[i].power_w;
 }
 
+static double limit_w(const struct emu *e)
+{
+    return e->st.limit_mw ? (double)e->st.limit_mw / 1000.0 : e->max_w;
+}
+
+static double vf_curve(double s)
+{
+    return s >= S_VFLOOR ? s * s * s : s * S_VFLOOR * S_VFLOOR;
+}
+
+static double min_speed(const struct emu *e)
+{
+    return e->defs.sm_max_mhz ? (double)e->defs.sm_idle_mhz / (double)e->defs.sm_max_mhz : 0.1;
+}
+
+/* The clock fraction at which `load` fits under the power limit (1 when it fits at full clock). */
+static double speed_for(const struct emu *e, double load)
+{
+    double dyn = (e->max_w - e->idle_w) * load;
+    double room = limit_w(e) - e->idle_w;
+    if (dyn <= 0 || dyn <= room)
+        return 1.0;
+    double g = room > 0 ? room / dyn : 0;
+    double s = g >= S_VFLOOR * S_VFLOOR * S_VFLOOR ? cbrt(g) : g / (S_VFLOOR * S_VFLOOR);
+    double lo = min_speed(e);
+    return s < lo ? lo : (s > 1 ? 1 : s);
+}
+
+/* The power drawn at `load` under the power limit. */
+static double model_power(const struct emu *e, double load)
+{
+    return e->idle_w + (e->max_w - e->idle_w) * load * vf_curve(speed_for(e, load));
+}
+
 /* The load that the attached processes put on the GPU (when load= and trace= are not given). */
 static double auto_load(const struct emu *e)
 {
@@ -322,9 +380,9 @@ static double auto_load(const struct emu *e)
 /* Starts a new constant-power segment when the load changed (processes came or went). */
 static void update_load(struct emu *e)
 {
-    if (e->trace || e->load_fixed)
+    if (e->trace)
         return;
-    double w = e->idle_w + auto_load(e) * (e->max_w - e->idle_w);
+    double w = model_power(e, e->load_fixed ? e->load : auto_load(e));
     struct emu_segment *last = &e->seg[e->n_seg - 1];
     if (w == last->power_w)
         return;
@@ -493,6 +551,23 @@ static int json_list(const cJSON *obj, const char *field, const char *where, con
     return MB_OK;
 }
 
+/* The optional power limit of a state: absent is the default; else within the device's range. */
+static int limit_from_json(const struct emu *e, const cJSON *root, struct emu_state *st,
+                           struct mb_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "power_limit_mw");
+    if (!v)
+        return MB_OK;
+    double lo = floor(e->min_limit_w * 1000.0), hi = ceil(e->max_w * 1000.0);
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < lo ||
+        v->valuedouble > hi)
+        return mb_error_set(err, MB_EPARSE,
+                            "%s: field 'power_limit_mw' out of range (%.0f..%.0f mW for this GPU)",
+                            e->state_path, lo, hi);
+    st->limit_mw = (uint32_t)v->valuedouble;
+    return MB_OK;
+}
+
 static int state_from_json(const struct emu *e, const char *text, struct emu_state *st,
                            struct mb_error *err)
 {
@@ -519,6 +594,8 @@ static int state_from_json(const struct emu *e, const char *text, struct emu_sta
         goto done;
     }
     memset(st, 0, sizeof(*st));
+    if ((rc = limit_from_json(e, root, st, err)) != MB_OK)
+        goto done;
     unsigned cur = 0, pend = 0;
     if ((rc = json_uint(root, "mig_current", 1, &cur, path, err)) ||
         (rc = json_uint(root, "mig_pending", 1, &pend, path, err)))
@@ -601,6 +678,7 @@ static int state_from_json(const struct emu *e, const char *text, struct emu_sta
             }
         pr->pid = pid;
         pr->mem_bytes = (uint64_t)mem->valuedouble;
+        pr->live = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "live"));
         if (cJSON_IsString(name))
             snprintf(pr->name, sizeof(pr->name), "%s", name->valuestring);
         st->n_procs++;
@@ -621,6 +699,8 @@ static cJSON *state_to_json(const struct emu *e)
     cJSON_AddStringToObject(root, "uuid", e->uuid);
     cJSON_AddNumberToObject(root, "mig_current", e->st.mig_current);
     cJSON_AddNumberToObject(root, "mig_pending", e->st.mig_pending);
+    if (e->st.limit_mw)
+        cJSON_AddNumberToObject(root, "power_limit_mw", e->st.limit_mw);
     cJSON *gis = cJSON_AddArrayToObject(root, "gpu_instances");
     for (unsigned g = 0; gis && g < EMU_MAX_GI; g++) {
         const struct emu_gi *gi = &e->st.gi[g];
@@ -660,6 +740,8 @@ static cJSON *state_to_json(const struct emu *e)
         cJSON_AddNumberToObject(o, "ci", p->ci);
         cJSON_AddNumberToObject(o, "mem_bytes", (double)p->mem_bytes);
         cJSON_AddStringToObject(o, "name", p->name);
+        if (p->live)
+            cJSON_AddBoolToObject(o, "live", true);
     }
     return root;
 }
@@ -701,6 +783,39 @@ static int state_save(struct emu *e, struct mb_error *err)
 
 /* ---- operation framing: faults, locking, state ----------------------------------------- */
 
+/* True when pid is gone or a zombie: it has exited, and a driver has torn its context down. */
+static bool pid_dead(unsigned pid)
+{
+    if (kill((pid_t)pid, 0) != 0)
+        return errno == ESRCH;
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* Drops live processes whose pid is gone (a job that was killed cannot detach itself); true if
+ * any was dropped. */
+static bool prune_dead(struct emu *e)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < e->st.n_procs; i++) {
+        const struct emu_proc *p = &e->st.procs[i];
+        if (p->live && pid_dead(p->pid))
+            continue;
+        e->st.procs[kept++] = *p;
+    }
+    bool pruned = kept != e->st.n_procs;
+    e->st.n_procs = kept;
+    return pruned;
+}
+
 /* Counts the call and applies injected faults, then locks and loads the shared state. */
 static int op_begin(struct emu *e, enum emu_op op, struct mb_error *err)
 {
@@ -715,12 +830,17 @@ static int op_begin(struct emu *e, enum emu_op op, struct mb_error *err)
             return mb_error_set(err, e->faults[i].status,
                                 "emu: %s (injected failure of %s call %llu)",
                                 mb_status_str(e->faults[i].status), op_names[op], e->faults[i].nth);
-    if (!e->state_path[0])
+    if (!e->state_path[0]) {
+        if (prune_dead(e))
+            update_load(e);
         return MB_OK;
+    }
     if (flock(e->lock_fd, LOCK_EX) != 0)
         return mb_error_set(err, MB_EIO, "%s: lock: %s", e->state_path, strerror(errno));
     bool found;
     int rc = state_load(e, &found, err);
+    if (rc == MB_OK && prune_dead(e))
+        rc = state_save(e, err);
     if (rc != MB_OK) {
         flock(e->lock_fd, LOCK_UN);
         return rc;
@@ -967,6 +1087,22 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
             e->max_w = d;
             o->have_max = true;
         }
+    } else if (strcmp(key, "min_limit_w") == 0 || strcmp(key, "limit_w") == 0) {
+        if (mb__spec_double(key, val, &d, err) || d <= 0 || d > 100000)
+            return mb_error_set(err, MB_EINVAL, "option %s=%s: expected watts in 0..100000", key,
+                                val);
+        if (key[0] == 'm')
+            e->min_limit_w = d;
+        else
+            e->init_limit_w = d;
+    } else if (strcmp(key, "limit_perm") == 0) {
+        if (strcmp(val, "deny") == 0)
+            e->limit_denied = true;
+        else if (strcmp(val, "allow") == 0)
+            e->limit_denied = false;
+        else
+            return mb_error_set(err, MB_EINVAL, "option limit_perm=%s: expected allow or deny",
+                                val);
     } else if (strcmp(key, "load") == 0) {
         if (mb__spec_double(key, val, &d, err) || d < 0 || d > 1)
             return mb_error_set(err, MB_EINVAL, "option load=%s: expected 0..1", val);
@@ -1025,10 +1161,25 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
     } else {
         return mb_error_set(err, MB_EINVAL,
                             "unknown emu option '%s' (known: mig, index, state, catalog, idle_w, "
-                            "max_w, load, trace, energy0_mj, wrap_mj, energy_update_ms, counter, "
-                            "sensor, update_ms, avg_ms, clock, fail, lost_after)",
+                            "max_w, min_limit_w, limit_w, limit_perm, load, trace, energy0_mj, "
+                            "wrap_mj, energy_update_ms, counter, sensor, update_ms, avg_ms, clock, "
+                            "fail, lost_after)",
                             key);
     }
+    return MB_OK;
+}
+
+/* Checks the power-limit options against the power model once idle_w and max_w are known. */
+static int limit_options(struct emu *e, struct mb_error *err)
+{
+    if (e->min_limit_w == 0)
+        e->min_limit_w = 0.3 * e->max_w;
+    if (e->min_limit_w > e->max_w)
+        return mb_error_set(err, MB_EINVAL, "emu: min_limit_w (%g) is above max_w (%g)",
+                            e->min_limit_w, e->max_w);
+    if (e->init_limit_w && (e->init_limit_w < e->min_limit_w || e->init_limit_w > e->max_w))
+        return mb_error_set(err, MB_EINVAL, "emu: limit_w (%g) is outside %g..%g W",
+                            e->init_limit_w, e->min_limit_w, e->max_w);
     return MB_OK;
 }
 
@@ -1116,6 +1267,8 @@ int mb__emu_open(const char *args, struct mb_device **out, struct mb_error *err)
                           e->max_w);
         goto fail;
     }
+    if ((rc = limit_options(e, err)) != MB_OK)
+        goto fail;
     sensor_defaults(e, &o);
     if (o.trace[0] && e->load_fixed) {
         rc = mb_error_set(err, MB_EINVAL, "emu: give load= or trace=, not both");
@@ -1129,6 +1282,8 @@ int mb__emu_open(const char *args, struct mb_device **out, struct mb_error *err)
     make_uuid("GPU-", text, e->uuid, sizeof(e->uuid));
 
     state_init(&e->st, o.mig > 0);
+    if (e->init_limit_w && !o.trace[0])
+        e->st.limit_mw = (uint32_t)llround(e->init_limit_w * 1000.0);
     if (e->state_path[0]) {
         char lock[EMU_PATH_MAX + 8];
         snprintf(lock, sizeof(lock), "%s.lock", e->state_path);
@@ -1152,7 +1307,7 @@ int mb__emu_open(const char *args, struct mb_device **out, struct mb_error *err)
     e->open_ns = mb_clock_monotonic_ns();
     e->n_seg = 1;
     double l = e->load_fixed ? e->load : auto_load(e);
-    e->seg[0] = (struct emu_segment){0, 0.0, e->idle_w + l * (e->max_w - e->idle_w)};
+    e->seg[0] = (struct emu_segment){0, 0.0, model_power(e, l)};
     *out = &e->base;
     return MB_OK;
 fail:
@@ -1252,11 +1407,13 @@ static int emu_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct
     out->mem_used_bytes = procs_mem(e, -1);
     out->valid |= MB_TEL_MEM_USED;
     double p = power_at(e, now);
-    out->clock_sm_mhz = p > e->idle_w ? e->defs.sm_max_mhz : e->defs.sm_idle_mhz;
+    double speed = e->trace ? 1.0 : speed_for(e, load);
+    out->clock_sm_mhz =
+        p > e->idle_w ? (uint32_t)lround(e->defs.sm_max_mhz * speed) : e->defs.sm_idle_mhz;
     out->clock_mem_mhz = e->defs.mem_mhz;
     out->temp_c = (int32_t)lround(30.0 + (e->max_w > 0 ? 50.0 * p / e->max_w : 0.0));
-    out->throttle_reasons = 0;
-    out->power_limit_mw = to_mw(e->max_w);
+    out->throttle_reasons = speed < 1.0 ? MB_THROTTLE_SW_POWER_CAP : 0;
+    out->power_limit_mw = to_mw(limit_w(e));
     out->valid |=
         MB_TEL_CLOCK_SM | MB_TEL_CLOCK_MEM | MB_TEL_TEMP | MB_TEL_THROTTLE | MB_TEL_POWER_LIMIT;
     return op_end(e, MB_OK, false, err);
@@ -1270,6 +1427,8 @@ static uint32_t emu_caps(struct mb_device *dev)
         caps |= MB_CAP_MIG | MB_CAP_SET_MIG_MODE;
     if (e->counter)
         caps |= MB_CAP_ENERGY_COUNTER;
+    if (!e->trace)
+        caps |= MB_CAP_SET_POWER_LIMIT;
     return caps;
 }
 
@@ -1908,10 +2067,66 @@ static int emu_mig_activity(struct mb_device *dev, unsigned gi_id, struct mb_mig
     return op_end(e, MB_OK, false, err);
 }
 
+/* ---- power limit ------------------------------------------------------------------------ */
+
+static int emu_power_limit(struct mb_device *dev, struct mb_power_limit *out, struct mb_error *err)
+{
+    struct emu *e = as_emu(dev);
+    int rc = op_begin(e, OP_power_limit, err);
+    if (rc)
+        return rc;
+    memset(out, 0, sizeof(*out));
+    out->limit_mw = out->enforced_mw = to_mw(limit_w(e));
+    out->default_mw = out->max_mw = to_mw(e->max_w);
+    out->min_mw = to_mw(e->min_limit_w);
+    int64_t now = emu_now(e);
+    double speed = e->trace ? 1.0 : speed_for(e, current_load(e, now));
+    out->throttle_reasons = speed < 1.0 ? MB_THROTTLE_SW_POWER_CAP : 0;
+    out->valid = MB_PL_LIMIT | MB_PL_ENFORCED | MB_PL_RANGE | MB_PL_DEFAULT | MB_PL_THROTTLE;
+    return op_end(e, MB_OK, false, err);
+}
+
+static int emu_set_power_limit(struct mb_device *dev, uint32_t limit_mw, struct mb_error *err)
+{
+    struct emu *e = as_emu(dev);
+    if (e->trace)
+        return mb_error_set(err, MB_EUNSUPPORTED,
+                            "emu: the power limit cannot be set while a power trace plays");
+    int rc = op_begin(e, OP_set_power_limit, err);
+    if (rc)
+        return rc;
+    uint32_t lo = to_mw(e->min_limit_w), hi = to_mw(e->max_w);
+    if (e->limit_denied)
+        rc = mb_error_set(err, MB_EPERM,
+                          "emu %s: setting the power limit needs root (emulated: limit_perm=deny)",
+                          e->model->name);
+    else if (limit_mw < lo || limit_mw > hi)
+        rc =
+            mb_error_set(err, MB_ERANGE, "emu %s: power limit %u mW is outside the range %u..%u mW",
+                         e->model->name, limit_mw, lo, hi);
+    if (rc != MB_OK)
+        return op_end(e, rc, false, err);
+    /* The default is stored as "never set", so a restored GPU's state reads as it did before. */
+    e->st.limit_mw = limit_mw == hi ? 0 : limit_mw;
+    return op_end(e, MB_OK, true, err);
+}
+
+int mb__emu_speed(struct mb_device *dev, double *speed, struct mb_error *err)
+{
+    if (!mb__emu_is(dev))
+        return mb_error_set(err, MB_EINVAL, "not an emulated device");
+    struct emu *e = as_emu(dev);
+    int rc = op_begin(e, OP_speed, err);
+    if (rc)
+        return rc;
+    *speed = e->trace ? 1.0 : speed_for(e, current_load(e, emu_now(e)));
+    return op_end(e, MB_OK, false, err);
+}
+
 /* ---- test and fake-NVML entry points --------------------------------------------------- */
 
-int mb__emu_attach_process(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
-                           uint64_t mem_bytes, const char *name, struct mb_error *err)
+static int attach(struct mb_device *dev, unsigned pid, int gi_id, int ci_id, uint64_t mem_bytes,
+                  const char *name, bool live, struct mb_error *err)
 {
     if (!mb__emu_is(dev))
         return mb_error_set(err, MB_EINVAL, "not an emulated device");
@@ -1954,9 +2169,22 @@ int mb__emu_attach_process(struct mb_device *dev, unsigned pid, int gi_id, int c
     if (rc != MB_OK)
         return op_end(e, rc, false, err);
     struct emu_proc *p = &e->st.procs[e->st.n_procs++];
-    *p = (struct emu_proc){.pid = pid, .gi = gi_id, .ci = ci_id, .mem_bytes = mem_bytes};
+    *p = (struct emu_proc){
+        .pid = pid, .gi = gi_id, .ci = ci_id, .mem_bytes = mem_bytes, .live = live};
     snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
     return op_end(e, MB_OK, true, err);
+}
+
+int mb__emu_attach_process(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
+                           uint64_t mem_bytes, const char *name, struct mb_error *err)
+{
+    return attach(dev, pid, gi_id, ci_id, mem_bytes, name, false, err);
+}
+
+int mb__emu_attach_live(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
+                        uint64_t mem_bytes, const char *name, struct mb_error *err)
+{
+    return attach(dev, pid, gi_id, ci_id, mem_bytes, name, true, err);
 }
 
 int mb__emu_detach_process(struct mb_device *dev, unsigned pid, struct mb_error *err)
@@ -2024,4 +2252,6 @@ const struct mb_device_ops mb__emu_ops = {
     .mig_destroy_gi = emu_mig_destroy_gi,
     .processes = emu_processes,
     .mig_activity = emu_mig_activity,
+    .power_limit = emu_power_limit,
+    .set_power_limit = emu_set_power_limit,
 };

@@ -12,6 +12,8 @@
  *   MB_ENOTFOUND     NOT_FOUND               unknown GPU- or compute-instance id
  *   MB_EGONE         GPU_IS_LOST             after lost_after=N calls
  *   MB_ERANGE        INSUFFICIENT_SIZE       an output array too small (*n says how many)
+ *                    INVALID_ARGUMENT        (set power limit) a limit outside min..max
+ *   MB_EPERM         NO_PERMISSION           set power limit with limit_perm=deny
  */
 #ifndef MIGBENCH_DEVICE_EMU_H
 #define MIGBENCH_DEVICE_EMU_H
@@ -39,6 +41,20 @@ const struct mb_gpu_model *mb__emu_model(const struct mb_device *dev);
  */
 int mb__emu_attach_process(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
                            uint64_t mem_bytes, const char *name, struct mb_error *err);
+
+/*
+ * As mb__emu_attach_process, for a real process of this host (a modelled workload attaching
+ * itself): the emulator drops it once its pid no longer exists, as a driver forgets a process
+ * that died.
+ */
+int mb__emu_attach_live(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
+                        uint64_t mem_bytes, const char *name, struct mb_error *err);
+
+/*
+ * The SM clock as a fraction of its maximum (0 < *speed <= 1) at the current load under the
+ * current power limit (the model in emu.c): the work rate of compute-bound work scales with it.
+ */
+int mb__emu_speed(struct mb_device *dev, double *speed, struct mb_error *err);
 
 /* Removes an emulated process; MB_ENOTFOUND if there is none with that pid. */
 int mb__emu_detach_process(struct mb_device *dev, unsigned pid, struct mb_error *err);

@@ -58,6 +58,10 @@ struct nvml_fns {
     nvml_dev_temp_fn temperature;
     nvml_dev_ull_fn clocks_event_reasons;
     nvml_dev_uint_fn enforced_power_limit;
+    nvml_dev_uint_fn power_limit;
+    nvml_dev_uint2_fn power_limit_range;
+    nvml_dev_uint_fn power_limit_default;
+    nvml_dev_set_uint_fn set_power_limit;
     nvml_dev_get_mig_mode_fn get_mig_mode;
     nvml_dev_set_mig_mode_fn set_mig_mode;
     nvml_gi_profile_info_v_fn gi_profile_info_v;
@@ -131,6 +135,10 @@ static const struct nvml_sym nvml_syms[] = {
     SYM("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons",
         false, clocks_event_reasons),
     SYM("nvmlDeviceGetEnforcedPowerLimit", NULL, false, enforced_power_limit),
+    SYM("nvmlDeviceGetPowerManagementLimit", NULL, false, power_limit),
+    SYM("nvmlDeviceGetPowerManagementLimitConstraints", NULL, false, power_limit_range),
+    SYM("nvmlDeviceGetPowerManagementDefaultLimit", NULL, false, power_limit_default),
+    SYM("nvmlDeviceSetPowerManagementLimit", NULL, false, set_power_limit),
     SYM("nvmlDeviceGetMigMode", NULL, false, get_mig_mode),
     SYM("nvmlDeviceSetMigMode", NULL, false, set_mig_mode),
     SYM("nvmlDeviceGetGpuInstanceProfileInfoV", NULL, false, gi_profile_info_v),
@@ -703,7 +711,95 @@ static uint32_t nvml_caps(struct mb_device *dev)
         if (d->f.set_mig_mode)
             caps |= MB_CAP_SET_MIG_MODE;
     }
+    /* Settable only where the range can be read too: a limit is never set blind. */
+    if (d->f.set_power_limit && d->f.power_limit_range &&
+        d->f.power_limit_range(d->h, &cur, &pend) == NVML_SUCCESS)
+        caps |= MB_CAP_SET_POWER_LIMIT;
     return caps;
+}
+
+/* One optional reading of the power limit: a field left invalid unless it reads; a lost GPU fails.
+ */
+static int limit_read(struct nvml_dev *d, nvml_dev_uint_fn fn, const char *what, uint32_t *out,
+                      uint32_t bit, uint32_t *valid, struct mb_error *err)
+{
+    unsigned u;
+    if (!fn)
+        return MB_OK;
+    nvmlReturn_t r = fn(d->h, &u);
+    if (r == NVML_ERROR_GPU_IS_LOST)
+        return nv_fail(d, r, what, err);
+    if (r == NVML_SUCCESS) {
+        *out = u;
+        *valid |= bit;
+    }
+    return MB_OK;
+}
+
+static int nvml_power_limit(struct mb_device *dev, struct mb_power_limit *out, struct mb_error *err)
+{
+    struct nvml_dev *d = to_nv(dev);
+    memset(out, 0, sizeof(*out));
+    int rc;
+    if ((rc = limit_read(d, d->f.power_limit, "read the power limit", &out->limit_mw, MB_PL_LIMIT,
+                         &out->valid, err)) ||
+        (rc = limit_read(d, d->f.enforced_power_limit, "read the enforced power limit",
+                         &out->enforced_mw, MB_PL_ENFORCED, &out->valid, err)) ||
+        (rc = limit_read(d, d->f.power_limit_default, "read the default power limit",
+                         &out->default_mw, MB_PL_DEFAULT, &out->valid, err)))
+        return rc;
+    if (d->f.power_limit_range) {
+        unsigned lo, hi;
+        nvmlReturn_t r = d->f.power_limit_range(d->h, &lo, &hi);
+        if (r == NVML_ERROR_GPU_IS_LOST)
+            return nv_fail(d, r, "read the power limit range", err);
+        if (r == NVML_SUCCESS && lo <= hi) {
+            out->min_mw = lo;
+            out->max_mw = hi;
+            out->valid |= MB_PL_RANGE;
+        }
+    }
+    if (d->f.clocks_event_reasons) {
+        unsigned long long ull;
+        nvmlReturn_t r = d->f.clocks_event_reasons(d->h, &ull);
+        if (r == NVML_ERROR_GPU_IS_LOST)
+            return nv_fail(d, r, "read clocks-event reasons", err);
+        if (r == NVML_SUCCESS) {
+            out->throttle_reasons = ull;
+            out->valid |= MB_PL_THROTTLE;
+        }
+    }
+    if (!(out->valid & (MB_PL_LIMIT | MB_PL_ENFORCED)))
+        return mb_error_set(err, MB_EUNSUPPORTED, "nvml:%u: this GPU reports no power limit",
+                            d->index);
+    return MB_OK;
+}
+
+static int nvml_set_power_limit(struct mb_device *dev, uint32_t limit_mw, struct mb_error *err)
+{
+    struct nvml_dev *d = to_nv(dev);
+    if (!d->f.set_power_limit)
+        return nv_missing(d, "set the power limit", "nvmlDeviceSetPowerManagementLimit", err);
+    char what[64];
+    snprintf(what, sizeof(what), "set the power limit to %u mW", limit_mw);
+    nvmlReturn_t r = d->f.set_power_limit(d->h, limit_mw);
+    if (r == NVML_SUCCESS)
+        return MB_OK;
+    if (r == NVML_ERROR_INVALID_ARGUMENT) {
+        unsigned lo = 0, hi = 0;
+        if (d->f.power_limit_range && d->f.power_limit_range(d->h, &lo, &hi) == NVML_SUCCESS)
+            return mb_error_set(err, MB_ERANGE,
+                                "nvml:%u: %s: outside the range %u..%u mW (NVML %d: %s)", d->index,
+                                what, lo, hi, r, nv_str(d, r));
+        return mb_error_set(err, MB_ERANGE, "nvml:%u: %s: out of range (NVML %d: %s)", d->index,
+                            what, r, nv_str(d, r));
+    }
+    if (r == NVML_ERROR_NO_PERMISSION)
+        return mb_error_set(err, MB_EPERM,
+                            "nvml:%u: %s: permission denied: run as root or configure a power "
+                            "helper (docs/power.md) (NVML %d: %s)",
+                            d->index, what, r, nv_str(d, r));
+    return nv_fail(d, r, what, err);
 }
 
 /* A GPU the catalog has no sensor facts for (or no power reading): NVML's documented rule by
@@ -1751,5 +1847,7 @@ const struct mb_device_ops mb__nvml_ops = {
     .processes = nvml_processes,
     .mig_activity = nvml_mig_activity,
     .cpu_partitions = NULL,
+    .power_limit = nvml_power_limit,
+    .set_power_limit = nvml_set_power_limit,
     .visible_parent = nvml_visible_parent,
 };

@@ -389,6 +389,10 @@ typedef nvmlReturn_t (*nvml_dev_clock_fn)(nvmlDevice_t, nvmlClockType_t, unsigne
 typedef nvmlReturn_t (*nvml_dev_temp_fn)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int *);
 typedef nvmlReturn_t (*nvml_dev_fields_fn)(nvmlDevice_t, int, nvmlFieldValue_t *);
 typedef nvmlReturn_t (*nvml_dev_get_mig_mode_fn)(nvmlDevice_t, unsigned int *, unsigned int *);
+/* nvmlDeviceGetPowerManagementLimitConstraints: (device, min mW, max mW). */
+typedef nvmlReturn_t (*nvml_dev_uint2_fn)(nvmlDevice_t, unsigned int *, unsigned int *);
+/* nvmlDeviceSetPowerManagementLimit: (device, limit mW); root only. */
+typedef nvmlReturn_t (*nvml_dev_set_uint_fn)(nvmlDevice_t, unsigned int);
 typedef nvmlReturn_t (*nvml_dev_set_mig_mode_fn)(nvmlDevice_t, unsigned int, nvmlReturn_t *);
 typedef nvmlReturn_t (*nvml_gi_profile_info_fn)(nvmlDevice_t, unsigned int,
                                                 nvmlGpuInstanceProfileInfo_t *);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "migbench/poweraxis.h"
 #include "migbench/report.h"
 #include "migbench/status.h"
 #include "report_internal.h"
@@ -140,21 +141,46 @@ const char *mb_report_format_name(enum mb_report_format fmt)
 
 int mb_report_write(FILE *out, const struct mb_analysis *a, enum mb_report_format fmt)
 {
+    return mb_report_write_rule(out, a, fmt, NULL);
+}
+
+/* The power-limit axis of each experiment after the tables (docs/power.md). */
+static int power_text(FILE *out, const struct mb_analysis *a, const struct mb_power_rule_opts *rule)
+{
+    for (size_t i = 0; i < a->nexp; i++) {
+        struct mb_paxis ax;
+        struct mb_error err;
+        int st = mb_paxis_build(&a->exps[i], rule, &ax, &err);
+        if (st != MB_OK)
+            return st;
+        if (ax.n && a->nexp > 1)
+            fprintf(out, "\n%s:", a->exps[i].dir);
+        mb_paxis_write_text(out, &ax);
+        mb_paxis_free(&ax);
+    }
+    return MB_OK;
+}
+
+int mb_report_write_rule(FILE *out, const struct mb_analysis *a, enum mb_report_format fmt,
+                         const struct mb_power_rule_opts *rule)
+{
     if (!out || !a)
         return MB_EINVAL;
     int st = MB_OK;
     switch (fmt) {
     case MB_REPORT_TABLE:
         mb__report_table(out, a, 0);
+        st = power_text(out, a, rule);
         break;
     case MB_REPORT_MARKDOWN:
         mb__report_table(out, a, 1);
+        st = power_text(out, a, rule);
         break;
     case MB_REPORT_CSV:
         mb__report_csv(out, a);
         break;
     case MB_REPORT_JSON:
-        st = mb__report_json(out, a);
+        st = mb__report_json(out, a, rule);
         break;
     case MB_REPORT_HTML:
         mb__report_html(out, a);

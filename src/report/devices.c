@@ -34,6 +34,7 @@ int mb_device_report_collect(struct mb_device *dev, const char *spec, struct mb_
         sleep_ms(200);
         r->tel_rc = mb_device_telemetry(dev, &r->tel, &e2);
     }
+    r->pl_rc = mb_device_power_limit(dev, &r->pl, &e2);
     r->mode_rc = mb_device_mig_mode(dev, &r->mode, &e2);
     r->prof_rc = MB_EUNSUPPORTED;
     r->inst_rc = MB_EUNSUPPORTED;
@@ -132,6 +133,19 @@ static cJSON *device_json(const struct mb_device_report *r)
         add_num_if(o, "power_limit_mw", v & MB_TEL_POWER_LIMIT, t->power_limit_mw);
     } else {
         cJSON_AddNullToObject(d, "telemetry");
+    }
+
+    if (r->pl_rc == MB_OK) {
+        const struct mb_power_limit *pl = &r->pl;
+        cJSON *o = cJSON_AddObjectToObject(d, "power_limit");
+        add_num_if(o, "limit_mw", pl->valid & MB_PL_LIMIT, pl->limit_mw);
+        add_num_if(o, "enforced_mw", pl->valid & MB_PL_ENFORCED, pl->enforced_mw);
+        add_num_if(o, "min_mw", pl->valid & MB_PL_RANGE, pl->min_mw);
+        add_num_if(o, "max_mw", pl->valid & MB_PL_RANGE, pl->max_mw);
+        add_num_if(o, "default_mw", pl->valid & MB_PL_DEFAULT, pl->default_mw);
+        cJSON_AddBoolToObject(o, "settable", (r->caps & MB_CAP_SET_POWER_LIMIT) != 0);
+    } else {
+        cJSON_AddNullToObject(d, "power_limit");
     }
 
     if (r->mode_rc == MB_OK) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "migbench/poweraxis.h"
 #include "report_internal.h"
 
 static const char *const palette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
@@ -553,6 +554,61 @@ static void opt_text(FILE *out, struct mb_opt o, const char *unit)
         fputs("n/a", out);
 }
 
+/* The power-limit axis (docs/power.md): one table per run and job; nothing without the axis. */
+static void power_section(FILE *out, const struct mb_an_experiment *e)
+{
+    struct mb_paxis ax;
+    if (mb_paxis_build(e, NULL, &ax, NULL) != MB_OK || ax.n == 0) {
+        mb_paxis_free(&ax);
+        return;
+    }
+    fputs("<h3>Power limits</h3>\n<p class=\"note\">Each run at each GPU power limit (the limit "
+          "is the whole GPU's: every instance shares it); means &plusmn; 95% CI over "
+          "repetitions.</p>\n",
+          out);
+    for (size_t i = 0; i < ax.n; i++) {
+        const struct mb_paxis_item *it = &ax.items[i];
+        fputs("<table><thead><tr><th>", out);
+        esc(out, it->run);
+        fputs(" / ", out);
+        esc(out, it->job);
+        fputs("</th><th>enforced</th><th>throughput</th><th>J/unit</th><th>power W</th>"
+              "<th>power capped</th></tr></thead><tbody>\n",
+              out);
+        for (size_t k = 0; k < it->npoints; k++) {
+            const struct mb_paxis_point *p = &it->points[k];
+            bool best = it->optimal_ok && it->optimal.index == k;
+            fprintf(out, "<tr%s><td>", best ? " class=\"total\"" : "");
+            esc(out, p->limit);
+            fputs("</td><td class=\"num\">", out);
+            opt_text(out, p->enforced_w, "W");
+            fputs("</td>", out);
+            est_cell(out, &p->throughput, 1, 1);
+            est_cell(out, &p->j_per_unit, 4, 1);
+            est_cell(out, &p->power_w, 1, 1);
+            fprintf(out, "<td>%s</td></tr>\n",
+                    !p->throttle_valid ? "n/a"
+                    : p->power_capped  ? "yes"
+                                       : "no");
+        }
+        fputs("</tbody></table>\n<p>", out);
+        if (it->optimal_ok) {
+            fputs("Energy-optimal limit: <b>", out);
+            esc(out, it->points[it->optimal.index].limit);
+            fputs("</b>", out);
+            if (it->optimal.has_runner)
+                fputs(!it->optimal.intervals ? " (no intervals to separate it from the runner-up)"
+                      : it->optimal.distinct ? " (clear of the runner-up)"
+                                             : " (not separated from the runner-up)",
+                      out);
+        } else {
+            esc(out, it->note);
+        }
+        fputs("</p>\n", out);
+    }
+    mb_paxis_free(&ax);
+}
+
 /* Per job: instance, throughput, normalised, time per step, J/unit. */
 static void jobs_table(FILE *out, const struct mb_an_experiment *e)
 {
@@ -786,6 +842,7 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
 
     jobs_table(out, e);
     runs_table(out, e);
+    power_section(out, e);
     /* Without an energy sensor the attribution and timelines would be rows of n/a. */
     if (!no_energy) {
         attribution_table(out, e);

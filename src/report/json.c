@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json_io.h"
+#include "migbench/poweraxis.h"
 #include "migbench/status.h"
 #include "report_internal.h"
 
@@ -137,7 +138,26 @@ static cJSON *run_json(const struct mb_an_run *r)
     return o;
 }
 
-int mb__report_json(FILE *out, const struct mb_analysis *a)
+/* Adds the power-limit axis of an experiment (docs/power.md) to eo; nothing without it, so that
+ * reports of experiments without the axis keep their shape. */
+static int add_power_json(cJSON *eo, const struct mb_an_experiment *e,
+                          const struct mb_power_rule_opts *rule)
+{
+    struct mb_paxis ax;
+    struct mb_error err;
+    int st = mb_paxis_build(e, rule, &ax, &err);
+    if (st == MB_OK && ax.n) {
+        cJSON *o = mb_paxis_json(&ax);
+        if (o)
+            cJSON_AddItemToObject(eo, "power_limits", o);
+        else
+            st = MB_ENOMEM;
+    }
+    mb_paxis_free(&ax);
+    return st;
+}
+
+int mb__report_json(FILE *out, const struct mb_analysis *a, const struct mb_power_rule_opts *rule)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root)
@@ -173,7 +193,12 @@ int mb__report_json(FILE *out, const struct mb_analysis *a)
         cJSON *runs = cJSON_AddArrayToObject(eo, "runs");
         for (size_t k = 0; k < e->nruns; k++)
             cJSON_AddItemToArray(runs, run_json(&e->runs[k]));
+        int pst = add_power_json(eo, e, rule);
         cJSON_AddItemToArray(exps, eo);
+        if (pst != MB_OK) {
+            cJSON_Delete(root);
+            return pst;
+        }
     }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

@@ -7,12 +7,13 @@
 #include <stdio.h>
 
 #include "migbench/analysis.h"
+#include "migbench/powersel.h"
 
 /* Terminal table (markdown == 0) or Markdown (markdown != 0). */
 void mb__report_table(FILE *out, const struct mb_analysis *a, int markdown);
 void mb__report_csv(FILE *out, const struct mb_analysis *a);
-/* Returns MB_OK or MB_ENOMEM. */
-int mb__report_json(FILE *out, const struct mb_analysis *a);
+/* Returns MB_OK or MB_ENOMEM. rule: the power-limit selection rule (NULL: energy). */
+int mb__report_json(FILE *out, const struct mb_analysis *a, const struct mb_power_rule_opts *rule);
 void mb__report_html(FILE *out, const struct mb_analysis *a);
 
 /* "1234.5 ± 6.7", "1234.5" (no CI) or "n/a"; values are multiplied by scale first. */

@@ -20,6 +20,8 @@
  *                                 init (GI and CI -1 for the whole GPU); existing pids are kept.
  *   MIGBENCH_FAKE_NVML_PROC_GROW  the first K process-list calls each add 10 phantom processes
  *                                 before answering (a list that grows between calls).
+ *   Power limit: Get/SetPowerManagementLimit, ...LimitConstraints, ...DefaultLimit act on the
+ *   emulator's modelled limit (emu options limit_w, min_limit_w, limit_perm=deny).
  *   MIGBENCH_FAKE_NVML_GPI_VERSION  highest GpuInstanceProfileInfo struct version that
  *                                 ProfileInfoV accepts (3, 2, or 1 = neither).
  *
@@ -688,6 +690,56 @@ FAKE_FN(nvmlDeviceGetEnforcedPowerLimit, (nvmlDevice_t h, unsigned *mw), (h, mw)
     if (!mw)
         return NVML_ERROR_INVALID_ARGUMENT;
     TEL_FIELD(MB_TEL_POWER_LIMIT, power_limit_mw, mw);
+}
+
+/* The power limit as the emulator models it (a MIG device handle has none: it is the GPU's). */
+static nvmlReturn_t power_limit(nvmlDevice_t h, struct mb_power_limit *pl)
+{
+    struct fake_gpu *gpu = parent_of(h);
+    if (!gpu)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return to_nvml(mb_device_power_limit(gpu->emu, pl, NULL));
+}
+
+FAKE_FN(nvmlDeviceGetPowerManagementLimit, (nvmlDevice_t h, unsigned *mw), (h, mw))
+{
+    struct mb_power_limit pl;
+    nvmlReturn_t r = mw ? power_limit(h, &pl) : NVML_ERROR_INVALID_ARGUMENT;
+    if (r == NVML_SUCCESS)
+        *mw = pl.limit_mw;
+    return r;
+}
+
+FAKE_FN(nvmlDeviceGetPowerManagementDefaultLimit, (nvmlDevice_t h, unsigned *mw), (h, mw))
+{
+    struct mb_power_limit pl;
+    nvmlReturn_t r = mw ? power_limit(h, &pl) : NVML_ERROR_INVALID_ARGUMENT;
+    if (r == NVML_SUCCESS)
+        *mw = pl.default_mw;
+    return r;
+}
+
+FAKE_FN(nvmlDeviceGetPowerManagementLimitConstraints, (nvmlDevice_t h, unsigned *lo, unsigned *hi),
+        (h, lo, hi))
+{
+    struct mb_power_limit pl;
+    nvmlReturn_t r = lo && hi ? power_limit(h, &pl) : NVML_ERROR_INVALID_ARGUMENT;
+    if (r == NVML_SUCCESS) {
+        *lo = pl.min_mw;
+        *hi = pl.max_mw;
+    }
+    return r;
+}
+
+/* NVML answers INVALID_ARGUMENT for a limit outside the constraints and NO_PERMISSION to a user
+ * who is not root (the emulator's limit_perm=deny, or MIGBENCH_FAKE_NVML_FAIL). */
+FAKE_FN(nvmlDeviceSetPowerManagementLimit, (nvmlDevice_t h, unsigned mw), (h, mw))
+{
+    struct fake_gpu *gpu = parent_of(h);
+    if (!gpu)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    int rc = mb_device_set_power_limit(gpu->emu, mw, NULL);
+    return rc == MB_ERANGE ? NVML_ERROR_INVALID_ARGUMENT : to_nvml(rc);
 }
 
 FAKE_FN(nvmlDeviceGetTemperature, (nvmlDevice_t h, nvmlTemperatureSensors_t s, unsigned *c),

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The experiment's power-limit axis: runs expanded per limit, and skipped where none can be set. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "migbench/experiment.h"
+#include "migbench/device.h"
+#include "migbench/powercap.h"
+
+/* The limit as a name part: "default", "80pct", "250W", "212.5W". */
+static void limit_slug(const char *text, char *out, size_t cap)
+{
+    int def;
+    double pct, w;
+    if (mb_powercap_parse(text, &def, &pct, &w, NULL) != MB_OK || def)
+        snprintf(out, cap, "default");
+    else if (pct > 0)
+        snprintf(out, cap, "%gpct", pct);
+    else
+        snprintf(out, cap, "%gW", w);
+}
+
+static int check_list(const struct mb_experiment *exp, const char (*list)[MB_EXP_POWER_TEXT_MAX],
+                      size_t n, unsigned line, const char *field, struct mb_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        int def;
+        double pct, w;
+        struct mb_error e;
+        if (mb_powercap_parse(list[i], &def, &pct, &w, &e) != MB_OK)
+            return mb_error_set(err, MB_EPARSE, "%s:%u: field '%s[%zu]': %s", exp->path, line,
+                                field, i, e.msg);
+        char a[32], b[32];
+        limit_slug(list[i], a, sizeof(a));
+        for (size_t k = 0; k < i; k++) {
+            limit_slug(list[k], b, sizeof(b));
+            if (strcmp(a, b) == 0)
+                return mb_error_set(err, MB_EPARSE,
+                                    "%s:%u: field '%s[%zu]': '%s' is listed twice (also [%zu])",
+                                    exp->path, line, field, i, list[i], k);
+        }
+    }
+    return MB_OK;
+}
+
+static bool name_taken(const struct mb_exp_run *runs, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(runs[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* Appends run r expanded over its limits (or r itself) to out[*n]. */
+static int expand_run(const struct mb_experiment *exp, size_t idx, struct mb_exp_run *out,
+                      size_t *n, struct mb_error *err)
+{
+    const struct mb_exp_run *r = &exp->runs[idx];
+    bool own = r->n_power_limits > 0;
+    size_t nl = own ? r->n_power_limits : exp->n_power_limits;
+    const char(*list)[MB_EXP_POWER_TEXT_MAX] = own ? r->power_limits : exp->power_limits;
+    unsigned line = own ? r->power_limits_line : exp->power_limits_line;
+    char field[MB_EXP_NAME_MAX + 32];
+    if (own)
+        snprintf(field, sizeof(field), "runs[%zu].power_limits", idx);
+    else
+        snprintf(field, sizeof(field), "power_limits");
+    if (r->power_limit[0] || nl == 0) {
+        if (*n == MB_EXP_MAX_RUNS)
+            return mb_error_set(err, MB_EPARSE, "%s: more than %d runs", exp->path,
+                                MB_EXP_MAX_RUNS);
+        out[(*n)++] = *r;
+        return MB_OK;
+    }
+    int rc = check_list(exp, list, nl, line, field, err);
+    if (rc != MB_OK)
+        return rc;
+    for (size_t i = 0; i < nl; i++) {
+        if (*n == MB_EXP_MAX_RUNS)
+            return mb_error_set(err, MB_EPARSE,
+                                "%s:%u: field '%s': the power limits make more than %d runs",
+                                exp->path, line, field, MB_EXP_MAX_RUNS);
+        struct mb_exp_run *x = &out[(*n)++];
+        *x = *r;
+        char slug[32];
+        limit_slug(list[i], slug, sizeof(slug));
+        int w = snprintf(x->name, sizeof(x->name), "%s.cap-%s", r->name, slug);
+        if (w < 0 || (size_t)w >= sizeof(x->name))
+            return mb_error_set(err, MB_EPARSE,
+                                "%s:%u: field '%s': run name '%s.cap-%s' is longer than %d",
+                                exp->path, r->line, field, r->name, slug, MB_EXP_NAME_MAX - 1);
+        snprintf(x->power_limit, sizeof(x->power_limit), "%s", list[i]);
+        snprintf(x->base_run, sizeof(x->base_run), "%s", r->name);
+        x->n_power_limits = 0;
+    }
+    return MB_OK;
+}
+
+int mb_experiment_expand_power(struct mb_experiment *exp, struct mb_error *err)
+{
+    const struct mb_experiment *cexp = exp;
+    int rc = check_list(cexp, cexp->power_limits, cexp->n_power_limits, cexp->power_limits_line,
+                        "power_limits", err);
+    if (rc != MB_OK)
+        return rc;
+    struct mb_exp_run *out = calloc(MB_EXP_MAX_RUNS, sizeof(*out));
+    if (!out)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < exp->n_runs && rc == MB_OK; i++)
+        rc = expand_run(exp, i, out, &n, err);
+    /* An expanded name must not meet a run written with that name. */
+    for (size_t i = 0; i < n && rc == MB_OK; i++)
+        if (name_taken(out, i, out[i].name))
+            rc = mb_error_set(err, MB_EPARSE,
+                              "%s:%u: run '%s' (from power_limits) has the name of another run",
+                              exp->path, out[i].line, out[i].name);
+    if (rc == MB_OK) {
+        memcpy(exp->runs, out, n * sizeof(*out));
+        exp->n_runs = n;
+    }
+    free(out);
+    return rc;
+}
+
+int mb_experiment_power_filter(const struct mb_experiment *exp, struct mb_cell *cells,
+                               size_t *n_cells, char ***notes, size_t *n_notes,
+                               struct mb_error *err)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < *n_cells; i++) {
+        const struct mb_exp_run *r = &exp->runs[cells[i].run];
+        int def = 1;
+        double pct, w;
+        if (r->power_limit[0] && mb_powercap_parse(r->power_limit, &def, &pct, &w, NULL) != MB_OK)
+            def = 0;
+        if (def) {
+            cells[kept++] = cells[i];
+            continue;
+        }
+        if (i > 0 && cells[i - 1].run == cells[i].run)
+            continue; /* one note per run */
+        char **grown = realloc(*notes, (*n_notes + 2) * sizeof(*grown));
+        if (!grown)
+            return mb_error_set(err, MB_ENOMEM, "out of memory");
+        *notes = grown;
+        char buf[256];
+        snprintf(buf, sizeof(buf), "run '%s' skipped: its %s power limit cannot be set here",
+                 r->name, r->power_limit);
+        if (!(grown[*n_notes] = strdup(buf)))
+            return mb_error_set(err, MB_ENOMEM, "out of memory");
+        (*n_notes)++;
+        grown[*n_notes] = NULL;
+    }
+    *n_cells = kept;
+    return MB_OK;
+}
+
+int mb_experiment_power_check(const struct mb_experiment *exp, const struct mb_cell *cells,
+                              size_t n_cells, const struct mb_power_limit *pl, struct mb_error *err)
+{
+    for (size_t i = 0; i < n_cells; i++) {
+        const struct mb_exp_run *r = &exp->runs[cells[i].run];
+        if (!r->power_limit[0] || (i > 0 && cells[i - 1].run == cells[i].run))
+            continue;
+        int def;
+        double pct, w;
+        uint32_t mw;
+        struct mb_error e;
+        int rc = mb_powercap_parse(r->power_limit, &def, &pct, &w, &e);
+        if (rc == MB_OK)
+            rc = mb_powercap_resolve(def, pct, w, pl, &mw, &e);
+        if (rc == MB_EUNSUPPORTED)
+            return mb_error_set(err, rc, "run '%s': %s", r->name, e.msg);
+        if (rc != MB_OK) {
+            /* The line of the list it came from: the run's own, else the global one. */
+            unsigned line = r->power_limits_line ? r->power_limits_line : exp->power_limits_line;
+            return mb_error_set(err, MB_EPARSE, "%s:%u: field 'power_limits': %s: %s", exp->path,
+                                line, r->power_limit, e.msg);
+        }
+    }
+    return MB_OK;
+}
