@@ -1035,7 +1035,8 @@ static int parse_measure(struct pctx *c, const struct ynode *n, struct mb_exp_me
 static int parse_root(struct pctx *c, const struct ynode *root, struct mb_experiment *exp)
 {
     static const char *const keys[] = {"version",   "name", "device",  "python",
-                                       "workloads", "runs", "measure", NULL};
+                                       "workloads", "runs", "measure", "manage_mig_mode",
+                                       NULL};
     if (!root)
         return perr(c, 1, NULL, NULL,
                     "the file is empty (expected version: 1, name, workloads, "
@@ -1066,6 +1067,9 @@ static int parse_root(struct pctx *c, const struct ynode *root, struct mb_experi
         return rc;
     if (!exp->python[0])
         return perr(c, v ? v->line : 0, v ? v->origin : NULL, "python", "empty");
+    if ((v = map_get(root, "manage_mig_mode", NULL)) &&
+        (rc = get_bool(c, v, "manage_mig_mode", &exp->manage_mig_mode)))
+        return rc;
     if (!(v = map_get(root, "workloads", NULL)))
         return perr(c, root->line, NULL, "workloads", "missing");
     if ((rc = want(c, v, Y_MAP, "workloads", "a mapping of workload names")))

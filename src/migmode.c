@@ -325,3 +325,44 @@ int mb_migmode_outstanding(const cJSON *events, struct mb_migmode_record *out, s
     }
     return MB_OK;
 }
+
+int mb_migmode_run_needs(const struct mb_exp_run *run)
+{
+    switch (run->mode) {
+    case MB_MODE_MIG:
+        return 1;
+    case MB_MODE_EXCLUSIVE:
+    case MB_MODE_TIMESLICE:
+    case MB_MODE_MPS:
+        return 0;
+    case MB_MODE_PARTITION:
+        break;
+    }
+    return -1;
+}
+
+size_t mb_migmode_order_cells(const struct mb_experiment *exp, struct mb_cell *cells, size_t n,
+                              int current, int *mode_of)
+{
+    if (n == 0)
+        return 0;
+    struct mb_cell *tmp = malloc(n * sizeof(*tmp));
+    if (!tmp)
+        return 0;
+    size_t k = 0, switches = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n; i++) {
+            int need = mb_migmode_run_needs(&exp->runs[cells[i].run]);
+            bool now = need < 0 || need == current;
+            if (now != (pass == 0))
+                continue;
+            if (mode_of)
+                mode_of[k] = need;
+            tmp[k++] = cells[i];
+            if (pass == 1)
+                switches = 1;
+        }
+    memcpy(cells, tmp, n * sizeof(*tmp));
+    free(tmp);
+    return switches;
+}

@@ -127,6 +127,9 @@ struct mb_experiment {
     size_t n_runs;
     struct mb_exp_run runs[MB_EXP_MAX_RUNS];
     struct mb_exp_measure measure;
+    /* manage_mig_mode: true: migbench may switch the GPU's MIG mode between phases (runs that
+     * need MIG off, runs that need it on) and restores the original at the end. */
+    bool manage_mig_mode;
 };
 
 /*

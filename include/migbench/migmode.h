@@ -30,6 +30,7 @@
 #include <cjson/cJSON.h>
 
 #include "migbench/device.h"
+#include "migbench/experiment.h"
 #include "migbench/status.h"
 
 /* The mode a GPU had before migbench first switched it. */
@@ -102,5 +103,21 @@ int mb_migmode_outstanding(const cJSON *events, struct mb_migmode_record *out, s
 
 /* A new journal event object for rec (name: one of the three above); NULL when out of memory. */
 cJSON *mb_migmode_event(const char *name, const struct mb_migmode_record *rec, int mode);
+
+/*
+ * The MIG mode a run needs on a GPU: 1 for mig runs, 0 for the whole-GPU modes (exclusive,
+ * timeslice, mps), -1 when the mode does not matter (partition, a host mode).
+ */
+int mb_migmode_run_needs(const struct mb_exp_run *run);
+
+/*
+ * Orders n cells into MIG-mode phases for a GPU whose mode is `current` (0 or 1) now: first the
+ * cells that run in the current mode (and those that run in either), then the others, keeping
+ * the order within each phase. mode_of (n entries, may be NULL) receives the mode each ordered
+ * cell needs (-1 either). Returns the number of switches the order needs before the restore (0
+ * or 1). MB_ENOMEM is reported as 0 switches with cells unchanged: callers pass small arrays.
+ */
+size_t mb_migmode_order_cells(const struct mb_experiment *exp, struct mb_cell *cells, size_t n,
+                              int current, int *mode_of);
 
 #endif

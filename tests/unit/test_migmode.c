@@ -279,13 +279,63 @@ static void test_restore_after_crash(void **state)
     rmdir(dir);
 }
 
+/* Phases: the runs of the current mode first, then the others, order kept within each. */
+static void test_order_cells(void **state)
+{
+    (void)state;
+    static const char text[] = "version: 1\n"
+                               "name: phases\n"
+                               "manage_mig_mode: true\n"
+                               "workloads:\n"
+                               "  a: {command: [true], unit: steps}\n"
+                               "runs:\n"
+                               "  - {name: solo, mode: exclusive, jobs: [a]}\n"
+                               "  - {name: mix, mode: mig, layout: [3g, 3g], jobs: [a, a]}\n"
+                               "  - {name: ts, mode: timeslice, jobs: [a, a]}\n"
+                               "  - {name: cpu, mode: partition, jobs: [a, a]}\n"
+                               "measure: {repetitions: 2}\n";
+    struct mb_experiment *exp = NULL;
+    struct mb_error err;
+    if (mb_experiment_parse("phases.yaml", text, sizeof(text) - 1, NULL, 0, &exp, &err) != MB_OK)
+        fail_msg("%s", err.msg);
+    assert_true(exp->manage_mig_mode);
+    struct mb_cell cells[8];
+    for (size_t i = 0; i < 8; i++)
+        cells[i] = (struct mb_cell){i / 2, (unsigned)(i % 2)};
+    int mode_of[8];
+    /* MIG off now: solo, ts, cpu, then mix. */
+    assert_int_equal(mb_migmode_order_cells(exp, cells, 8, 0, mode_of), 1);
+    static const size_t off_first[8] = {0, 0, 2, 2, 3, 3, 1, 1};
+    for (size_t i = 0; i < 8; i++)
+        assert_int_equal(cells[i].run, off_first[i]);
+    assert_int_equal(cells[1].rep, 1);
+    assert_int_equal(mode_of[0], 0);
+    assert_int_equal(mode_of[4], -1);
+    assert_int_equal(mode_of[7], 1);
+    /* MIG on now: mix (and cpu) first. */
+    assert_int_equal(mb_migmode_order_cells(exp, cells, 8, 1, NULL), 1);
+    assert_int_equal(cells[0].run, 3);
+    assert_int_equal(cells[2].run, 1);
+    assert_int_equal(cells[4].run, 0);
+    /* Only one kind: no switch. */
+    assert_int_equal(mb_migmode_order_cells(exp, cells, 4, 1, NULL), 0);
+    mb_experiment_destroy(exp);
+
+    static const char bad[] = "version: 1\nname: x\nmanage_mig_mode: sometimes\n"
+                              "workloads:\n  a: {command: [true], unit: steps}\n"
+                              "runs:\n  - {name: s, mode: exclusive, jobs: [a]}\n";
+    assert_int_equal(mb_experiment_parse("bad.yaml", bad, sizeof(bad) - 1, NULL, 0, &exp, &err),
+                     MB_EPARSE);
+    assert_non_null(strstr(err.msg, "bad.yaml:3"));
+    assert_non_null(strstr(err.msg, "manage_mig_mode"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_switch_and_restore),
-        cmocka_unit_test(test_preflight_refusals),
-        cmocka_unit_test(test_refused_activation),
-        cmocka_unit_test(test_restore_after_crash),
+        cmocka_unit_test(test_switch_and_restore), cmocka_unit_test(test_preflight_refusals),
+        cmocka_unit_test(test_refused_activation), cmocka_unit_test(test_restore_after_crash),
+        cmocka_unit_test(test_order_cells),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
