@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 struct mb_journal {
     int fd;
     char path[1024];
+    /* Workers of a multi-GPU run share one journal: each line is written and fsync'd whole. */
+    pthread_mutex_t lock;
 };
 
 static int write_all(int fd, const char *buf, size_t len)
@@ -45,9 +48,11 @@ int mb_journal_open(const char *path, struct mb_journal **out, struct mb_error *
         return mb_error_set(err, MB_ERANGE, "journal path too long");
     }
     snprintf(j->path, sizeof(j->path), "%s", path);
+    pthread_mutex_init(&j->lock, NULL);
     j->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (j->fd < 0) {
         int e = errno;
+        pthread_mutex_destroy(&j->lock);
         free(j);
         return mb_error_set(err, MB_EIO, "%s: cannot open journal: %s", path, strerror(e));
     }
@@ -83,6 +88,7 @@ void mb_journal_close(struct mb_journal *j)
         return;
     if (j->fd >= 0)
         close(j->fd);
+    pthread_mutex_destroy(&j->lock);
     free(j);
 }
 
@@ -109,9 +115,11 @@ int mb_journal_append(struct mb_journal *j, cJSON *obj, struct mb_error *err)
         /* One write() of the whole line: with O_APPEND it lands in one piece or not at all,
          * unless the disk fills or the machine dies, which the reader tolerates. */
         text[len] = '\n';
+        pthread_mutex_lock(&j->lock);
         if (write_all(j->fd, text, len + 1) != 0 || fsync(j->fd) != 0)
             rc =
                 mb_error_set(err, MB_EIO, "%s: cannot write journal: %s", j->path, strerror(errno));
+        pthread_mutex_unlock(&j->lock);
     }
     cJSON_free(text);
     return rc;
