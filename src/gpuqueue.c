@@ -45,7 +45,7 @@ struct queue {
     size_t n_gpus;
     const size_t *gpu_of;
     const size_t *order;
-    size_t n;
+    size_t n; /* entries of order (or items, without one) */
     mb_gpuqueue_run_fn fn;
     void *ctx;
     volatile sig_atomic_t *stop;
@@ -100,17 +100,22 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int mb_gpuqueue_run(size_t n_gpus, const size_t *gpu_of, const size_t *order, size_t n,
-                    mb_gpuqueue_run_fn fn, void *ctx, volatile sig_atomic_t *stop,
+int mb_gpuqueue_run(size_t n_gpus, const size_t *gpu_of, size_t n_items, const size_t *order,
+                    size_t n_order, mb_gpuqueue_run_fn fn, void *ctx, volatile sig_atomic_t *stop,
                     struct mb_gpuqueue_result *result)
 {
     memset(result, 0, sizeof(*result));
-    if (n_gpus == 0 || n_gpus > MB_MAX_DEVICES || !fn || (n && !gpu_of))
+    size_t n = order ? n_order : n_items;
+    if (n_gpus == 0 || n_gpus > MB_MAX_DEVICES || !fn || (n_items && !gpu_of))
         return result->status = mb_error_set(&result->err, MB_EINVAL, "gpu queue: bad arguments");
-    for (size_t i = 0; i < n; i++)
-        if (gpu_of[i] >= n_gpus || (order && order[i] >= n))
+    for (size_t i = 0; i < n_items; i++)
+        if (gpu_of[i] >= n_gpus)
             return result->status =
-                       mb_error_set(&result->err, MB_EINVAL, "gpu queue: item %zu out of range", i);
+                       mb_error_set(&result->err, MB_EINVAL, "gpu queue: item %zu on no GPU", i);
+    for (size_t i = 0; order && i < n_order; i++)
+        if (order[i] >= n_items)
+            return result->status = mb_error_set(&result->err, MB_EINVAL,
+                                                 "gpu queue: order[%zu] names no item", i);
     struct queue q = {.n_gpus = n_gpus,
                       .gpu_of = gpu_of,
                       .order = order,
@@ -124,14 +129,18 @@ int mb_gpuqueue_run(size_t n_gpus, const size_t *gpu_of, const size_t *order, si
     memset(w, 0, sizeof(w));
     bool used[MB_MAX_DEVICES] = {false};
     size_t n_used = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!used[gpu_of[i]]) {
-            used[gpu_of[i]] = true;
+    size_t first = n_gpus;
+    for (size_t k = 0; k < n; k++) {
+        size_t g = gpu_of[order ? order[k] : k];
+        if (!used[g]) {
+            used[g] = true;
             n_used++;
+            first = first < n_gpus ? first : g;
         }
+    }
     if (n_used <= 1) {
         /* One GPU: the caller's thread, as a serial run always was. */
-        w[0] = (struct worker){&q, n ? gpu_of[0] : 0, 0, false};
+        w[0] = (struct worker){&q, first < n_gpus ? first : 0, 0, false};
         worker_main(&w[0]);
     } else {
         for (size_t g = 0; g < n_gpus; g++) {

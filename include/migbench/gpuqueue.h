@@ -54,13 +54,14 @@ struct mb_gpuqueue_result {
 };
 
 /*
- * Runs the n items in `order` (a permutation of 0..n-1; NULL: 0..n-1), each on gpu_of[item],
- * one worker thread per GPU that has items. A worker stops early when *stop becomes non-zero
- * (may be NULL) or another worker failed. Returns result->status; MB_ENOMEM or MB_EIO (thread
- * creation) before anything ran.
+ * Runs items, each on gpu_of[item] (n_items entries), one worker thread per GPU that has items.
+ * order lists the n_order items to run, in the order each worker takes its own (NULL: all items,
+ * 0..n_items-1); items not in it do not run. A worker stops early when *stop becomes non-zero (may
+ * be NULL) or another worker failed. Returns result->status; MB_EINVAL on out-of-range input,
+ * MB_EIO when a worker thread cannot start (the others are stopped and joined).
  */
-int mb_gpuqueue_run(size_t n_gpus, const size_t *gpu_of, const size_t *order, size_t n,
-                    mb_gpuqueue_run_fn fn, void *ctx, volatile sig_atomic_t *stop,
+int mb_gpuqueue_run(size_t n_gpus, const size_t *gpu_of, size_t n_items, const size_t *order,
+                    size_t n_order, mb_gpuqueue_run_fn fn, void *ctx, volatile sig_atomic_t *stop,
                     struct mb_gpuqueue_result *result);
 
 #endif

@@ -147,7 +147,7 @@ static void test_run_overlaps(void **state)
     log_init(&l);
     size_t gpu_of[4] = {0, 1, 0, 1};
     struct mb_gpuqueue_result res;
-    assert_int_equal(mb_gpuqueue_run(2, gpu_of, NULL, 4, hook, &l, NULL, &res), MB_OK);
+    assert_int_equal(mb_gpuqueue_run(2, gpu_of, 4, NULL, 0, hook, &l, NULL, &res), MB_OK);
     assert_false(l.timed_out);
     assert_int_equal(res.done, 4);
     assert_int_equal(l.n, 8);
@@ -173,7 +173,7 @@ static void test_run_serial_failure_and_stop(void **state)
     size_t gpu_of[5] = {2, 2, 2, 2, 2};
     size_t order[5] = {4, 3, 2, 1, 0};
     struct mb_gpuqueue_result res;
-    assert_int_equal(mb_gpuqueue_run(3, gpu_of, order, 5, hook, &l, NULL, &res), MB_ECHILD);
+    assert_int_equal(mb_gpuqueue_run(3, gpu_of, 5, order, 5, hook, &l, NULL, &res), MB_ECHILD);
     assert_int_equal(res.done, 1);
     assert_int_equal(res.failed_item, 3);
     assert_int_equal(res.failed_gpu, 2);
@@ -188,12 +188,25 @@ static void test_run_serial_failure_and_stop(void **state)
     l.started[0] = l.started[1] = true;
     l.stop = &stop;
     l.stop_at_item = 2;
-    assert_int_equal(mb_gpuqueue_run(1, (size_t[4]){0, 0, 0, 0}, NULL, 4, hook, &l, &stop, &res),
+    assert_int_equal(mb_gpuqueue_run(1, (size_t[4]){0, 0, 0, 0}, 4, NULL, 0, hook, &l, &stop, &res),
                      MB_OK);
     assert_int_equal(res.done, 3);
     assert_int_equal(l.n, 6);
 
-    assert_int_equal(mb_gpuqueue_run(2, (size_t[1]){2}, NULL, 1, hook, &l, NULL, &res), MB_EINVAL);
+    assert_int_equal(mb_gpuqueue_run(2, (size_t[1]){2}, 1, NULL, 0, hook, &l, NULL, &res),
+                     MB_EINVAL);
+    assert_int_equal(mb_gpuqueue_run(2, (size_t[1]){1}, 1, (size_t[1]){1}, 1, hook, &l, NULL, &res),
+                     MB_EINVAL);
+
+    /* Only the items in order run. */
+    log_init(&l);
+    l.started[0] = l.started[1] = true;
+    assert_int_equal(
+        mb_gpuqueue_run(2, (size_t[4]){0, 1, 0, 1}, 4, (size_t[2]){3, 2}, 2, hook, &l, NULL, &res),
+        MB_OK);
+    assert_int_equal(res.done, 2);
+    assert_int_equal(l.n, 4);
+    assert_int_not_equal(index_of(&l, "start 3"), index_of(&l, "start 2"));
 }
 
 int main(void)
