@@ -25,6 +25,7 @@
 #define TELEMETRY_COLS_MAX 64
 #define RUNS_MAX 256
 #define CELLS_MAX 1024
+#define MB_MAX_GPUS_NOTED 64
 
 static const char *const method_names[MB_ATTR_COUNT] = {
     "equal", "compute-share", "activity", "static-dynamic", "interval",
@@ -1602,6 +1603,65 @@ static void journal_notes(struct mb_an_experiment *e)
         add_note(e, "%zu unreadable journal line(s) skipped", bad);
 }
 
+/*
+ * Cells that ran on several GPUs (a multi-GPU run): how many GPUs, and for each exclusive run the
+ * spread of each job's throughput between GPUs, a check of board-to-board variance.
+ */
+static void gpu_notes(struct mb_an_experiment *e)
+{
+    char gpus[MB_MAX_GPUS_NOTED][MB_AN_NAME_MAX];
+    size_t ngpus = 0;
+    for (size_t i = 0; i < e->nruns; i++)
+        for (size_t k = 0; k < e->runs[i].ncells; k++) {
+            const char *u = e->runs[i].cells[k].gpu_uuid;
+            size_t g = 0;
+            while (g < ngpus && strcmp(gpus[g], u) != 0)
+                g++;
+            if (g == ngpus && u[0] && ngpus < MB_MAX_GPUS_NOTED)
+                mb__copy_str(gpus[ngpus++], MB_AN_NAME_MAX, u);
+        }
+    if (ngpus < 2)
+        return;
+    add_note(e, "cells ran on %zu GPUs (cell.json device.uuid)", ngpus);
+    size_t shown = 0;
+    for (size_t i = 0; i < e->nruns && shown < 8; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        if (!is_exclusive(r->mode))
+            continue;
+        for (size_t j = 0; j < r->njobs && shown < 8; j++) {
+            double lo = INFINITY, hi = -INFINITY, sum = 0;
+            size_t n = 0;
+            for (size_t g = 0; g < ngpus; g++) {
+                double t = 0;
+                size_t m = 0;
+                for (size_t k = 0; k < r->ncells; k++) {
+                    const struct mb_an_cell *c = &r->cells[k];
+                    const struct mb_an_cell_job *cj = j < c->njobs ? &c->jobs[j] : NULL;
+                    if (c->ok && cj && cj->throughput.valid && strcmp(c->gpu_uuid, gpus[g]) == 0) {
+                        t += cj->throughput.v;
+                        m++;
+                    }
+                }
+                if (m == 0)
+                    continue;
+                t /= (double)m;
+                lo = t < lo ? t : lo;
+                hi = t > hi ? t : hi;
+                sum += t;
+                n++;
+            }
+            if (n < 2 || sum <= 0)
+                continue;
+            double mean = sum / (double)n;
+            add_note(e,
+                     "board spread: %s %s per-GPU throughput %.3g..%.3g (%.1f%% of the mean, "
+                     "%zu GPUs)",
+                     r->name, r->jobs[j].name, lo, hi, 100.0 * (hi - lo) / mean, n);
+            shown++;
+        }
+    }
+}
+
 static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
 {
     if (e->nruns > 1)
@@ -1624,6 +1684,7 @@ static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
                 aggregate_run(e, &e->runs[i]);
     quality_notes(e);
     journal_notes(e);
+    gpu_notes(e);
     return MB_OK;
 }
 
