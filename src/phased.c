@@ -133,10 +133,10 @@ static int read_gpus(struct phased *p, struct mb_error *err)
 }
 
 /*
- * The order the workers go through: each GPU's cells, the current mode's phase first. Cells that
- * need the other mode without manage_mig_mode are left out and counted. Returns the count kept.
+ * The order the workers go through: each GPU's cells, the current mode's phase first (with
+ * manage_mig_mode; without it, as given: the caller chose what can run).
  */
-static size_t build_order(struct phased *p, const size_t *gpu_of, size_t *order)
+static void build_order(struct phased *p, const size_t *gpu_of, size_t *order)
 {
     const struct mb_phased_opts *o = p->o;
     size_t k = 0;
@@ -146,23 +146,10 @@ static size_t build_order(struct phased *p, const size_t *gpu_of, size_t *order)
                 if (gpu_of[c] != g)
                     continue;
                 int cur = p->gpu[g].current, need = p->need[c];
-                bool now = need < 0 || cur < 0 || need == cur;
-                if (now != (pass == 0))
-                    continue;
-                if (!now && !o->manage_mig_mode) {
-                    char line[256];
-                    snprintf(line, sizeof(line),
-                             "run '%s' repetition %u skipped: it needs MIG mode %s (migbench "
-                             "switches it only with manage_mig_mode)",
-                             o->exp->runs[o->cells[c].run].name, o->cells[c].rep,
-                             need ? "enabled" : "disabled");
-                    note(p, g, line);
-                    p->res->cells_skipped++;
-                    continue;
-                }
-                order[k++] = c;
+                bool now = !o->manage_mig_mode || need < 0 || cur < 0 || need == cur;
+                if (now == (pass == 0))
+                    order[k++] = c;
             }
-    return k;
 }
 
 /* Every GPU whose original mode was journaled gets it back; the first failure is kept. */
@@ -222,10 +209,10 @@ int mb_phased_run(const struct mb_phased_opts *o, const struct mb_phased_hooks *
         goto out;
     if (gpu_of)
         memcpy(gpu_of, assigned, o->n_cells * sizeof(*assigned));
-    size_t kept = build_order(&p, assigned, order);
+    build_order(&p, assigned, order);
     struct mb_gpuqueue_result qr;
-    /* The queue runs only the kept cells: order names them; assigned covers all. */
-    rc = mb_gpuqueue_run(o->n_gpus, assigned, o->n_cells, order, kept, on_item, &p, o->stop, &qr);
+    rc = mb_gpuqueue_run(o->n_gpus, assigned, o->n_cells, order, o->n_cells, on_item, &p, o->stop,
+                         &qr);
     if (rc != MB_OK) {
         res->failed_gpu = qr.failed_gpu;
         res->err = qr.err;

@@ -7,9 +7,10 @@
  * the other), and one worker per GPU runs them through the caller's run_cell hook. With
  * manage_mig_mode, a worker switches its GPU's MIG mode between its phases (mb_migmode: preflight,
  * original journaled once per GPU, switch, verify) and every switched GPU gets its original mode
- * back at the end, after an interruption or a failure too. Without it, a cell that needs the other
- * mode is skipped and counted. A resumed run passes the old journal: a GPU whose original mode a
- * crashed run journaled is restored to that original at the end, never to the mode it has now.
+ * back at the end, after an interruption or a failure too. Without it, the cells run as given, in
+ * their order (the caller leaves out what the GPU's mode cannot run). A resumed run passes the old
+ * journal: a GPU whose original mode a crashed run journaled is restored to that original at the
+ * end, never to the mode it has now.
  *
  * Threads: run_cell, journal, owns and note are called from worker threads (one per GPU); each
  * GPU's device is used by its worker only, and by the calling thread after the workers ended.
@@ -57,13 +58,12 @@ struct mb_phased_opts {
 };
 
 struct mb_phased_result {
-    size_t cells_run;     /* run_cell returned MB_OK */
-    size_t cells_skipped; /* needed the other MIG mode, without manage_mig_mode */
-    size_t switches;      /* MIG-mode switches between phases (restores not counted) */
-    size_t restores;      /* GPUs put back in their journaled original mode */
-    int status;           /* MB_OK or the first error (a cell hook, a switch, a restore) */
-    size_t failed_gpu;    /* with status != MB_OK */
-    struct mb_error err;  /* with status != MB_OK */
+    size_t cells_run;    /* run_cell returned MB_OK */
+    size_t switches;     /* MIG-mode switches between phases (restores not counted) */
+    size_t restores;     /* GPUs put back in their journaled original mode */
+    int status;          /* MB_OK or the first error (a cell hook, a switch, a restore) */
+    size_t failed_gpu;   /* with status != MB_OK */
+    struct mb_error err; /* with status != MB_OK */
 };
 
 /*

@@ -203,16 +203,24 @@ static void test_one_gpu_phases(void **state)
     expect_mode(dev, 0, 0);
     assert_true(r.notes >= 2); /* the switch described, the restore said */
 
-    /* Without the opt-in: the mig cells are skipped, nothing is switched or journaled. */
+    /* Without the opt-in: the cells given (the caller left out the mig ones) run as given,
+     * nothing is switched or journaled. */
     cJSON_Delete(r.journal);
-    rec_init(&r, &dev, cells, exp);
+    struct mb_cell off_cells[8];
+    for (size_t i = 0; i < 8; i++)
+        off_cells[i] = (struct mb_cell){i < 4 ? 2 : 0, (unsigned)(i % 4)};
+    rec_init(&r, &dev, off_cells, exp);
     o.manage_mig_mode = false;
+    o.cells = off_cells;
+    o.n_cells = 8;
     assert_int_equal(mb_phased_run(&o, &h, NULL, &res), MB_OK);
     assert_int_equal(res.cells_run, 8);
-    assert_int_equal(res.cells_skipped, 4);
     assert_int_equal(res.switches, 0);
     assert_int_equal(cJSON_GetArraySize(r.journal), 0);
-    assert_int_equal(r.notes, 4);
+    assert_int_equal(r.notes, 0);
+    assert_string_equal(r.events[0], "start 0"); /* ts first, as given */
+    o.cells = cells;
+    o.n_cells = 12;
 
     /* A cell that fails fatally in the MIG-on phase: the GPU still gets its mode back. */
     cJSON_Delete(r.journal);
