@@ -473,12 +473,16 @@ static int run_helper(char *const argv[], char *const extra_env[], const char *s
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     if (stdin_text) {
+        /* Close-on-exec: the workers of a multi-GPU run spawn at the same time, and a copy of
+         * this pipe in another worker's child would keep the daemon's stdin open. */
         if (pipe(pfd) != 0) {
             snprintf(why, cap, "pipe: %s", strerror(errno));
             free(env);
             posix_spawn_file_actions_destroy(&fa);
             return -1;
         }
+        fcntl(pfd[0], F_SETFD, FD_CLOEXEC); /* cannot fail on descriptors just made */
+        fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
         posix_spawn_file_actions_adddup2(&fa, pfd[0], 0);
         posix_spawn_file_actions_addclose(&fa, pfd[0]);
         posix_spawn_file_actions_addclose(&fa, pfd[1]);
@@ -1542,8 +1546,10 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
     if ((rc = mb_results_mkdirs(jobs_dir, 0755, err)) != MB_OK)
         goto out;
     cJSON *o = jevent("cell_started", c);
-    if (o)
+    if (o) {
         cJSON_AddStringToObject(o, "mode", mb_exp_mode_str(c->run->mode));
+        cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid); /* which GPU, on a multi-GPU run */
+    }
     if ((rc = jappend(c, o)) != MB_OK)
         goto out;
     emit(c, MB_RUNNER_CELL_START, NULL);
@@ -1694,6 +1700,7 @@ teardown:;
         goto out;
     o = jevent(c->failed ? "cell_failed" : "cell_finished", c);
     if (o) {
+        cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
         cJSON_AddNumberToObject(o, "seconds", (double)(mb_clock_monotonic_ns() - c->t0_ns) / 1e9);
         if (c->failed)
             cJSON_AddStringToObject(o, "reason", c->fail);
