@@ -17,10 +17,14 @@
 #include "migbench/catalog.h"
 #include "migbench/experiment.h"
 #include "migbench/device.h"
+#include "migbench/gpuqueue.h"
 #include "migbench/layout.h"
+#include "migbench/migmode.h"
+#include "migbench/multirun.h"
 #include "migbench/results.h"
 #include "migbench/runner.h"
 #include "run_export.h"
+#include "run_phases.h"
 
 #define CMD "run"
 
@@ -37,6 +41,8 @@ struct run_args {
     bool dry_run;
     bool resume;
     const char *prometheus; /* --prometheus FILE, or NULL */
+    bool manage_mig_mode;   /* --manage-mig-mode (or the file's manage_mig_mode: true) */
+    bool pin_reps;          /* --pin-repetitions */
 };
 
 /* What the experiment will run on, as far as the dry run needs to know. */
@@ -57,6 +63,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         {"only", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {"prometheus", required_argument, NULL, 'P'},
+        {"manage-mig-mode", no_argument, NULL, 'M'},
+        {"pin-repetitions", no_argument, NULL, 'p'},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof(*a));
@@ -93,6 +101,12 @@ static int parse_args(int argc, char **argv, struct run_args *a)
             break;
         case 'P':
             a->prometheus = optarg;
+            break;
+        case 'M':
+            a->manage_mig_mode = true;
+            break;
+        case 'p':
+            a->pin_reps = true;
             break;
         case 'h':
             mb_cli_print_help(&mb_cmd_run, stdout);
@@ -309,7 +323,60 @@ static void layout_indices(const struct mb_gpu_model *model, const struct mb_exp
     }
 }
 
-static int dry_run(const struct run_args *a, const struct mb_experiment *exp, const char *spec)
+/*
+ * The wall-clock estimate on the given GPUs: cells assigned as the run would assign them (one
+ * GPU each at a time, repetitions spread or pinned), the longest GPU's total.
+ */
+static void print_gpu_estimate(const struct run_args *a, const struct mb_experiment *exp,
+                               const struct mb_cell *cells, size_t n_cells, size_t n_gpus)
+{
+    struct mb_gpuqueue_item *items = calloc(n_cells ? n_cells : 1, sizeof(*items));
+    size_t *gpu_of = calloc(n_cells ? n_cells : 1, sizeof(*gpu_of));
+    double load[MB_MAX_DEVICES];
+    bool unknown = false;
+    for (size_t i = 0; items && i < n_cells; i++)
+        items[i] = (struct mb_gpuqueue_item){cells[i].run,
+                                             cell_seconds(exp, &exp->runs[cells[i].run], &unknown)};
+    if (items && gpu_of &&
+        mb_gpuqueue_assign(items, n_cells, n_gpus, a->pin_reps, gpu_of, load, NULL) == MB_OK) {
+        double longest = 0;
+        for (size_t g = 0; g < n_gpus; g++)
+            longest = load[g] > longest ? load[g] : longest;
+        char est[32];
+        format_seconds(longest, est, sizeof(est));
+        printf("estimated duration on %zu GPUs: %s%s (one cell per GPU at a time, repetitions "
+               "%s)\n",
+               n_gpus, unknown ? "at least " : "", est,
+               a->pin_reps ? "pinned to one GPU" : "spread over the GPUs");
+    }
+    free(items);
+    free(gpu_of);
+}
+
+/* With MIG-mode phases: what each phase holds and the switches it costs. */
+static void print_phases(const struct mb_experiment *exp, const struct mb_cell *cells,
+                         size_t n_cells, bool manage)
+{
+    size_t need[2] = {0, 0};
+    for (size_t i = 0; i < n_cells; i++) {
+        int m = mb_migmode_run_needs(&exp->runs[cells[i].run]);
+        if (m >= 0)
+            need[m]++;
+    }
+    if (!need[0] || !need[1])
+        return;
+    if (manage)
+        printf("MIG-mode phases: %zu cells with MIG off, %zu with MIG on; each GPU switches "
+               "once between them and back to its original mode at the end (a GPU reset each, "
+               "not in the estimate)\n",
+               need[0], need[1]);
+    else
+        printf("note: %zu cells need MIG off and %zu need MIG on: without --manage-mig-mode "
+               "only those of the GPU's current mode run\n",
+               need[0], need[1]);
+}
+
+static int dry_run(const struct run_args *a, const struct mb_experiment *exp, const char *spec_in)
 {
     struct mb_catalog *cat = NULL;
     struct mb_cell *cells = NULL;
@@ -317,8 +384,15 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
     size_t n_cells = 0, n_notes = 0;
     struct mb_error err;
     int code = MB_EXIT_OK;
+    struct mb_device_spec_list gpus = {0};
+    if (mb_device_spec_expand(spec_in, &gpus, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        return mb_cli_exit_for(err.status);
+    }
+    const char *spec = gpus.specs[0];
     if (mb_catalog_create(&cat, &err) != MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
+        mb_device_spec_list_free(&gpus);
         return MB_EXIT_FAIL;
     }
     struct target t;
@@ -465,7 +539,12 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
     if (unknown)
         printf("  (warm-up or window counted in steps or run to completion: their time depends "
                "on the jobs)\n");
+    if (gpus.n > 1)
+        print_gpu_estimate(a, exp, cells, n_cells, gpus.n);
+    if (t.kind != MB_KIND_HOST)
+        print_phases(exp, cells, n_cells, a->manage_mig_mode || exp->manage_mig_mode);
 out:
+    mb_device_spec_list_free(&gpus);
     free(cells);
     mb_notes_free(notes, n_notes);
     mb_catalog_destroy(cat);
@@ -1063,11 +1142,15 @@ static int run_main(int argc, char **argv)
 const struct mb_cmd mb_cmd_run = {
     .name = "run",
     .summary = "Run an experiment: jobs under exclusive, time-slicing, MPS and MIG sharing.",
-    .usage = "migbench run EXP.yaml [--device SPEC] [--results DIR] [--set KEY=VALUE]...\n"
-             "                    [--dry-run] [--resume] [--only RUN[,RUN...]] [--prometheus FILE]",
+    .usage =
+        "migbench run EXP.yaml [--device SPEC] [--results DIR] [--set KEY=VALUE]...\n"
+        "                    [--dry-run] [--resume] [--only RUN[,RUN...]] [--prometheus FILE]\n"
+        "                    [--manage-mig-mode] [--pin-repetitions]",
     .help = "options:\n"
             "  --device SPEC      run on this device instead of the file's (host, nvml:0,\n"
-            "                     nvml:GPU-uuid, emu:H100-80GB[:mig=on,state=PATH])\n"
+            "                     nvml:GPU-uuid, emu:H100-80GB[:mig=on,state=PATH]); several\n"
+            "                     GPUs (nvml:0,1,2,3, nvml:all, emu:H100-80GB:count=8) run\n"
+            "                     one cell each at a time, into one results directory\n"
             "  --results DIR      results directory (default results/<experiment name>)\n"
             "  --set KEY=VALUE    override a setting, e.g. measure.duration=30s (repeatable)\n"
             "  --dry-run          validate against the device's geometry and print the cells,\n"
@@ -1075,6 +1158,12 @@ const struct mb_cmd mb_cmd_run = {
             "  --resume           continue an interrupted experiment: remove what the dead run\n"
             "                     left on the GPU, then run only the unfinished cells\n"
             "  --only RUN,...     run only these runs\n"
+            "  --manage-mig-mode  switch each GPU's MIG mode between the runs that need it off\n"
+            "                     and those that need it on (phases), restoring the original at\n"
+            "                     the end and on --resume; root and an idle GPU (docs/study.md).\n"
+            "                     The same as manage_mig_mode: true in the file\n"
+            "  --pin-repetitions  keep every repetition of a run on one GPU (default: spread\n"
+            "                     over the GPUs, so that board-to-board spread shows in the CI)\n"
             "  --prometheus FILE  keep FILE as a node_exporter textfile while running: the\n"
             "                     device's live values and each run's energy, attributed per job\n"
             "                     (docs/prometheus.md)\n"
