@@ -4,6 +4,7 @@
 #include <math.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -836,6 +837,243 @@ static void filter_by_mig_mode(const struct mb_experiment *exp, struct mb_device
     *n_cells = k;
 }
 
+/* The GPUs of one run: one device, runner options and cool-down state each. */
+struct node {
+    size_t n;
+    struct mb_device_spec_list specs;
+    struct mb_device *dev[MB_MAX_DEVICES];
+    struct mb_device_info info[MB_MAX_DEVICES];
+    struct mb_runner_power power[MB_MAX_DEVICES];
+    struct mb_runner_opts ro[MB_MAX_DEVICES];
+    struct node_ev {
+        size_t gpu, n;
+    } ev[MB_MAX_DEVICES]; /* the event hook's context: which GPU of how many */
+};
+
+/* The multi-GPU hooks' context. */
+struct node_hooks {
+    const struct node *nd;
+    struct mb_cli_run_export *ex;
+};
+
+/* Opens every GPU spec names; they must be one kind of device and one GPU model. */
+static int open_node(const char *spec, struct node *nd, struct mb_error *err)
+{
+    int rc = mb_device_spec_expand(spec, &nd->specs, err);
+    if (rc != MB_OK)
+        return rc;
+    for (size_t g = 0; g < nd->specs.n; g++) {
+        const char *sp = nd->specs.specs[g];
+        if ((rc = mb_device_open(sp, &nd->dev[g], err)) != MB_OK)
+            return rc;
+        nd->n = g + 1;
+        if ((rc = mb_device_info(nd->dev[g], &nd->info[g], err)) != MB_OK) {
+            mb_error_prefix(err, "device %s: ", sp);
+            return rc == MB_EINVAL ? MB_EDEVICE : rc;
+        }
+        const struct mb_device_info *i0 = &nd->info[0], *ig = &nd->info[g];
+        if (strcmp(i0->backend, ig->backend) != 0 || strcmp(i0->model, ig->model) != 0)
+            return mb_error_set(err, MB_EINVAL,
+                                "--device %s: %s is a %s (%s), %s a %s (%s): one run compares "
+                                "GPUs of one model; run them separately",
+                                spec, sp, ig->model, ig->backend, nd->specs.specs[0], i0->model,
+                                i0->backend);
+    }
+    return MB_OK;
+}
+
+static void close_node(struct node *nd)
+{
+    if (!nd)
+        return;
+    for (size_t g = 0; g < nd->n; g++)
+        mb_device_close(nd->dev[g]);
+    mb_device_spec_list_free(&nd->specs);
+    free(nd);
+}
+
+/* Runner events of a multi-GPU run: its lines, prefixed with the GPU (no live progress line). */
+static pthread_mutex_t node_print_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_node_event(void *vctx, const struct mb_runner_event *ev)
+{
+    const struct node_ev *ne = vctx;
+    if (mb_cli_verbosity() < 1 || (ev->kind != MB_RUNNER_NOTE && ev->kind != MB_RUNNER_CELL_START))
+        return;
+    char gpu[32] = "";
+    if (ne->n > 1)
+        snprintf(gpu, sizeof(gpu), "[gpu %zu] ", ne->gpu);
+    pthread_mutex_lock(&node_print_lock);
+    if (ev->kind == MB_RUNNER_NOTE)
+        mb_cli_info(CMD, "%s%s %u: %s", gpu, ev->run, ev->rep, ev->text);
+    else
+        mb_cli_info(CMD, "%srun %s, repetition %u", gpu, ev->run, ev->rep);
+    pthread_mutex_unlock(&node_print_lock);
+}
+
+static void on_node_note(void *ctx, size_t gpu, const char *line)
+{
+    const struct node *nd = ((const struct node_hooks *)ctx)->nd;
+    pthread_mutex_lock(&node_print_lock);
+    if (nd->n > 1)
+        mb_cli_info(CMD, "[gpu %zu] %s", gpu, line);
+    else
+        mb_cli_info(CMD, "%s", line);
+    pthread_mutex_unlock(&node_print_lock);
+}
+
+static void on_node_cell_done(void *ctx, size_t gpu, size_t cell, int status, bool failed)
+{
+    const struct node_hooks *h = ctx;
+    (void)gpu;
+    (void)cell;
+    if (status == MB_OK && !failed)
+        mb_cli_run_export_cell_done(h->ex);
+}
+
+/*
+ * Each GPU's runner options: the shared ones from base, its own device, spec and power; on
+ * several GPUs or in phases, lines instead of the one-GPU progress line.
+ */
+static void node_runner_opts(struct node *nd, const struct mb_runner_opts *base, bool lines)
+{
+    for (size_t g = 0; g < nd->n; g++) {
+        nd->ro[g] = *base;
+        nd->ro[g].dev = nd->dev[g];
+        nd->ro[g].device_spec = nd->specs.specs[g];
+        nd->ro[g].power = &nd->power[g];
+        nd->ro[g].seed = base->seed + g;
+        nd->ev[g] = (struct node_ev){g, nd->n};
+        if (lines) {
+            nd->ro[g].on_event = on_node_event;
+            nd->ro[g].ctx = &nd->ev[g];
+        }
+    }
+}
+
+/*
+ * Checks each GPU before anything changes. With MIG-mode phases only the cells of the mode a GPU
+ * has now can be checked against it; the others are checked by the runner after the switch.
+ */
+static int preflight_node(struct node *nd, const struct mb_experiment *exp,
+                          const struct mb_cell *cells, size_t n_cells, bool manage,
+                          struct mb_error *err)
+{
+    struct mb_cell *now = malloc((n_cells ? n_cells : 1) * sizeof(*now));
+    if (!now)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    int rc = MB_OK;
+    for (size_t g = 0; g < nd->n && rc == MB_OK; g++) {
+        struct mb_mig_mode mm = {0, 0};
+        bool mig = mb_device_mig_mode(nd->dev[g], &mm, NULL) == MB_OK;
+        size_t k = 0;
+        for (size_t i = 0; i < n_cells; i++) {
+            int need = mb_migmode_run_needs(&exp->runs[cells[i].run]);
+            if (!manage || !mig || need < 0 || need == mm.current)
+                now[k++] = cells[i];
+        }
+        rc = mb_runner_preflight(&nd->ro[g], now, k, err);
+    }
+    free(now);
+    return rc;
+}
+
+/* --resume: what the dead run left on each GPU, removed from that GPU. */
+static int cleanup_node(struct node *nd, const cJSON *events, struct mb_error *err)
+{
+    struct mb_leftovers *left = malloc(sizeof(*left));
+    struct mb_leftovers *mine = malloc(sizeof(*mine));
+    int rc = left && mine ? mb_journal_leftovers(events, left, err)
+                          : mb_error_set(err, MB_ENOMEM, "out of memory");
+    if (rc == MB_OK && (left->n_mig || left->n_mps))
+        mb_cli_info(CMD,
+                    "resume: removing %zu MIG instance%s and %zu MPS daemon%s left by the "
+                    "interrupted run",
+                    left->n_mig, left->n_mig == 1 ? "" : "s", left->n_mps,
+                    left->n_mps == 1 ? "" : "s");
+    for (size_t g = 0; rc == MB_OK && g < nd->n && (left->n_mig || left->n_mps); g++) {
+        memset(mine, 0, sizeof(*mine));
+        for (size_t i = 0; i < left->n_mig; i++)
+            if (strcmp(left->mig[i].gpu_uuid, nd->info[g].uuid) == 0)
+                mine->mig[mine->n_mig++] = left->mig[i];
+        if (g == 0) { /* MPS daemons are the host's, cleaned once */
+            mine->n_mps = left->n_mps;
+            memcpy(mine->mps, left->mps, sizeof(left->mps));
+        }
+        size_t removed = 0;
+        if (mine->n_mig || mine->n_mps)
+            rc = mb_runner_cleanup(&nd->ro[g], mine, &removed, err);
+    }
+    free(left);
+    free(mine);
+    return rc;
+}
+
+/*
+ * The cells on every GPU of the node, in MIG-mode phases when manage: returns the exit status
+ * and the counts. An interruption restores the GPUs and is journaled.
+ */
+static int run_node(struct node *nd, const struct run_args *a, const struct mb_experiment *exp,
+                    struct mb_cell *cells, size_t n_cells, bool manage, struct mb_journal *journal,
+                    const cJSON *events, struct mb_cli_run_export *ex, size_t counts[3])
+{
+    double *est = calloc(n_cells ? n_cells : 1, sizeof(*est));
+    size_t *gpu_of = calloc(n_cells ? n_cells : 1, sizeof(*gpu_of));
+    if (!est || !gpu_of) {
+        free(est);
+        free(gpu_of);
+        mb_cli_error(CMD, "out of memory");
+        return MB_EXIT_FAIL;
+    }
+    bool unknown = false;
+    for (size_t i = 0; i < n_cells; i++)
+        est[i] = cell_seconds(exp, &exp->runs[cells[i].run], &unknown);
+    struct node_hooks hooks = {nd, ex};
+    struct mb_multirun_opts mo = {.exp = exp,
+                                  .cells = cells,
+                                  .n_cells = n_cells,
+                                  .gpus = nd->ro,
+                                  .n_gpus = nd->n,
+                                  .journal = journal,
+                                  .old_journal = events,
+                                  .resume = a->resume,
+                                  .manage_mig_mode = manage,
+                                  .pin_reps = a->pin_reps,
+                                  .est_s = est,
+                                  .stop = &stop_signal,
+                                  .note = on_node_note,
+                                  .cell_done = on_node_cell_done,
+                                  .ctx = &hooks};
+    struct mb_multirun_result res;
+    int rc = mb_multirun(&mo, gpu_of, &res);
+    counts[0] = res.ok;
+    counts[1] = res.failed;
+    counts[2] = res.skipped;
+    int code = MB_EXIT_OK;
+    if (res.interrupted) {
+        int sig = stop_signal ? stop_signal : SIGINT;
+        const struct mb_cell *c = &cells[res.interrupted_cell];
+        cJSON *ev = cJSON_CreateObject();
+        cJSON_AddStringToObject(ev, "event", "interrupted");
+        cJSON_AddNumberToObject(ev, "signal", sig);
+        cJSON_AddStringToObject(ev, "run", exp->runs[c->run].name);
+        cJSON_AddNumberToObject(ev, "rep", c->rep);
+        mb_journal_append(journal, ev, NULL);
+        cJSON_Delete(ev);
+        mb_cli_error(CMD,
+                     "interrupted by signal %d; jobs stopped, sharing modes torn down%s; "
+                     "continue with --resume",
+                     sig, res.phased.restores ? ", MIG modes restored" : "");
+        code = 128 + sig;
+    } else if (rc != MB_OK) {
+        mb_cli_error(CMD, "gpu %zu: %s", res.phased.failed_gpu, res.phased.err.msg);
+        code = mb_cli_exit_for(rc) == MB_EXIT_USAGE ? MB_EXIT_USAGE : MB_EXIT_FAIL;
+    }
+    free(est);
+    free(gpu_of);
+    return code;
+}
+
 static int execute(const struct run_args *a, const struct mb_experiment *exp, const char *spec)
 {
     struct mb_error err;
@@ -848,22 +1086,21 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
     cJSON *events = NULL;
     int code = MB_EXIT_OK;
     struct mb_cli_run_export ex = {0};
-    if (mb_catalog_create(&cat, &err) != MB_OK) {
-        mb_cli_error(CMD, "%s", err.msg);
+    struct node *nd = calloc(1, sizeof(*nd));
+    bool manage = a->manage_mig_mode || exp->manage_mig_mode;
+    if (!nd || mb_catalog_create(&cat, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", nd ? err.msg : "out of memory");
+        free(nd);
         return MB_EXIT_FAIL;
     }
-    int rc = mb_device_open(spec, &dev, &err);
+    int rc = open_node(spec, nd, &err);
     if (rc != MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
         code = rc == MB_EINVAL ? MB_EXIT_USAGE : MB_EXIT_FAIL;
         goto out;
     }
-    struct mb_device_info info;
-    if (mb_device_info(dev, &info, &err) != MB_OK) {
-        mb_cli_error(CMD, "device %s: %s", spec, err.msg);
-        code = MB_EXIT_FAIL;
-        goto out;
-    }
+    dev = nd->dev[0];
+    const struct mb_device_info info = nd->info[0];
     int kind = mb_device_kind_from_backend(info.backend);
     if (kind < 0) {
         mb_cli_error(CMD, "device %s: unknown backend '%s'", spec, info.backend);
@@ -881,7 +1118,20 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
     }
     for (size_t i = 0; i < n_notes; i++)
         mb_cli_info(CMD, "%s", notes[i]);
-    filter_by_mig_mode(exp, dev, (enum mb_device_kind)kind, cells, &n_cells);
+    if (!manage) {
+        size_t n_all = n_cells;
+        struct mb_cell *all = malloc((n_all ? n_all : 1) * sizeof(*all));
+        if (all)
+            memcpy(all, cells, n_all * sizeof(*all));
+        filter_by_mig_mode(exp, dev, (enum mb_device_kind)kind, cells, &n_cells);
+        char base[PATH_MAX];
+        snprintf(base, sizeof(base), "%s%s", a->results ? "" : "results/",
+                 a->results ? a->results : exp->name);
+        struct mb_cli_two_phase tp = {a->file, spec, base, info.index, info.emulated};
+        if (all && n_cells < n_all && mb_cli_verbosity() >= 1)
+            mb_cli_print_two_phase(stderr, exp, all, n_all, &tp);
+        free(all);
+    }
     /* Only the runs that will run here are held to this model's profile names. */
     size_t shown_notes = n_notes;
     if (model &&
@@ -969,8 +1219,9 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32),
         .power = &power,
     };
+    node_runner_opts(nd, &ro, nd->n > 1 || manage);
     /* Nothing has changed yet: refuse here what cannot run (mps off nvml, MIG disabled). */
-    if (!a->resume && (rc = mb_runner_preflight(&ro, cells, n_cells, &err)) != MB_OK) {
+    if (!a->resume && (rc = preflight_node(nd, exp, cells, n_cells, manage, &err)) != MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
         code = rc == MB_EUNSUPPORTED ? MB_EXIT_USAGE : MB_EXIT_FAIL;
         goto out;
@@ -987,30 +1238,16 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         goto out;
     }
     ro.journal = journal;
+    for (size_t g = 0; g < nd->n; g++)
+        nd->ro[g].journal = journal;
     install_handlers();
     if (a->resume) {
-        struct mb_leftovers *left = malloc(sizeof(*left));
-        if (!left) {
-            code = MB_EXIT_FAIL;
-            goto out;
-        }
-        rc = mb_journal_leftovers(events, left, &err);
-        size_t removed = 0;
-        if (rc == MB_OK && (left->n_mig || left->n_mps)) {
-            mb_cli_info(CMD,
-                        "resume: removing %zu MIG instance%s and %zu MPS daemon%s left by "
-                        "the interrupted run",
-                        left->n_mig, left->n_mig == 1 ? "" : "s", left->n_mps,
-                        left->n_mps == 1 ? "" : "s");
-            rc = mb_runner_cleanup(&ro, left, &removed, &err);
-        }
-        free(left);
-        if (rc != MB_OK) {
+        if ((rc = cleanup_node(nd, events, &err)) != MB_OK) {
             mb_cli_error(CMD, "resume: %s; nothing else was run", err.msg);
             code = MB_EXIT_FAIL;
             goto out;
         }
-        if ((rc = mb_runner_preflight(&ro, cells, n_cells, &err)) != MB_OK) {
+        if ((rc = preflight_node(nd, exp, cells, n_cells, manage, &err)) != MB_OK) {
             mb_cli_error(CMD, "%s", err.msg);
             code = rc == MB_EUNSUPPORTED ? MB_EXIT_USAGE : MB_EXIT_FAIL;
             goto out;
@@ -1025,6 +1262,10 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
     for (size_t i = 0; i < exp->n_overrides; i++)
         cJSON_AddItemToArray(ov, cJSON_CreateString(exp->overrides[i]));
     cJSON_AddStringToObject(ev, "device", spec);
+    cJSON *gl = cJSON_AddArrayToObject(ev, "gpus");
+    for (size_t g = 0; g < nd->n; g++)
+        cJSON_AddItemToArray(gl, cJSON_CreateString(nd->specs.specs[g]));
+    cJSON_AddBoolToObject(ev, "manage_mig_mode", manage);
     cJSON_AddStringToObject(ev, "backend", info.backend);
     cJSON_AddNumberToObject(ev, "cells", (double)n_cells);
     cJSON_AddBoolToObject(ev, "resume", a->resume);
@@ -1044,7 +1285,16 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         estimates_total += cell_seconds(exp, &exp->runs[cells[i].run], &unknown);
     }
     size_t n_ok = 0, n_failed = 0, n_skipped = 0;
-    for (size_t i = 0; i < n_cells; i++) {
+    if (nd->n > 1 || manage) {
+        size_t counts[3];
+        code = run_node(nd, a, exp, cells, n_cells, manage, journal, events, &ex, counts);
+        n_ok = counts[0];
+        n_failed = counts[1];
+        n_skipped = counts[2];
+        if (code != MB_EXIT_OK)
+            goto out;
+    }
+    for (size_t i = 0; i < n_cells && nd->n == 1 && !manage; i++) {
         const struct mb_exp_run *r = &exp->runs[cells[i].run];
         bool unknown = false;
         double est = cell_seconds(exp, r, &unknown);
@@ -1110,7 +1360,7 @@ out:
     mb_journal_close(journal);
     free(cells);
     mb_notes_free(notes, n_notes);
-    mb_device_close(dev);
+    close_node(nd);
     mb_catalog_destroy(cat);
     return code;
 }
