@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,8 +138,10 @@ struct emu_state {
 struct emu_fault {
     enum emu_op op;
     unsigned long long nth;
-    int status;
+    int status; /* EMU_CRASH: the process is killed instead */
 };
+
+#define EMU_CRASH (-1)
 
 /* A stretch of time with constant load (power model without a trace). */
 struct emu_segment {
@@ -191,6 +194,7 @@ struct emu {
     bool no_reset;
     size_t n_busy;
     unsigned busy[EMU_MAX_BUSY];
+    bool crash_midway; /* crash=mig_switch_mode:N: killed after staging, before activating */
 };
 
 static struct emu *as_emu(struct mb_device *dev)
@@ -714,11 +718,20 @@ static int op_begin(struct emu *e, enum emu_op op, struct mb_error *err)
         return mb_error_set(err, MB_EGONE,
                             "emu: the GPU has fallen off the bus (injected: lost_after=%llu)",
                             e->lost_after);
-    for (size_t i = 0; i < e->n_faults; i++)
-        if (e->faults[i].op == op && e->faults[i].nth == e->op_calls[op])
-            return mb_error_set(err, e->faults[i].status,
-                                "emu: %s (injected failure of %s call %llu)",
-                                mb_status_str(e->faults[i].status), op_names[op], e->faults[i].nth);
+    for (size_t i = 0; i < e->n_faults; i++) {
+        if (e->faults[i].op != op || e->faults[i].nth != e->op_calls[op])
+            continue;
+        if (e->faults[i].status == EMU_CRASH) {
+            /* A crash for tests of recovery: a switch dies halfway, anything else at once. */
+            if (op == OP_mig_switch_mode) {
+                e->crash_midway = true;
+                continue;
+            }
+            raise(SIGKILL);
+        }
+        return mb_error_set(err, e->faults[i].status, "emu: %s (injected failure of %s call %llu)",
+                            mb_status_str(e->faults[i].status), op_names[op], e->faults[i].nth);
+    }
     if (!e->state_path[0])
         return MB_OK;
     if (flock(e->lock_fd, LOCK_EX) != 0)
@@ -822,7 +835,9 @@ static int parse_fault(struct emu *e, const char *val, struct mb_error *err)
     if (mb__spec_u64("fail", c1 + 1, &nth, err) || nth == 0)
         return mb_error_set(err, MB_EINVAL, "option fail=%s: N must be a call number >= 1", val);
     int status;
-    if (parse_status_word(c2 + 1, &status) != 0)
+    if (strcmp(c2 + 1, "crash") == 0)
+        status = EMU_CRASH;
+    else if (parse_status_word(c2 + 1, &status) != 0)
         return mb_error_set(err, MB_EINVAL,
                             "option fail=%s: unknown error '%s' (e.g. noresources, busy, inval, "
                             "unsupported, perm, gone, io, device, notfound)",
@@ -1049,6 +1064,10 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
                                 val);
     } else if (strcmp(key, "fail") == 0) {
         return parse_fault(e, val, err);
+    } else if (strcmp(key, "crash") == 0) {
+        char f[MB__SPEC_VAL_MAX + 8];
+        snprintf(f, sizeof(f), "%.*s:crash", MB__SPEC_VAL_MAX - 1, val);
+        return parse_fault(e, f, err);
     } else if (strcmp(key, "reset") == 0) {
         if (strcmp(val, "ok") == 0)
             e->no_reset = false;
@@ -1073,8 +1092,8 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
         return mb_error_set(err, MB_EINVAL,
                             "unknown emu option '%s' (known: mig, index, state, catalog, idle_w, "
                             "max_w, load, trace, energy0_mj, wrap_mj, energy_update_ms, counter, "
-                            "sensor, update_ms, avg_ms, clock, fail, lost_after, reset, busy, "
-                            "count)",
+                            "sensor, update_ms, avg_ms, clock, fail, crash, lost_after, reset, "
+                            "busy, count)",
                             key);
     }
     return MB_OK;
@@ -1453,6 +1472,10 @@ static int emu_mig_switch_mode(struct mb_device *dev, int enable, struct mb_erro
                       false, err);
     bool changed = e->st.mig_pending != enable;
     e->st.mig_pending = enable;
+    if (e->crash_midway) {
+        op_end(e, MB_OK, changed, err); /* the staged mode is saved, as a driver would keep it */
+        raise(SIGKILL);
+    }
     int arc = MB_OK;
     if (e->st.mig_current != enable) {
         arc = activation_check(e, enable, err);
