@@ -519,7 +519,10 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
             printf(" (%s)\n", r->n_thread_pct     ? "as given"
                               : r->n_match_layout ? "matched to the compute slices of match_layout"
                                                   : "equal split");
-            if (t.kind != MB_KIND_NVML)
+            if (t.kind == MB_KIND_EMU)
+                printf("  note: an emulated GPU has no MPS daemon: the jobs get its environment "
+                       "and share the GPU\n");
+            else if (t.kind != MB_KIND_NVML)
                 printf("  note: mps runs only on the nvml backend; on this device migbench run "
                        "stops before running anything\n");
         }

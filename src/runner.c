@@ -105,6 +105,7 @@ struct cell {
     size_t n_inst;
     double reconfigure_s;
     bool mps_up;
+    bool mps_emulated; /* an emulated GPU: no daemon, the jobs get the MPS environment */
     char mps_pipe[1100], mps_log[1100];
     unsigned pct[MB_EXP_MAX_JOBS];
     /* jobs */
@@ -799,6 +800,13 @@ static int prepare_mps(struct cell *c)
     chmod(c->mps_pipe, 0700);
     chmod(c->mps_log, 0700);
     mb_exp_run_thread_pct(c->run, c->o->model ? c->o->model->compute_slices : 7, c->pct);
+    if (c->o->kind == MB_KIND_EMU) {
+        /* No GPU for a daemon to serve: the jobs share the emulated GPU with the MPS
+         * environment they would get, and cell.json says there was no daemon. */
+        c->mps_emulated = true;
+        emit(c, MB_RUNNER_NOTE, "emulated GPU: no MPS daemon; the jobs get its environment");
+        return MB_OK;
+    }
     /* Journal first: if we die between starting the daemon and journaling it,
      * --resume must still know to tell it to quit (quitting a daemon that never
      * started is harmless). */
@@ -1488,6 +1496,8 @@ static cJSON *cell_json(struct cell *c, double started_unix, double offset_s)
             cJSON_AddItemToArray(arr, cJSON_CreateNumber(c->pct[i]));
         cJSON_AddStringToObject(mp, "pipe_dir", c->mps_pipe);
         cJSON_AddStringToObject(mp, "log_dir", c->mps_log);
+        cJSON_AddStringToObject(mp, "daemon",
+                                c->mps_emulated ? "none (emulated GPU)" : MPS_CONTROL);
     } else {
         cJSON_AddNullToObject(o, "mps");
     }
@@ -1748,7 +1758,7 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
         const struct mb_exp_run *r = &o->exp->runs[cells[i].run];
         if (i > 0 && cells[i - 1].run == cells[i].run)
             continue;
-        if (r->mode == MB_MODE_MPS) {
+        if (r->mode == MB_MODE_MPS && o->kind != MB_KIND_EMU) {
             if (o->kind != MB_KIND_NVML)
                 return mb_error_set(err, MB_EUNSUPPORTED,
                                     "run '%s': mode mps needs a real GPU through the nvml backend "
