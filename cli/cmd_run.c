@@ -416,7 +416,7 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
     for (size_t c = 0; c < n_cells && t.model; c++) {
         size_t i = cells[c].run;
         const struct mb_exp_run *r = &exp->runs[i];
-        if (r->mode != MB_MODE_MIG || (c > 0 && cells[c - 1].run == i))
+        if ((r->mode != MB_MODE_MIG && !r->on[0]) || (c > 0 && cells[c - 1].run == i))
             continue;
         unsigned add[MB_EXP_MAX_JOBS];
         layout_indices(t.model, r, add);
@@ -473,7 +473,7 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
         if (c > 0 && cells[c - 1].run == cells[c].run)
             continue;
         const struct mb_exp_run *r = &exp->runs[cells[c].run];
-        if (r->mode == MB_MODE_MIG && t.model) {
+        if ((r->mode == MB_MODE_MIG || r->on[0]) && t.model) {
             unsigned add[MB_EXP_MAX_JOBS];
             layout_indices(t.model, r, add);
             struct mb_layout placed;
@@ -825,11 +825,12 @@ static void filter_by_mig_mode(const struct mb_experiment *exp, struct mb_device
     for (size_t i = 0; i < *n_cells; i++) {
         const struct mb_exp_run *r = &exp->runs[cells[i].run];
         const char *why = NULL;
-        if (r->mode == MB_MODE_MIG && !mm.current)
+        int need = mb_migmode_run_needs(r);
+        if (need == 1 && !mm.current)
             why = mm.pending ? "MIG mode is enabled but pending a GPU reset"
                              : "MIG mode is disabled on the GPU (nvidia-smi -mig 1 and a reset "
                                "enable it)";
-        else if (r->mode != MB_MODE_MIG && kind == MB_KIND_NVML && mm.current)
+        else if (need == 0 && kind == MB_KIND_NVML && mm.current)
             why = "MIG mode is enabled on the GPU; whole-GPU runs need it disabled";
         if (!why) {
             cells[k++] = cells[i];

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "migbench/catalog.h"
 #include "migbench/experiment.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
@@ -460,6 +461,7 @@ static int build_timeline(struct mb_an_cell *c, const struct tel_row *rows, size
 struct run_meta {
     char run[MB_AN_NAME_MAX];
     char mode[MB_AN_NAME_MAX];
+    char on[MB_AN_NAME_MAX]; /* exclusive on a MIG instance: its profile; else "" */
     size_t njobs;
     char job[MB_AN_JOBS_MAX][MB_AN_NAME_MAX];
     char workload[MB_AN_JOBS_MAX][MB_AN_NAME_MAX];
@@ -573,6 +575,7 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
     mb__copy_str(m->run, sizeof(m->run),
                  json_str(root, "run") ? json_str(root, "run") : dirname_run);
     mb__copy_str(m->mode, sizeof(m->mode), json_str(root, "mode"));
+    mb__copy_str(m->on, sizeof(m->on), json_str(root, "on"));
     if (!m->mode[0]) {
         cJSON_Delete(root);
         return mb_error_set(err, MB_EPARSE, "%s: field 'mode': missing", path);
@@ -1054,6 +1057,10 @@ static void fill_run_jobs(struct mb_an_run *r, const struct run_meta *m)
     }
     size_t used = 0;
     r->layout[0] = '\0';
+    if (m->on[0]) {
+        snprintf(r->layout, sizeof(r->layout), "on %s", m->on);
+        return;
+    }
     for (size_t i = 0; i < m->njobs; i++) {
         char part[MB_AN_NAME_MAX + 2];
         if (strcmp(r->mode, "mig") == 0 && m->instance[i][0])
@@ -1662,6 +1669,39 @@ static void gpu_notes(struct mb_an_experiment *e)
     }
 }
 
+/*
+ * Exclusive runs on a MIG instance (`on: mig-7g`) are not the whole GPU: how the instance differs,
+ * from the catalog, so that nobody reads its figures as the GPU's.
+ */
+static void on_notes(struct mb_an_experiment *e)
+{
+    struct mb_catalog *cat = NULL;
+    const struct mb_gpu_model *model = NULL;
+    if (mb_catalog_create(&cat, NULL) == MB_OK && e->model[0])
+        mb_catalog_find(cat, e->model, &model, NULL);
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        if (strncmp(r->layout, "on ", 3) != 0)
+            continue;
+        const struct mb_gi_profile *p = NULL;
+        if (model)
+            mb_model_profile_resolve(model, r->layout + 3, &p, NULL);
+        char sm[64] = "SMs unknown", mem[80] = "memory unknown";
+        if (p && p->sm_count > 0 && model->sm_full_gpu > 0)
+            snprintf(sm, sizeof(sm), "%d of the GPU's %d SMs", p->sm_count, model->sm_full_gpu);
+        else if (p && p->sm_count > 0)
+            snprintf(sm, sizeof(sm), "%d SMs (the whole GPU's count unknown)", p->sm_count);
+        if (p && p->memory_mib > 0 && model->total_memory_mib > 0)
+            snprintf(mem, sizeof(mem), "%lld of %lld MiB", (long long)p->memory_mib,
+                     (long long)model->total_memory_mib);
+        add_note(e,
+                 "%s: exclusive on a %s MIG instance, not the whole GPU: %s, %s (catalog); its "
+                 "figures are relative to that instance",
+                 r->name, r->layout + 3, sm, mem);
+    }
+    mb_catalog_destroy(cat);
+}
+
 static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
 {
     if (e->nruns > 1)
@@ -1685,6 +1725,7 @@ static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
     quality_notes(e);
     journal_notes(e);
     gpu_notes(e);
+    on_notes(e);
     return MB_OK;
 }
 

@@ -822,10 +822,41 @@ static int find_workload(const struct mb_experiment *exp, const char *name)
     return -1;
 }
 
+/*
+ * `on: mig-7g` (exclusive only): the jobs run one after another on one MIG instance of that size
+ * instead of the whole GPU, a baseline for a GPU that cannot leave MIG mode; `on: gpu` is the
+ * default.
+ */
+static int parse_run_on(struct pctx *c, const struct ynode *n, const char *field,
+                        struct mb_exp_run *r)
+{
+    unsigned kl = 0;
+    const struct ynode *v = map_get(n, "on", &kl);
+    if (!v)
+        return MB_OK;
+    char f[FIELD_MAX], on[MB_PROFILE_NAME_MAX + 8];
+    fieldf(f, "%s.on", field);
+    int rc = get_string(c, v, f, on, sizeof(on));
+    if (rc)
+        return rc;
+    if (r->mode != MB_MODE_EXCLUSIVE)
+        return perr(c, kl ? kl : v->line, v->origin, f, "only for mode: exclusive (this run is %s)",
+                    mb_exp_mode_str(r->mode));
+    if (strcmp(on, "gpu") == 0)
+        return MB_OK;
+    if (strncmp(on, "mig-", 4) != 0 || !on[4] || strlen(on + 4) >= MB_PROFILE_NAME_MAX)
+        return perr(c, v->line, v->origin, f,
+                    "'%s': expected gpu or mig-SIZE (e.g. mig-7g, the largest instance)", on);
+    snprintf(r->on, sizeof(r->on), "%s", on + 4);
+    snprintf(r->layout[0], sizeof(r->layout[0]), "%s", on + 4);
+    r->n_layout = 1;
+    return MB_OK;
+}
+
 static int parse_run(struct pctx *c, struct mb_experiment *exp, size_t idx, const struct ynode *n)
 {
     static const char *const keys[] = {
-        "name", "mode", "jobs", "layout", "only", "thread_percentage", "match_layout", NULL};
+        "name", "mode", "jobs", "layout", "only", "thread_percentage", "match_layout", "on", NULL};
     struct mb_exp_run *r = &exp->runs[idx];
     r->line = n->line;
     char field[FIELD_MAX], f[FIELD_MAX];
@@ -962,7 +993,7 @@ static int parse_run(struct pctx *c, struct mb_experiment *exp, size_t idx, cons
     }
     if (r->mode == MB_MODE_MIG && r->n_jobs > 7)
         return perr(c, n->line, n->origin, field, "a MIG layout has at most 7 instances");
-    return MB_OK;
+    return parse_run_on(c, n, field, r);
 }
 
 static int parse_measure(struct pctx *c, const struct ynode *n, struct mb_exp_measure *m)
@@ -1542,8 +1573,10 @@ bool mb_exp_run_applies(const struct mb_exp_run *run, enum mb_device_kind kind, 
     const char *reason = NULL;
     if (run->mode == MB_MODE_PARTITION && gpu)
         reason = "mode partition is for the host CPU";
-    else if ((run->mode == MB_MODE_MIG || run->mode == MB_MODE_MPS) && !gpu)
-        reason = run->mode == MB_MODE_MIG ? "mode mig needs a GPU" : "mode mps needs a GPU";
+    else if ((run->mode == MB_MODE_MIG || run->mode == MB_MODE_MPS || run->on[0]) && !gpu)
+        reason = run->mode == MB_MODE_MPS ? "mode mps needs a GPU"
+                 : run->on[0]             ? "exclusive on a MIG instance needs a GPU"
+                                          : "mode mig needs a GPU";
     else if (run->only && !(run->only & (gpu ? MB_ONLY_GPU : MB_ONLY_HOST)))
         reason = gpu ? "only: host" : "only: gpu";
     if (reason && why)

@@ -332,6 +332,7 @@ int mb_migmode_run_needs(const struct mb_exp_run *run)
     case MB_MODE_MIG:
         return 1;
     case MB_MODE_EXCLUSIVE:
+        return run->on[0] ? 1 : 0; /* on: mig-7g runs on a MIG instance */
     case MB_MODE_TIMESLICE:
     case MB_MODE_MPS:
         return 0;

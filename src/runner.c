@@ -628,6 +628,12 @@ static int plan_mig(struct mb_device *dev, const struct mb_gpu_model *m, const s
     return MB_OK;
 }
 
+/* The run's jobs run on MIG instances: mode mig, or exclusive `on: mig-SIZE`. */
+static bool uses_mig(const struct mb_exp_run *r)
+{
+    return r->mode == MB_MODE_MIG || r->on[0];
+}
+
 static int prepare_mig(struct cell *c)
 {
     const struct mb_exp_run *r = c->run;
@@ -921,11 +927,13 @@ static int setup_job(struct cell *c, size_t i)
     rc = mb_progress_create(&po, &j->prog, &e);
     if (rc != MB_OK)
         return mb_error_set(c->err, rc, "job %s: %s", j->name, e.msg);
-    switch (r->mode) {
+    /* exclusive `on: mig-7g`: every job on the run's one instance, one after another. */
+    size_t k = r->on[0] ? 0 : i;
+    switch (uses_mig(r) ? MB_MODE_MIG : r->mode) {
     case MB_MODE_MIG:
-        j->instance = (int)i;
+        j->instance = (int)k;
         rc = add_env(j, "CUDA_VISIBLE_DEVICES=%s%s",
-                     strncmp(c->inst[i].uuid, "MIG-", 4) == 0 ? "" : "MIG-", c->inst[i].uuid);
+                     strncmp(c->inst[k].uuid, "MIG-", 4) == 0 ? "" : "MIG-", c->inst[k].uuid);
         break;
     case MB_MODE_MPS:
         j->thread_pct = (int)c->pct[i];
@@ -1501,9 +1509,10 @@ static cJSON *cell_json(struct cell *c, double started_unix, double offset_s)
     } else {
         cJSON_AddNullToObject(o, "mps");
     }
-    cJSON_AddItemToObject(
-        o, "reconfigure_seconds",
-        num_or_null(c->run->mode == MB_MODE_MIG && c->n_inst > 0, c->reconfigure_s));
+    cJSON_AddItemToObject(o, "reconfigure_seconds",
+                          num_or_null(uses_mig(c->run) && c->n_inst > 0, c->reconfigure_s));
+    if (c->run->on[0])
+        cJSON_AddStringToObject(o, "on", c->n_inst > 0 ? c->inst[0].profile : c->run->on);
     cJSON_AddItemToObject(o, "energy", energy_json(c));
     cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
     for (size_t i = 0; i < c->n_jobs; i++)
@@ -1576,7 +1585,7 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
         idle_wait(c, (int64_t)(offset_s * 1e9));
 
     /* Mode. */
-    if (c->run->mode == MB_MODE_MIG)
+    if (uses_mig(c->run))
         rc = prepare_mig(c);
     else if (c->run->mode == MB_MODE_MPS)
         rc = prepare_mps(c);
@@ -1686,7 +1695,7 @@ teardown:;
             mb_proc_wait(c->jobs[i].proc, -1, NULL);
         }
     int trc = MB_OK;
-    if (c->run->mode == MB_MODE_MIG)
+    if (uses_mig(c->run))
         trc = teardown_mig(c);
     else if (c->run->mode == MB_MODE_MPS)
         trc = teardown_mps(c);
@@ -1770,7 +1779,7 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
                                     "driver utilities)",
                                     r->name, MPS_CONTROL);
         }
-        if (r->mode == MB_MODE_MIG) {
+        if (uses_mig(r)) {
             struct mb_mig_mode mm;
             struct mb_error e;
             if (mb_device_mig_mode(o->dev, &mm, &e) != MB_OK)

@@ -97,6 +97,9 @@ struct mb_exp_run {
     unsigned thread_pct[MB_EXP_MAX_JOBS];
     size_t n_match_layout; /* mps: profiles whose compute share sets the percentages, or 0 */
     char match_layout[MB_EXP_MAX_JOBS][MB_PROFILE_NAME_MAX];
+    /* exclusive with `on: mig-SIZE`: "" on the whole GPU, else the MIG size the jobs run on one
+     * after another (e.g. "7g"); such a run also has n_layout 1 and layout[0] == on. */
+    char on[MB_PROFILE_NAME_MAX];
 };
 
 struct mb_exp_measure {
