@@ -571,6 +571,10 @@ static void install_handlers(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    /* Every write checks for errors; and with several GPUs one worker's SIGPIPE guard (around
+     * the MPS control pipe) must not be undone by another's. */
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
 }
 
 struct progress_ctx {
