@@ -4,6 +4,7 @@
 # releases them, no timer), each GPU switches its own MIG mode, each GPU's state file holds only
 # its own cells' instances, repetitions are spread over GPUs (or pinned), the report names the
 # GPUs and matches a serial run's but for measured and wall-clock figures.
+# Its migbench runs worker threads: MB_TEST_THREADS.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 FX="$MB_BINARY_DIR/fixtures"
 [ -x "$FX/fx_steady" ] || { echo "FAIL: fixtures not built in $FX" >&2; exit 1; }
