@@ -1731,7 +1731,7 @@ static int count_gpus(unsigned *count, struct mb_error *err)
     return rc;
 }
 
-/* "all" -> every GPU; "0,1,GPU-..." -> one spec each; anything else is one GPU. */
+/* "all" -> every GPU; "0,1,GPU-..." -> one spec each; anything else is one GPU, as given. */
 static int nvml_expand(const char *args, struct mb_device_spec_list *out, struct mb_error *err)
 {
     char spec[MB_UUID_MAX + 16];
@@ -1746,6 +1746,16 @@ static int nvml_expand(const char *args, struct mb_device_spec_list *out, struct
             snprintf(spec, sizeof(spec), "nvml:%u", i);
             rc = mb_device_spec_list_add(out, spec, err);
         }
+        return rc;
+    }
+    if (!strchr(args, ',')) { /* one GPU: the spec as given, opened (and judged) later */
+        size_t len = strlen(args) + sizeof("nvml:");
+        char *one = malloc(len);
+        if (!one)
+            return mb_error_set(err, MB_ENOMEM, "out of memory");
+        snprintf(one, len, "nvml:%s", args);
+        int rc = mb_device_spec_list_add(out, one, err);
+        free(one);
         return rc;
     }
     const char *p = args;

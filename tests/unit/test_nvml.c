@@ -857,6 +857,14 @@ static void test_spec_expand(void **state)
     assert_string_equal(l.specs[0], "nvml:2");
     assert_string_equal(l.specs[1], "nvml:0");
     mb_device_spec_list_free(&l);
+    /* One GPU, or none named (GPU 0): the spec as given. */
+    assert_int_equal(mb_device_spec_expand("nvml:GPU-x", &l, &err), MB_OK);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.specs[0], "nvml:GPU-x");
+    mb_device_spec_list_free(&l);
+    assert_int_equal(mb_device_spec_expand("nvml:", &l, &err), MB_OK);
+    assert_string_equal(l.specs[0], "nvml:");
+    mb_device_spec_list_free(&l);
     assert_int_equal(mb_device_spec_expand("nvml:0,,1", &l, &err), MB_EINVAL);
     assert_non_null(strstr(err.msg, "nvml:0,,1"));
     assert_int_equal(mb_device_spec_expand("nvml:1,1", &l, &err), MB_EINVAL);
