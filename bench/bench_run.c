@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "results_json.h"
 #include "migbench/clock.h"
 #include "migbench/experiment.h"
 #include "migbench/results.h"

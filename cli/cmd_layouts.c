@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* migbench layouts: the valid MIG layouts of a GPU model, checks of one layout, the catalog. */
-#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -12,6 +11,7 @@
 #include "cli.h"
 #include "migbench/catalog.h"
 #include "migbench/layout.h"
+#include "migbench/report_verbs.h"
 
 #define NAME "layouts"
 /* A profile list longer than this is not a layout anyone means; refuse it as bad input. */
@@ -127,38 +127,16 @@ static void print_placements(const struct mb_gpu_model *m, const struct mb_layou
                 l->items[i].placement.start, l->items[i].placement.size);
 }
 
-static cJSON *layout_json(const struct mb_gpu_model *m, const struct mb_layout *l)
+/* Prints one JSON text and frees it; returns false on memory exhaustion (text NULL). */
+static bool print_json(char *text, FILE *f)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON *names = cJSON_AddArrayToObject(o, "profiles");
-    cJSON *pls = cJSON_AddArrayToObject(o, "placements");
-    if (!names || !pls)
-        return o;
-    for (size_t i = 0; i < l->n; i++) {
-        const struct mb_gi_profile *p = &m->profiles[l->items[i].profile];
-        cJSON_AddItemToArray(names, cJSON_CreateString(p->name));
-        cJSON *pl = cJSON_CreateObject();
-        cJSON_AddStringToObject(pl, "profile", p->name);
-        cJSON_AddNumberToObject(pl, "start", l->items[i].placement.start);
-        cJSON_AddNumberToObject(pl, "size", l->items[i].placement.size);
-        cJSON_AddStringToObject(pl, "status", mb_value_status_str(p->placements_status));
-        cJSON_AddItemToArray(pls, pl);
-    }
-    return o;
-}
-
-/* Prints one JSON value on one line; returns false on memory exhaustion. */
-static bool print_json(cJSON *v, FILE *f)
-{
-    char *s = v ? cJSON_PrintUnformatted(v) : NULL;
-    if (!s)
+    if (!text)
         return false;
-    fputs(s, f);
-    free(s);
+    fputs(text, f);
+    free(text);
     return true;
 }
 
-/* "# placements inferred for: ..." lines for the profiles in mask that are not verified. */
 static void print_status_notes(const struct mb_gpu_model *m, uint32_t mask, FILE *f)
 {
     for (int st = MB_VALUE_INFERRED; st <= MB_VALUE_UNVERIFIED; st++) {
@@ -201,10 +179,7 @@ static int print_one(const struct mb_layout *l, void *arg)
     c->n++;
     if (c->json) {
         fputs(c->n == 1 ? "[\n  " : ",\n  ", c->out);
-        cJSON *o = layout_json(c->m, l);
-        bool ok = print_json(o, c->out);
-        cJSON_Delete(o);
-        if (!ok) {
+        if (!print_json(mb_layout_json(c->m, l, -1), c->out)) {
             c->oom = true;
             return 1;
         }
@@ -290,12 +265,8 @@ static int list_layouts(const struct mb_gpu_model *m, uint32_t mask, const struc
         if (o->json) {
             fputs("[", stdout);
             for (size_t i = 0; i < c.n; i++) {
-                cJSON *j = layout_json(m, &c.g[i].first);
-                cJSON_AddNumberToObject(j, "count", (double)c.g[i].n);
                 fputs(i ? ",\n  " : "\n  ", stdout);
-                bool ok = print_json(j, stdout);
-                cJSON_Delete(j);
-                if (!ok) {
+                if (!print_json(mb_layout_json(m, &c.g[i].first, (long long)c.g[i].n), stdout)) {
                     free(c.g);
                     mb_cli_error(NAME, "out of memory");
                     return MB_EXIT_FAIL;
@@ -395,52 +366,22 @@ static int check_layout(const struct mb_gpu_model *m, const unsigned *want, size
         mask |= 1u << want[i];
 
     if (json) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "gpu", m->name);
-        cJSON_AddBoolToObject(o, "valid", valid);
-        cJSON *names = cJSON_AddArrayToObject(o, "profiles");
-        if (valid) {
-            cJSON *lj = layout_json(m, &placed);
-            cJSON_Delete(cJSON_DetachItemFromObject(o, "profiles"));
-            cJSON_AddItemToObject(o, "profiles", cJSON_DetachItemFromObject(lj, "profiles"));
-            cJSON_AddItemToObject(o, "placements", cJSON_DetachItemFromObject(lj, "placements"));
-            cJSON_Delete(lj);
-            cJSON_AddArrayToObject(o, "reasons");
-        } else {
-            unsigned sorted[LIST_MAX];
-            memcpy(sorted, want, n_want * sizeof(*sorted));
-            /* Largest first, as the layouts are shown. */
-            for (size_t i = 1; i < n_want; i++)
-                for (size_t j = i; j > 0; j--) {
-                    const struct mb_gi_profile *a = &m->profiles[sorted[j - 1]],
-                                               *b = &m->profiles[sorted[j]];
-                    bool swap = a->memory_slices < b->memory_slices ||
-                                (a->memory_slices == b->memory_slices &&
-                                 a->compute_slices < b->compute_slices);
-                    if (!swap)
-                        break;
-                    unsigned t = sorted[j];
-                    sorted[j] = sorted[j - 1];
-                    sorted[j - 1] = t;
-                }
-            for (size_t i = 0; i < n_want; i++)
-                cJSON_AddItemToArray(names, cJSON_CreateString(m->profiles[sorted[i]].name));
-            cJSON_AddNullToObject(o, "placements");
-            cJSON *rs = cJSON_AddArrayToObject(o, "reasons");
-            for (size_t i = 0; i < n_reasons; i++)
-                cJSON_AddItemToArray(rs, cJSON_CreateString(reasons[i]));
-            cJSON *nj = cJSON_AddArrayToObject(o, "nearest");
-            for (size_t i = 0; i < n_near; i++) {
-                cJSON *lj = layout_json(m, &near[i]);
-                char d[256];
-                diff_str(m, want, n_want, &near[i], d, sizeof(d));
-                cJSON_AddStringToObject(lj, "change", d);
-                cJSON_AddItemToArray(nj, lj);
-            }
+        char changes[3][256];
+        const char *change[3];
+        for (size_t i = 0; i < n_near; i++) {
+            diff_str(m, want, n_want, &near[i], changes[i], sizeof(changes[i]));
+            change[i] = changes[i];
         }
-        bool ok = print_json(o, stdout);
-        cJSON_Delete(o);
-        if (!ok) {
+        struct mb_layout_check chk = {.valid = valid,
+                                      .placed = &placed,
+                                      .want = want,
+                                      .n_want = n_want,
+                                      .reasons = (const char(*)[MB_LAYOUT_REASON_MAX])reasons,
+                                      .n_reasons = n_reasons,
+                                      .nearest = near,
+                                      .changes = change,
+                                      .n_nearest = n_near};
+        if (!print_json(mb_layout_check_json(m, &chk), stdout)) {
             mb_cli_error(NAME, "out of memory");
             return MB_EXIT_FAIL;
         }
@@ -502,58 +443,6 @@ static enum mb_value_status worst_placements(const struct mb_gpu_model *m)
     return w;
 }
 
-static cJSON *int_or_null(long long v)
-{
-    return v < 0 ? cJSON_CreateNull() : cJSON_CreateNumber((double)v);
-}
-
-static cJSON *model_json(const struct mb_gpu_model *m)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", m->name);
-    cJSON_AddNumberToObject(o, "compute_slices", m->compute_slices);
-    cJSON_AddNumberToObject(o, "memory_slices", m->memory_slices);
-    cJSON_AddNumberToObject(o, "max_gpu_instances", m->max_gpu_instances);
-    cJSON_AddItemToObject(o, "total_memory_mib", int_or_null(m->total_memory_mib));
-    cJSON_AddItemToObject(o, "sm_count", int_or_null(m->sm_full_gpu));
-    cJSON_AddBoolToObject(o, "user_supplied", m->user_supplied);
-    cJSON *ps = cJSON_AddArrayToObject(o, "profiles");
-    for (size_t i = 0; ps && i < m->n_profiles; i++) {
-        const struct mb_gi_profile *p = &m->profiles[i];
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "name", p->name);
-        cJSON_AddItemToObject(j, "driver_id", int_or_null(p->driver_id));
-        cJSON_AddBoolToObject(j, "driver_id_unverified", p->driver_id_unverified);
-        cJSON_AddNumberToObject(j, "nvml_enum", p->nvml_enum);
-        cJSON_AddNumberToObject(j, "compute_slices", p->compute_slices);
-        cJSON_AddNumberToObject(j, "memory_slices", p->memory_slices);
-        cJSON_AddItemToObject(j, "memory_mib", int_or_null(p->memory_mib));
-        cJSON_AddItemToObject(j, "sm_count", int_or_null(p->sm_count));
-        cJSON_AddItemToObject(j, "copy_engines", int_or_null(p->copy_engines));
-        cJSON_AddItemToObject(j, "decoders", int_or_null(p->decoders));
-        cJSON_AddItemToObject(j, "encoders", int_or_null(p->encoders));
-        cJSON_AddItemToObject(j, "jpeg", int_or_null(p->jpeg));
-        cJSON_AddItemToObject(j, "ofa", int_or_null(p->ofa));
-        cJSON_AddNumberToObject(j, "max_count", p->max_count);
-        cJSON_AddBoolToObject(j, "media_extension", p->media_extension);
-        cJSON *pl = cJSON_AddArrayToObject(j, "placements");
-        for (size_t k = 0; pl && k < p->n_placements; k++) {
-            cJSON *pair = cJSON_CreateArray();
-            cJSON_AddItemToArray(pair, cJSON_CreateNumber(p->placements[k].start));
-            cJSON_AddItemToArray(pair, cJSON_CreateNumber(p->placements[k].size));
-            cJSON_AddItemToArray(pl, pair);
-        }
-        cJSON_AddStringToObject(j, "placements_status", mb_value_status_str(p->placements_status));
-        cJSON_AddStringToObject(j, "values_status", mb_value_status_str(p->values_status));
-        if (p->status_note[0])
-            cJSON_AddStringToObject(j, "status_note", p->status_note);
-        else
-            cJSON_AddNullToObject(j, "status_note");
-        cJSON_AddItemToArray(ps, j);
-    }
-    return o;
-}
-
 static void print_int(long long v, int width)
 {
     if (v < 0)
@@ -601,14 +490,7 @@ static void print_model_profiles(const struct mb_gpu_model *m)
 static int list_gpus(const struct mb_catalog *cat, const struct mb_gpu_model *only, bool json)
 {
     if (json) {
-        cJSON *arr = cJSON_CreateArray();
-        for (size_t i = 0; arr && i < mb_catalog_count(cat); i++) {
-            const struct mb_gpu_model *m = mb_catalog_model(cat, i);
-            if (!only || only == m)
-                cJSON_AddItemToArray(arr, model_json(m));
-        }
-        char *s = arr ? cJSON_Print(arr) : NULL;
-        cJSON_Delete(arr);
+        char *s = mb_catalog_json(cat, only);
         if (!s) {
             mb_cli_error(NAME, "out of memory");
             return MB_EXIT_FAIL;

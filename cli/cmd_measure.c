@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* migbench measure: run one command with the meter around it (perf stat for GPU energy). */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -18,6 +17,7 @@
 #include "migbench/num.h"
 #include "migbench/proc.h"
 #include "migbench/progress.h"
+#include "migbench/report_verbs.h"
 
 #define NAME "measure"
 #define EXIT_OWN_FAILURE 125 /* timeout(1)'s code for its own failure */
@@ -154,51 +154,6 @@ static int window_result(struct mb_meter *m, int id, struct mb_energy *out, stru
 
 /* ---- output -------------------------------------------------------------------------------- */
 
-static void add_num(cJSON *o, const char *k, bool valid, double v)
-{
-    if (valid && isfinite(v))
-        cJSON_AddNumberToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
-}
-
-/* A string the device may not have: null rather than "". */
-static void add_str(cJSON *o, const char *k, const char *v)
-{
-    if (v && v[0])
-        cJSON_AddStringToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
-}
-
-static cJSON *window_json(const struct mb_energy *e)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "duration_s", e->duration_s);
-    add_num(o, "counter_j", e->counter_valid, e->counter_j);
-    add_num(o, "integral_j", e->integral_valid, e->integral_j);
-    add_num(o, "gap_rel", e->gap_valid, e->gap_rel);
-    if (e->gap_valid)
-        cJSON_AddBoolToObject(o, "gap_flag", e->gap_flag);
-    else
-        cJSON_AddNullToObject(o, "gap_flag");
-    add_num(o, "mean_power_w", e->mean_power_valid, e->mean_power_w);
-    add_num(o, "peak_power_w", e->peak_power_valid, e->peak_power_w);
-    cJSON_AddNumberToObject(o, "samples", (double)e->samples);
-    cJSON_AddNumberToObject(o, "missed_updates", (double)e->missed_updates);
-    cJSON_AddNumberToObject(o, "read_failures", (double)e->read_failures);
-    cJSON_AddNumberToObject(o, "counter_wraps", e->counter_wraps);
-    cJSON_AddNumberToObject(o, "counter_resets", e->counter_resets);
-    cJSON_AddNumberToObject(o, "counter_patched_s", e->counter_patched_s);
-    cJSON_AddBoolToObject(o, "refused", e->refused);
-    cJSON_AddBoolToObject(o, "truncated", e->truncated);
-    if (e->reason[0])
-        cJSON_AddStringToObject(o, "reason", e->reason);
-    else
-        cJSON_AddNullToObject(o, "reason");
-    return o;
-}
-
 /* The job's energy: the counter when there is one, else the integral. */
 /* --prometheus: a textfile with the device's live values, and at the end the job's energy. */
 static int measure_prom_open(const struct opts *o, struct mb_exporter **out, struct mb_error *err)
@@ -245,119 +200,16 @@ static bool best_energy(const struct mb_energy *e, double *j)
     return true;
 }
 
-struct report {
-    const struct opts *o;
-    struct mb_device_info info;
-    struct mb_sensor_info sensor;
-    bool have_idle;
-    struct mb_energy idle;
-    struct mb_energy job;
-    bool have_steady;
-    struct mb_energy steady;
-    struct mb_meter_counts counts;
-    struct mb_progress_counts pc;
-    bool progress_regex;
-    bool have_progress;
-    struct mb_progress_point first, last;
-    struct mb_throughput tp;
-    const char *unit;
-    double wall_s;
-    int exit_code;
-    bool epu_valid;
-    double epu_j;
-    bool split_valid;
-    double static_j, dynamic_j;
-};
-
-static void print_json(const struct report *r)
+static bool print_json(const struct mb_measure_report *r)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON *cmd = cJSON_AddArrayToObject(o, "command");
-    for (char **a = r->o->argv; *a; a++)
-        cJSON_AddItemToArray(cmd, cJSON_CreateString(*a));
-    cJSON_AddNumberToObject(o, "exit_code", r->exit_code);
-    cJSON_AddNumberToObject(o, "wall_time_s", r->wall_s);
-
-    cJSON *d = cJSON_AddObjectToObject(o, "device");
-    cJSON_AddStringToObject(d, "spec", r->o->device);
-    cJSON_AddStringToObject(d, "backend", r->info.backend);
-    cJSON_AddBoolToObject(d, "emulated", r->info.emulated);
-    add_str(d, "name", r->info.name);
-    add_str(d, "model", r->info.model);
-    add_str(d, "uuid", r->info.uuid);
-    add_str(d, "driver_version", r->info.driver_version);
-
-    cJSON *s = cJSON_AddObjectToObject(o, "sensor");
-    cJSON_AddStringToObject(s, "power_kind", mb_power_kind_str(r->sensor.power_kind));
-    add_num(s, "power_update_period_ms", r->sensor.power_update_period_ms > 0,
-            r->sensor.power_update_period_ms);
-    add_num(s, "power_avg_window_ms", r->sensor.power_avg_window_ms > 0,
-            r->sensor.power_avg_window_ms);
-    cJSON_AddBoolToObject(s, "has_energy_counter", r->sensor.has_energy_counter);
-    add_num(s, "energy_update_period_ms", r->sensor.energy_update_period_ms > 0,
-            r->sensor.energy_update_period_ms);
-    add_num(s, "energy_wrap_mj", r->sensor.energy_wrap_mj > 0, (double)r->sensor.energy_wrap_mj);
-    add_str(s, "scope", r->sensor.scope);
-    add_str(s, "source", r->sensor.source);
-    cJSON_AddNumberToObject(s, "power_shift_s", (double)r->job.power_shift_ns * 1e-9);
-
-    cJSON *m = cJSON_AddObjectToObject(o, "sampling");
-    cJSON_AddNumberToObject(m, "interval_s", (double)r->o->interval_ns * 1e-9);
-    cJSON_AddNumberToObject(m, "min_window_s", (double)r->job.min_window_ns * 1e-9);
-    cJSON_AddNumberToObject(m, "samples", (double)r->counts.samples);
-    cJSON_AddNumberToObject(m, "missed_updates", (double)r->counts.missed_updates);
-    cJSON_AddNumberToObject(m, "read_failures", (double)r->counts.read_failures);
-    cJSON_AddNumberToObject(m, "overruns", (double)r->counts.overruns);
-    if (r->o->csv)
-        cJSON_AddStringToObject(m, "csv", r->o->csv);
-    else
-        cJSON_AddNullToObject(m, "csv");
-
-    cJSON_AddItemToObject(o, "energy", window_json(&r->job));
-    if (r->have_idle)
-        cJSON_AddItemToObject(o, "idle", window_json(&r->idle));
-    else
-        cJSON_AddNullToObject(o, "idle");
-    add_num(o, "static_energy_j", r->split_valid, r->static_j);
-    add_num(o, "dynamic_energy_j", r->split_valid, r->dynamic_j);
-
-    cJSON *p = cJSON_AddObjectToObject(o, "progress");
-    cJSON_AddStringToObject(p, "source", r->progress_regex ? "regex" : "pipe");
-    cJSON_AddStringToObject(p, "unit", r->unit);
-    cJSON_AddNumberToObject(p, "lines", (double)r->pc.lines);
-    cJSON_AddNumberToObject(p, "records", (double)r->pc.records);
-    cJSON_AddNumberToObject(p, "garbage", (double)r->pc.garbage);
-    cJSON_AddNumberToObject(p, "overlong", (double)r->pc.overlong);
-    cJSON_AddNumberToObject(p, "partial", (double)r->pc.partial);
-    cJSON_AddNumberToObject(p, "rejected", (double)r->pc.rejected);
-    add_num(p, "steps", r->have_progress, (double)r->last.step);
-    add_num(p, "work", r->have_progress, r->last.work);
-
-    cJSON *t = cJSON_AddObjectToObject(o, "throughput");
-    add_num(t, "per_s", r->tp.valid, r->tp.rate.mean);
-    add_num(t, "ci95_half", r->tp.valid && r->tp.rate.ci_valid, r->tp.rate.ci95_half);
-    cJSON_AddNumberToObject(t, "batches", (double)r->tp.batches);
-    add_num(t, "window_s", r->tp.valid, r->tp.duration_s);
-    add_num(t, "warmup_s", !r->o->warmup_steps, (double)r->o->warmup_ns * 1e-9);
-    add_num(t, "warmup_steps", r->o->warmup_steps > 0, (double)r->o->warmup_steps);
-    if (r->tp.valid)
-        cJSON_AddNullToObject(t, "reason");
-    else
-        cJSON_AddStringToObject(t, "reason", r->tp.reason);
-    if (r->have_steady)
-        cJSON_AddItemToObject(o, "steady", window_json(&r->steady));
-    else
-        cJSON_AddNullToObject(o, "steady");
-    add_num(o, "energy_per_unit_j", r->epu_valid, r->epu_j);
-
-    char *text = cJSON_Print(o);
-    if (text) {
-        fputs(text, stdout);
-        fputc('\n', stdout);
-        free(text);
-    }
+    char *text = mb_measure_json(r);
+    if (!text)
+        return false;
+    fputs(text, stdout);
+    fputc('\n', stdout);
     fflush(stdout);
-    cJSON_Delete(o);
+    free(text);
+    return true;
 }
 
 static void fmt_j(char *buf, size_t n, bool valid, double v)
@@ -368,13 +220,13 @@ static void fmt_j(char *buf, size_t n, bool valid, double v)
         snprintf(buf, n, "n/a");
 }
 
-static void print_summary(const struct report *r)
+static void print_summary(const struct mb_measure_report *r)
 {
     FILE *f = stderr;
     char a[48], b[48];
     fprintf(f, "\n Measurement of '");
-    for (char **p = r->o->argv; *p; p++)
-        fprintf(f, "%s%s", p == r->o->argv ? "" : " ", *p);
+    for (char **p = r->argv; *p; p++)
+        fprintf(f, "%s%s", p == r->argv ? "" : " ", *p);
     fprintf(f, "':\n\n");
     fprintf(f, "  device        %s (%s backend%s)%s%s\n", r->info.name[0] ? r->info.name : "?",
             r->info.backend, r->info.emulated ? ", EMULATED: modelled, not measured" : "",
@@ -426,7 +278,7 @@ static void print_summary(const struct report *r)
     fprintf(f,
             "  samples       %llu taken every %.3f ms, %llu missed updates, %llu failed reads, "
             "%llu overruns\n",
-            (unsigned long long)r->counts.samples, (double)r->o->interval_ns * 1e-6,
+            (unsigned long long)r->counts.samples, (double)r->interval_ns * 1e-6,
             (unsigned long long)r->counts.missed_updates,
             (unsigned long long)r->counts.read_failures, (unsigned long long)r->counts.overruns);
     if (r->have_progress)
@@ -448,10 +300,10 @@ static void print_summary(const struct report *r)
             fprintf(f, " +- %.3f", r->tp.rate.ci95_half);
         fprintf(f, " %s/s (95%% CI, %zu batches over %.3f s", r->unit, r->tp.batches,
                 r->tp.duration_s);
-        if (r->o->warmup_steps)
-            fprintf(f, ", after %llu warm-up steps)\n", (unsigned long long)r->o->warmup_steps);
+        if (r->warmup_steps)
+            fprintf(f, ", after %llu warm-up steps)\n", (unsigned long long)r->warmup_steps);
         else
-            fprintf(f, ", after %.3f s warm-up)\n", (double)r->o->warmup_ns * 1e-9);
+            fprintf(f, ", after %.3f s warm-up)\n", (double)r->warmup_ns * 1e-9);
     } else {
         fprintf(f, "  throughput    n/a (%s)\n", r->tp.reason);
     }
@@ -572,6 +424,90 @@ static int parse(int argc, char **argv, struct opts *o)
     return MB_EXIT_OK;
 }
 
+/* Ends the job's window and the steady one (when it began) at t_end and fetches their results
+ * and the meter's counts into r. */
+static int end_windows(struct job *j, int job_id, int64_t t_end, struct mb_measure_report *r,
+                       struct mb_error *err)
+{
+    /* End both windows at once, before waiting on either: a window cannot end before samples
+     * that were already folded into it, and waiting lets the meter take more. */
+    int ends[2] = {job_id, j->steady_id};
+    int rc = mb_meter_window_end_n(j->meter, ends, j->steady_id >= 0 ? 2 : 1, t_end, err);
+    if (rc == MB_OK)
+        rc = window_result(j->meter, job_id, &r->job, err);
+    if (rc == MB_OK && j->steady_id >= 0) {
+        rc = window_result(j->meter, j->steady_id, &r->steady, err);
+        if (rc != MB_OK)
+            return rc;
+        r->have_steady = true;
+        j->steady_id = -1;
+    }
+    if (rc != MB_OK)
+        return rc;
+    mb_meter_stop(j->meter, NULL);
+    mb_meter_get_counts(j->meter, &r->counts);
+    return MB_OK;
+}
+
+/* Fills r's progress, throughput, unit, energy per unit and static/dynamic split. */
+static void derive(const struct opts *o, struct job *j, struct mb_measure_report *r)
+{
+    struct mb_progress *use = j->regex_prog ? j->regex_prog : j->pipe_prog;
+    r->progress_regex = j->regex_prog != NULL;
+    mb_progress_get_counts(use, &r->pc);
+    r->have_progress = mb_progress_first(use, &r->first) && mb_progress_last(use, &r->last);
+    mb_progress_throughput(use, j->origin_ns, o->warmup_ns, o->warmup_steps, 10, &r->tp);
+    r->unit = o->unit                            ? o->unit
+              : mb_progress_unit_name(use)       ? mb_progress_unit_name(use)
+              : mb_progress_unit_is_samples(use) ? "samples"
+                                                 : "steps";
+    /* Energy per unit: steady mean power over steady throughput (both after the warm-up). */
+    if (r->tp.valid && r->tp.rate.mean > 0 && r->have_steady && r->steady.mean_power_valid) {
+        r->epu_valid = true;
+        r->epu_j = r->steady.mean_power_w / r->tp.rate.mean;
+    }
+    double job_j;
+    if (r->have_idle && r->idle.mean_power_valid && best_energy(&r->job, &job_j)) {
+        r->split_valid = true;
+        r->static_j = r->idle.mean_power_w * r->job.duration_s;
+        r->dynamic_j = job_j - r->static_j;
+    }
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal; /* no SA_RESTART: poll and nanosleep return at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Starts the command with the progress pipe, its output teed (to stderr with --json). */
+static int spawn_job(const struct opts *o, struct job *j, struct mb_proc **proc,
+                     struct mb_error *err)
+{
+    bool capture = o->json || o->regex || o->pty;
+    /* An unmodified Python job block-buffers a piped stdout; its progress would come in bursts. */
+    char unbuffered[] = "PYTHONUNBUFFERED=1";
+    char *env[] = {o->python_buffered ? NULL : unbuffered, NULL};
+    struct mb_proc_spec ps = {
+        .argv = o->argv,
+        .env = env,
+        .progress_pipe = true,
+        .capture = capture,
+        .pty = o->pty,
+        /* With --json stdout is ours: the command's output goes to stderr instead. */
+        .tee_stdout_fd = o->json ? 2 : 1,
+        .tee_stderr_fd = 2,
+        .on_data = on_data,
+        .ctx = j,
+    };
+    return mb_proc_spawn(&ps, proc, err);
+}
+
 static int measure_run(int argc, char **argv)
 {
     struct opts o;
@@ -582,7 +518,12 @@ static int measure_run(int argc, char **argv)
         return rc;
 
     struct job j = {.steady_id = -1, .warmup_ns = o.warmup_ns, .warmup_steps = o.warmup_steps};
-    struct report r = {.o = &o};
+    struct mb_measure_report r = {.argv = o.argv,
+                                  .device_spec = o.device,
+                                  .interval_ns = o.interval_ns,
+                                  .csv = o.csv,
+                                  .warmup_ns = o.warmup_ns,
+                                  .warmup_steps = o.warmup_steps};
     struct mb_proc *proc = NULL;
     struct mb_error err;
     mb_error_clear(&err);
@@ -616,13 +557,7 @@ static int measure_run(int argc, char **argv)
     if (o.prometheus && measure_prom_open(&o, &prom.x, &err) != MB_OK)
         goto fail;
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal; /* no SA_RESTART: poll and nanosleep return at once */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    install_signals();
 
     if (mb_meter_start(j.meter, &err) != MB_OK)
         goto fail;
@@ -643,26 +578,10 @@ static int measure_run(int argc, char **argv)
         idle_id = -1;
     }
 
-    bool capture = o.json || o.regex || o.pty;
-    /* An unmodified Python job block-buffers a piped stdout; its progress would come in bursts. */
-    char unbuffered[] = "PYTHONUNBUFFERED=1";
-    char *env[] = {o.python_buffered ? NULL : unbuffered, NULL};
-    struct mb_proc_spec ps = {
-        .argv = o.argv,
-        .env = env,
-        .progress_pipe = true,
-        .capture = capture,
-        .pty = o.pty,
-        /* With --json stdout is ours: the command's output goes to stderr instead. */
-        .tee_stdout_fd = o.json ? 2 : 1,
-        .tee_stderr_fd = 2,
-        .on_data = on_data,
-        .ctx = &j,
-    };
     j.origin_ns = mb_meter_now_ns();
     if (mb_meter_window_begin(j.meter, j.origin_ns, &job_id, &err) != MB_OK)
         goto fail;
-    rc = mb_proc_spawn(&ps, &proc, &err);
+    rc = spawn_job(&o, &j, &proc, &err);
     if (rc != MB_OK) {
         mb_cli_error(NAME, "%s", err.msg);
         exit_code = mb_proc_spawn_exit_code(rc);
@@ -686,50 +605,21 @@ static int measure_run(int argc, char **argv)
     if (j.regex_prog)
         mb_progress_end(j.regex_prog);
 
-    /* End both windows at once, before waiting on either: a window cannot end before samples
-     * that were already folded into it, and waiting lets the meter take more. */
-    int ends[2] = {job_id, j.steady_id};
-    if (mb_meter_window_end_n(j.meter, ends, j.steady_id >= 0 ? 2 : 1, t_end, &err) != MB_OK)
-        goto fail;
-    if (window_result(j.meter, job_id, &r.job, &err) != MB_OK)
+    if (end_windows(&j, job_id, t_end, &r, &err) != MB_OK)
         goto fail;
     job_id = -1;
-    if (j.steady_id >= 0) {
-        if (window_result(j.meter, j.steady_id, &r.steady, &err) != MB_OK)
-            goto fail;
-        r.have_steady = true;
-        j.steady_id = -1;
-    }
-    mb_meter_stop(j.meter, NULL);
-    mb_meter_get_counts(j.meter, &r.counts);
-
-    struct mb_progress *use = j.regex_prog ? j.regex_prog : j.pipe_prog;
-    r.progress_regex = j.regex_prog != NULL;
-    mb_progress_get_counts(use, &r.pc);
-    r.have_progress = mb_progress_first(use, &r.first) && mb_progress_last(use, &r.last);
-    mb_progress_throughput(use, j.origin_ns, o.warmup_ns, o.warmup_steps, 10, &r.tp);
-    r.unit = o.unit                             ? o.unit
-             : mb_progress_unit_name(use)       ? mb_progress_unit_name(use)
-             : mb_progress_unit_is_samples(use) ? "samples"
-                                                : "steps";
-    /* Energy per unit: steady mean power over steady throughput (both after the warm-up). */
-    if (r.tp.valid && r.tp.rate.mean > 0 && r.have_steady && r.steady.mean_power_valid) {
-        r.epu_valid = true;
-        r.epu_j = r.steady.mean_power_w / r.tp.rate.mean;
-    }
+    derive(&o, &j, &r);
     double job_j;
-    if (r.have_idle && r.idle.mean_power_valid && best_energy(&r.job, &job_j)) {
-        r.split_valid = true;
-        r.static_j = r.idle.mean_power_w * r.job.duration_s;
-        r.dynamic_j = job_j - r.static_j;
-    }
     if (prom.x && best_energy(&r.job, &job_j))
         mb_exporter_job(prom.x, o.argv[0], job_j, r.job.counter_valid ? "counter" : "integrated");
     measure_prom_tick(&prom, true);
     if (mb_cli_verbosity() > 0)
         print_summary(&r);
-    if (o.json)
-        print_json(&r);
+    if (o.json && !print_json(&r)) {
+        mb_cli_error(NAME, "out of memory");
+        exit_code = EXIT_OWN_FAILURE;
+        goto out;
+    }
     exit_code = r.exit_code;
     goto out;
 

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* migbench mig apply/show/clear: MIG layouts from mig-parted configs, removing only our own. */
-#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -17,15 +16,11 @@
 #include "migbench/device.h"
 #include "migbench/fileio.h"
 #include "migbench/layout.h"
+#include "migbench/mig.h"
 #include "migbench/migcfg.h"
 
 #define NAME "mig"
 #define MAX_GPUS 64
-#define MAX_INST 64 /* compute instances listed per GPU */
-#define MAX_GIS 16
-#define MAX_CIS_PER_GI 8
-#define OWNED_FILE_MAX (1u << 20)
-#define PATH_MAX_LEN 4096
 
 struct opts {
     const char *sub;
@@ -35,246 +30,15 @@ struct opts {
     bool enable_mig, force, dry_run, yaml, ours;
 };
 
-/* A GPU instance as the device reports it, with its compute instances. */
-struct gi {
-    unsigned id;
-    unsigned profile_id;
-    char profile_name[MB_PROFILE_NAME_MAX];
-    struct mb_placement placement;
-    size_t n_ci;
-    unsigned ci[MAX_CIS_PER_GI];
-    char uuid[MB_UUID_MAX]; /* of the first compute instance */
-    size_t n_procs;
-    unsigned first_pid;
-};
-
-/* What migbench created on one GPU (the ownership record). */
-struct owned_gi {
-    unsigned gi_id;
-    unsigned profile_id;
-    char profile[MB_PROFILE_NAME_MAX];
-    struct mb_placement placement;
-};
-
-struct owned {
-    char path[PATH_MAX_LEN]; /* "" when this device has no place for a record */
-    char device_uuid[MB_UUID_MAX];
-    size_t n;
-    struct owned_gi gi[MAX_GIS];
-};
-
 struct target {
     struct mb_device *dev;
     struct mb_device_info info;
     const struct mb_gpu_model *model;
-    char spec[PATH_MAX_LEN];
-    char label[160]; /* "emu 0 (H100-SXM5-80GB, emulated)" for messages */
+    struct mb_mig_ledger *ledger; /* what migbench made on this GPU (mig.h) */
+    char label[160];              /* "emu 0 (H100-SXM5-80GB, emulated)" for messages */
 };
 
-/* ---------------------------------------------------------------------------------------------
- * The ownership record
- */
-
-/* The emulator's state=PATH option, if the spec has one. */
-static bool emu_state_path(const char *spec, char *out, size_t cap)
-{
-    if (strncmp(spec, "emu:", 4) != 0)
-        return false;
-    const char *p = spec + 4;
-    while ((p = strstr(p, "state=")) != NULL) {
-        if (p[-1] == ':' || p[-1] == ',') {
-            p += 6;
-            size_t len = strcspn(p, ",:");
-            if (len == 0 || len >= cap)
-                return false;
-            memcpy(out, p, len);
-            out[len] = '\0';
-            return true;
-        }
-        p += 6;
-    }
-    return false;
-}
-
-static void owned_path(const struct target *t, struct owned *o)
-{
-    char state[PATH_MAX_LEN];
-    o->path[0] = '\0';
-    if (strcmp(t->info.backend, "emu") == 0) {
-        if (emu_state_path(t->spec, state, sizeof(state))) {
-            int w = snprintf(o->path, sizeof(o->path), "%s.owned.json", state);
-            if (w < 0 || (size_t)w >= sizeof(o->path))
-                o->path[0] = '\0';
-        }
-        return;
-    }
-    if (!t->info.uuid[0])
-        return;
-    const char *dir = getenv("MIGBENCH_STATE_DIR");
-    if (!dir || !dir[0])
-        dir = "/var/lib/migbench";
-    char safe[MB_UUID_MAX];
-    size_t n = 0;
-    for (const char *s = t->info.uuid; *s && n + 1 < sizeof(safe); s++)
-        safe[n++] = isalnum((unsigned char)*s) || *s == '-' ? *s : '_';
-    safe[n] = '\0';
-    int w = snprintf(o->path, sizeof(o->path), "%s/owned-%s.json", dir, safe);
-    if (w < 0 || (size_t)w >= sizeof(o->path))
-        o->path[0] = '\0';
-}
-
-static int owned_load(const struct target *t, struct owned *o)
-{
-    memset(o, 0, sizeof(*o));
-    owned_path(t, o);
-    snprintf(o->device_uuid, sizeof(o->device_uuid), "%s", t->info.uuid);
-    if (!o->path[0])
-        return MB_EXIT_OK;
-    struct mb_error err;
-    mb_error_clear(&err);
-    char *buf = NULL;
-    int rc = mb_file_read(o->path, OWNED_FILE_MAX, &buf, NULL, &err);
-    if (rc == MB_ENOTFOUND)
-        return MB_EXIT_OK;
-    if (rc != MB_OK) {
-        mb_cli_error(NAME, "cannot read the record of instances migbench made: %s", err.msg);
-        return MB_EXIT_FAIL;
-    }
-    cJSON *root = NULL;
-    rc = mb_json_parse(buf, strlen(buf), o->path, &root, &err);
-    free(buf);
-    if (rc != MB_OK) {
-        mb_cli_error(NAME, "%s; not a migbench ownership record; move it away to continue",
-                     err.msg);
-        return MB_EXIT_FAIL;
-    }
-    const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(root, "device_uuid");
-    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "gpu_instances");
-    if (!cJSON_IsString(uuid) || !cJSON_IsArray(arr)) {
-        cJSON_Delete(root);
-        mb_cli_error(NAME, "%s: not a migbench ownership record; move it away to continue",
-                     o->path);
-        return MB_EXIT_FAIL;
-    }
-    if (strcmp(uuid->valuestring, t->info.uuid) != 0) {
-        /* The message names the record's UUID, which lives in root: print before freeing. */
-        mb_cli_error(NAME, "%s: the record is for GPU %s, not %s; move it away to continue",
-                     o->path, uuid->valuestring, t->info.uuid);
-        cJSON_Delete(root);
-        return MB_EXIT_FAIL;
-    }
-    const cJSON *e;
-    cJSON_ArrayForEach(e, arr)
-    {
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "gi_id");
-        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "profile_id");
-        const cJSON *pn = cJSON_GetObjectItemCaseSensitive(e, "profile");
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(e, "start");
-        const cJSON *sz = cJSON_GetObjectItemCaseSensitive(e, "size");
-        if (!cJSON_IsNumber(id) || !cJSON_IsNumber(pid) || !cJSON_IsString(pn) ||
-            !cJSON_IsNumber(st) || !cJSON_IsNumber(sz) || o->n >= MAX_GIS || id->valuedouble < 0 ||
-            id->valuedouble > 1e6 || pid->valuedouble < 0 || pid->valuedouble > 1e6 ||
-            st->valuedouble < 0 || st->valuedouble > 64 || sz->valuedouble < 1 ||
-            sz->valuedouble > 64) {
-            /* Skipping the entry would let the next save drop it: refuse, change nothing. */
-            mb_cli_error(NAME,
-                         "%s: field 'gpu_instances[%zu]': expected gi_id, profile_id, profile, "
-                         "start and size in range; move the record away to continue",
-                         o->path, o->n);
-            cJSON_Delete(root);
-            return MB_EXIT_FAIL;
-        }
-        struct owned_gi *g = &o->gi[o->n++];
-        g->gi_id = (unsigned)id->valueint;
-        g->profile_id = (unsigned)pid->valueint;
-        snprintf(g->profile, sizeof(g->profile), "%s", pn->valuestring);
-        g->placement.start = (unsigned)st->valueint;
-        g->placement.size = (unsigned)sz->valueint;
-    }
-    cJSON_Delete(root);
-    return MB_EXIT_OK;
-}
-
-/* Writes the record atomically (temporary file, then rename); an empty record is removed. */
-static int owned_save(const struct owned *o)
-{
-    if (!o->path[0])
-        return MB_EXIT_OK;
-    if (o->n == 0) {
-        if (unlink(o->path) != 0 && errno != ENOENT) {
-            mb_cli_error(NAME, "%s: cannot remove: %s", o->path, strerror(errno));
-            return MB_EXIT_FAIL;
-        }
-        return MB_EXIT_OK;
-    }
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "version", 1);
-    cJSON_AddStringToObject(root, "device_uuid", o->device_uuid);
-    cJSON *arr = cJSON_AddArrayToObject(root, "gpu_instances");
-    for (size_t i = 0; arr && i < o->n; i++) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "gi_id", o->gi[i].gi_id);
-        cJSON_AddNumberToObject(e, "profile_id", o->gi[i].profile_id);
-        cJSON_AddStringToObject(e, "profile", o->gi[i].profile);
-        cJSON_AddNumberToObject(e, "start", o->gi[i].placement.start);
-        cJSON_AddNumberToObject(e, "size", o->gi[i].placement.size);
-        cJSON_AddItemToArray(arr, e);
-    }
-    struct mb_error err;
-    mb_error_clear(&err);
-    int st = mb_file_write_json_atomic(o->path, root, 0666, &err);
-    cJSON_Delete(root);
-    if (st != MB_OK) {
-        mb_cli_error(NAME, "cannot write the record of instances migbench made: %s", err.msg);
-        return MB_EXIT_FAIL;
-    }
-    return MB_EXIT_OK;
-}
-
-/*
- * Before anything changes: the record must be writable, or created instances could not be
- * recognised as ours later. Creates and removes a probe file next to it.
- */
-static int owned_preflight(const struct owned *o)
-{
-    if (!o->path[0])
-        return MB_EXIT_OK;
-    if (strncmp(o->path, "/var/lib/migbench/", 18) == 0)
-        mkdir("/var/lib/migbench", 0755); /* its absence is reported by fopen below */
-    char probe[PATH_MAX_LEN + 32];
-    int w = snprintf(probe, sizeof(probe), "%s.probe.%ld", o->path, (long)getpid());
-    FILE *f = w > 0 && (size_t)w < sizeof(probe) ? fopen(probe, "w") : NULL;
-    if (!f) {
-        mb_cli_error(NAME,
-                     "cannot write the record of instances migbench makes (%s): %s; nothing "
-                     "changed (set MIGBENCH_STATE_DIR to a writable directory)",
-                     o->path, strerror(errno));
-        return MB_EXIT_FAIL;
-    }
-    fclose(f);
-    unlink(probe);
-    return MB_EXIT_OK;
-}
-
-static void owned_forget(struct owned *o, unsigned gi_id)
-{
-    for (size_t i = 0; i < o->n; i++)
-        if (o->gi[i].gi_id == gi_id) {
-            o->gi[i] = o->gi[--o->n];
-            return;
-        }
-}
-
-/* Is this live instance the one we recorded (same id, profile and placement)? */
-static bool owned_match(const struct owned *o, const struct gi *g)
-{
-    for (size_t i = 0; i < o->n; i++)
-        if (o->gi[i].gi_id == g->id && o->gi[i].profile_id == g->profile_id &&
-            o->gi[i].placement.start == g->placement.start &&
-            o->gi[i].placement.size == g->placement.size)
-            return true;
-    return false;
-}
+#define MAX_GIS MB_MIG_MAX_GIS
 
 /* ---------------------------------------------------------------------------------------------
  * Devices
@@ -285,7 +49,6 @@ static int open_target(const char *spec, const struct mb_catalog *cat, struct ta
 {
     struct mb_error err;
     memset(t, 0, sizeof(*t));
-    snprintf(t->spec, sizeof(t->spec), "%s", spec);
     int rc = mb_device_open(spec, &t->dev, &err);
     if (rc) {
         if (!quiet_missing)
@@ -303,13 +66,19 @@ static int open_target(const char *spec, const struct mb_catalog *cat, struct ta
     }
     snprintf(t->label, sizeof(t->label), "%s %u (%s%s)", t->info.backend, t->info.index,
              t->model->name, t->info.emulated ? ", emulated" : "");
+    if (mb_mig_ledger_open(t->dev, spec, &t->ledger, &err)) {
+        mb_cli_error(NAME, "%s: %s", spec, err.msg);
+        return MB_EXIT_FAIL;
+    }
     return MB_EXIT_OK;
 }
 
 static void close_targets(struct target *t, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        mb_mig_ledger_close(t[i].ledger);
         mb_device_close(t[i].dev);
+    }
 }
 
 /* --device SPEC, or every NVIDIA GPU. */
@@ -348,85 +117,35 @@ static const char *label(const struct target *t)
 }
 
 /* The GPU instances, with their compute instances and processes. */
-static int list_gis(struct target *t, struct gi *gis, size_t *n)
+static int list_gis(struct target *t, struct mb_mig_gi *gis, size_t *n)
 {
-    struct mb_mig_instance inst[MAX_INST];
-    size_t ni = 0;
     struct mb_error err;
-    *n = 0;
-    int rc = mb_device_mig_instances(t->dev, inst, MAX_INST, &ni, &err);
-    if (rc) {
-        mb_cli_error(NAME, "%s: cannot list MIG instances: %s", label(t), err.msg);
+    if (mb_mig_list(t->dev, gis, MAX_GIS, n, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s: %s", label(t), err.msg);
         return MB_EXIT_FAIL;
     }
-    for (size_t i = 0; i < ni; i++) {
-        struct gi *g = NULL;
-        for (size_t k = 0; k < *n && !g; k++)
-            if (gis[k].id == inst[i].gi_id)
-                g = &gis[k];
-        if (!g) {
-            if (*n >= MAX_GIS)
-                continue;
-            g = &gis[(*n)++];
-            memset(g, 0, sizeof(*g));
-            g->id = inst[i].gi_id;
-            g->profile_id = inst[i].profile_id;
-            snprintf(g->profile_name, sizeof(g->profile_name), "%s", inst[i].profile_name);
-            g->placement = inst[i].placement;
-        }
-        if (inst[i].has_ci && g->n_ci < MAX_CIS_PER_GI) {
-            if (g->n_ci == 0)
-                snprintf(g->uuid, sizeof(g->uuid), "%s", inst[i].uuid);
-            g->ci[g->n_ci++] = inst[i].ci_id;
-        }
-    }
-    struct mb_process procs[MB_MAX_PROCESSES];
-    size_t np = 0;
-    rc = mb_device_processes(t->dev, procs, MB_MAX_PROCESSES, &np, &err);
-    if (rc && rc != MB_EUNSUPPORTED) {
-        mb_cli_error(NAME, "%s: cannot list processes: %s", label(t), err.msg);
-        return MB_EXIT_FAIL;
-    }
-    for (size_t i = 0; !rc && i < np && i < MB_MAX_PROCESSES; i++)
-        for (size_t k = 0; k < *n; k++)
-            if (procs[i].gi_id >= 0 && (unsigned)procs[i].gi_id == gis[k].id) {
-                if (gis[k].n_procs++ == 0)
-                    gis[k].first_pid = procs[i].pid;
-            }
-    /* Largest first, then by start: the order everything is shown in. */
-    for (size_t i = 1; i < *n; i++)
-        for (size_t j = i; j > 0; j--) {
-            const struct gi *a = &gis[j - 1], *b = &gis[j];
-            bool swap =
-                a->placement.size < b->placement.size ||
-                (a->placement.size == b->placement.size && a->placement.start > b->placement.start);
-            if (!swap)
-                break;
-            struct gi tmp = gis[j];
-            gis[j] = gis[j - 1];
-            gis[j - 1] = tmp;
-        }
     return MB_EXIT_OK;
 }
 
-static int profile_index(const struct target *t, const struct gi *g, unsigned *out)
+/* Reads the ledger of what migbench made on this GPU. */
+static int ledger_load(struct target *t)
 {
-    const struct mb_gi_profile *p = mb_model_profile_by_driver_id(t->model, (int)g->profile_id);
-    if (!p)
-        p = mb_model_profile(t->model, g->profile_name);
-    if (!p) {
-        mb_cli_error(NAME,
-                     "%s: GPU instance %u has profile id %u, unknown to the catalog's %s; "
-                     "migbench will not plan around it",
-                     label(t), g->id, g->profile_id, t->model->name);
+    struct mb_error err;
+    if (mb_mig_ledger_load(t->ledger, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s", err.msg);
         return MB_EXIT_FAIL;
     }
-    *out = (unsigned)(p - t->model->profiles);
     return MB_EXIT_OK;
+}
+
+static bool ours(const struct target *t, const struct mb_mig_gi *g)
+{
+    return mb_mig_ledger_owner(t->ledger, g) != NULL;
 }
 
 /* Refuses (unless --force) when processes run on any of the instances to remove. */
-static int check_busy(const struct target *t, const struct gi *const *rm, size_t n, bool force)
+static int check_busy(const struct target *t, const struct mb_mig_gi *const *rm, size_t n,
+                      bool force)
 {
     size_t busy = 0;
     for (size_t i = 0; i < n; i++) {
@@ -449,26 +168,15 @@ static int check_busy(const struct target *t, const struct gi *const *rm, size_t
     return MB_EXIT_OK;
 }
 
-/* Destroys a GPU instance's compute instances, then the instance; forgets it in the record. */
-static int destroy_gi(struct target *t, const struct gi *g, struct owned *o)
+/* Destroys a GPU instance's compute instances, then the instance; forgets it in the ledger. */
+static int destroy_gi(struct target *t, const struct mb_mig_gi *g)
 {
     struct mb_error err;
-    for (size_t c = 0; c < g->n_ci; c++) {
-        int rc = mb_device_mig_destroy_ci(t->dev, g->id, g->ci[c], &err);
-        if (rc && rc != MB_ENOTFOUND) {
-            mb_cli_error(NAME, "%s: cannot destroy compute instance %u/%u: %s", label(t), g->id,
-                         g->ci[c], err.msg);
-            return MB_EXIT_FAIL;
-        }
-    }
-    int rc = mb_device_mig_destroy_gi(t->dev, g->id, &err);
-    if (rc && rc != MB_ENOTFOUND) {
-        mb_cli_error(NAME, "%s: cannot destroy GPU instance %u (%s): %s", label(t), g->id,
-                     g->profile_name, err.msg);
+    if (mb_mig_destroy(t->dev, t->ledger, g, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s: %s", label(t), err.msg);
         return MB_EXIT_FAIL;
     }
-    owned_forget(o, g->id);
-    return owned_save(o);
+    return MB_EXIT_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -476,7 +184,7 @@ static int destroy_gi(struct target *t, const struct gi *g, struct owned *o)
  */
 
 static void print_layout_text(const struct target *t, const struct mb_mig_mode *mode,
-                              const struct gi *gis, size_t n, const struct owned *o)
+                              const struct mb_mig_gi *gis, size_t n)
 {
     printf("# %s: %s %s, MIG %s (pending %s)\n", label(t), t->info.name,
            t->info.uuid[0] ? t->info.uuid : "", mode->current ? "enabled" : "disabled",
@@ -504,7 +212,7 @@ static void print_layout_text(const struct target *t, const struct mb_mig_mode *
         mb_layout_slices_str(gis[i].placement, sl, sizeof(sl));
         snprintf(pl, sizeof(pl), "%u:%u", gis[i].placement.start, gis[i].placement.size);
         printf("  %3u  %-12s %-9s %-6s %4zu  %-8s  %s\n", gis[i].id, gis[i].profile_name, pl, sl,
-               gis[i].n_ci, owned_match(o, &gis[i]) ? "migbench" : "-",
+               gis[i].n_ci, ours(t, &gis[i]) ? "migbench" : "-",
                gis[i].uuid[0] ? gis[i].uuid : "n/a");
     }
     if (n == 0)
@@ -513,7 +221,7 @@ static void print_layout_text(const struct target *t, const struct mb_mig_mode *
 
 /* One mig-parted entry for this GPU; the profile list in largest-first order. */
 static void print_layout_yaml(const struct target *t, const struct mb_mig_mode *mode,
-                              const struct gi *gis, size_t n)
+                              const struct mb_mig_gi *gis, size_t n)
 {
     printf("    - devices: [%u]\n      mig-enabled: %s\n", t->info.index,
            mode->current ? "true" : "false");
@@ -557,17 +265,16 @@ static int do_show(struct target *ts, size_t nt, const struct opts *o)
                          rc == MB_EUNSUPPORTED ? "MIG is not supported" : err.msg);
             return MB_EXIT_FAIL;
         }
-        struct gi gis[MAX_GIS];
+        struct mb_mig_gi gis[MAX_GIS];
         size_t n = 0;
         if (mode.current && list_gis(t, gis, &n) != MB_EXIT_OK)
             return MB_EXIT_FAIL;
-        struct owned own;
-        if (owned_load(t, &own) != MB_EXIT_OK)
+        if (ledger_load(t) != MB_EXIT_OK)
             return MB_EXIT_FAIL;
         if (o->yaml)
             print_layout_yaml(t, &mode, gis, n);
         else
-            print_layout_text(t, &mode, gis, n, &own);
+            print_layout_text(t, &mode, gis, n);
     }
     return MB_EXIT_OK;
 }
@@ -587,22 +294,21 @@ static int do_clear(struct target *ts, size_t nt, const struct opts *o)
             mb_cli_info(NAME, "%s: MIG is not enabled; nothing to clear", label(t));
             continue;
         }
-        struct gi gis[MAX_GIS];
+        struct mb_mig_gi gis[MAX_GIS];
         size_t n = 0;
-        struct owned own;
-        if (list_gis(t, gis, &n) != MB_EXIT_OK || owned_load(t, &own) != MB_EXIT_OK)
+        if (list_gis(t, gis, &n) != MB_EXIT_OK || ledger_load(t) != MB_EXIT_OK)
             return MB_EXIT_FAIL;
-        if (o->ours && !own.path[0]) {
+        if (o->ours && !mb_mig_ledger_path(t->ledger)[0]) {
             mb_cli_error(NAME,
                          "%s: no record of what migbench made is kept for this device (an "
                          "emulated GPU needs state=FILE)",
                          label(t));
             return MB_EXIT_FAIL;
         }
-        const struct gi *rm[MAX_GIS];
+        const struct mb_mig_gi *rm[MAX_GIS];
         size_t nrm = 0;
         for (size_t k = 0; k < n; k++)
-            if (!o->ours || owned_match(&own, &gis[k]))
+            if (!o->ours || ours(t, &gis[k]))
                 rm[nrm++] = &gis[k];
         if (check_busy(t, rm, nrm, o->force) != MB_EXIT_OK)
             return MB_EXIT_FAIL;
@@ -616,7 +322,7 @@ static int do_clear(struct target *ts, size_t nt, const struct opts *o)
                 continue;
             }
             /* With --force, a busy instance the driver refuses is reported and skipped. */
-            if (destroy_gi(t, rm[k], &own) != MB_EXIT_OK) {
+            if (destroy_gi(t, rm[k]) != MB_EXIT_OK) {
                 failed++;
                 continue;
             }
@@ -626,17 +332,12 @@ static int do_clear(struct target *ts, size_t nt, const struct opts *o)
         }
         /* Records of instances that no longer exist are dropped too. */
         if (!o->dry_run && o->ours) {
-            for (size_t k = 0; k < own.n;) {
-                bool live = false;
-                for (size_t j = 0; j < n; j++)
-                    live = live || gis[j].id == own.gi[k].gi_id;
-                if (live)
-                    k++;
-                else
-                    own.gi[k] = own.gi[--own.n];
-            }
-            if (owned_save(&own) != MB_EXIT_OK)
+            if (list_gis(t, gis, &n) != MB_EXIT_OK)
                 return MB_EXIT_FAIL;
+            if (mb_mig_ledger_prune(t->ledger, gis, n, &err) != MB_OK) {
+                mb_cli_error(NAME, "%s", err.msg);
+                return MB_EXIT_FAIL;
+            }
         }
         mb_cli_info(NAME, "%s: %s %zu GPU instance%s%s", label(t),
                     o->dry_run ? "would remove" : "removed", o->dry_run ? nrm : done,
@@ -729,6 +430,55 @@ static void print_reasons(const struct target *t, const char *config, const unsi
     fprintf(stderr, "  (migbench layouts --gpu %s lists the layouts that fit)\n", t->model->name);
 }
 
+/* Creates one GPU instance and its compute instance, with the ledger's intent written first. */
+static int create_one(struct target *t, const struct mb_layout_item *it, bool some_made)
+{
+    struct mb_error err;
+    const struct mb_gi_profile *p = &t->model->profiles[it->profile];
+    if (p->driver_id < 0) {
+        mb_cli_error(NAME, "%s: the catalog has no driver profile id for %s", label(t), p->name);
+        return MB_EXIT_FAIL;
+    }
+    struct mb_mig_owned e;
+    memset(&e, 0, sizeof(e));
+    e.profile_id = (unsigned)p->driver_id;
+    snprintf(e.profile, sizeof(e.profile), "%s", p->name);
+    e.placement = it->placement;
+    e.creator = MB_MIG_BY_MIG;
+    if (mb_mig_ledger_intend(t->ledger, &e, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s", err.msg);
+        return MB_EXIT_FAIL;
+    }
+    unsigned gi_id, ci_id;
+    if (mb_device_mig_create_gi(t->dev, (unsigned)p->driver_id, &it->placement, &gi_id, &err)) {
+        mb_cli_error(NAME, "%s: cannot create %s at %u:%u: %s%s", label(t), p->name,
+                     it->placement.start, it->placement.size, err.msg,
+                     some_made ? "; what was created is recorded: 'migbench mig clear --ours' "
+                                 "removes it"
+                               : "");
+        mb_mig_ledger_forget(t->ledger, it->placement, NULL);
+        return MB_EXIT_FAIL;
+    }
+    if (mb_mig_ledger_confirm(t->ledger, it->placement, gi_id, false, 0, NULL, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s", err.msg);
+        return MB_EXIT_FAIL;
+    }
+    if (mb_device_mig_create_ci(t->dev, gi_id, -1, &ci_id, &err)) {
+        mb_cli_error(NAME,
+                     "%s: created GPU instance %u (%s) but not its compute instance: %s; "
+                     "'migbench mig clear --ours' removes what was created",
+                     label(t), gi_id, p->name, err.msg);
+        return MB_EXIT_FAIL;
+    }
+    if (mb_mig_ledger_confirm(t->ledger, it->placement, gi_id, true, ci_id, NULL, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s", err.msg);
+        return MB_EXIT_FAIL;
+    }
+    printf("created GPU instance %u (%s at %u:%u) with compute instance %u\n", gi_id, p->name,
+           it->placement.start, it->placement.size, ci_id);
+    return MB_EXIT_OK;
+}
+
 static int apply_one(struct target *t, const struct mb_migcfg *cfg,
                      const struct mb_migcfg_config *config, const struct opts *o)
 {
@@ -764,55 +514,34 @@ static int apply_one(struct target *t, const struct mb_migcfg *cfg,
     if (ex != MB_EXIT_OK || skip)
         return ex;
 
-    struct gi gis[MAX_GIS];
+    struct mb_mig_gi gis[MAX_GIS];
     size_t n = 0;
-    struct owned own;
-    if (list_gis(t, gis, &n) != MB_EXIT_OK || owned_load(t, &own) != MB_EXIT_OK)
+    if (list_gis(t, gis, &n) != MB_EXIT_OK || ledger_load(t) != MB_EXIT_OK)
         return MB_EXIT_FAIL;
 
     /* Keep what already matches, remove the rest, and place the missing ones beside the kept. */
-    unsigned need[MB_MAX_PROFILES] = {0};
-    for (size_t i = 0; i < nw; i++)
-        need[want[i]]++;
-    struct mb_layout keep = {0};
-    const struct gi *rm[MAX_GIS];
-    size_t nrm = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned idx;
-        if (profile_index(t, &gis[i], &idx) != MB_EXIT_OK)
-            return MB_EXIT_FAIL;
-        if (need[idx] > 0 && keep.n < MB_LAYOUT_MAX) {
-            need[idx]--;
-            keep.items[keep.n].profile = idx;
-            keep.items[keep.n++].placement = gis[i].placement;
-        } else {
-            rm[nrm++] = &gis[i];
-        }
+    struct mb_mig_diff d;
+    if (mb_mig_diff(t->model, gis, n, want, nw, &d, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s: %s", label(t), err.msg);
+        return MB_EXIT_FAIL;
     }
-    unsigned add[MB_LAYOUT_MAX];
-    size_t nadd = 0;
-    for (unsigned p = 0; p < t->model->n_profiles; p++)
-        for (unsigned k = 0; k < need[p] && nadd < MB_LAYOUT_MAX; k++)
-            add[nadd++] = p;
-    struct mb_layout placed;
-    size_t kept = keep.n;
-    if (mb_layout_place(t->model, &keep, add, nadd, &placed, &err) != MB_OK) {
-        /* The kept instances are in the way: start from an empty GPU. */
-        placed = fresh;
-        kept = 0;
-        nrm = 0;
-        for (size_t i = 0; i < n; i++)
-            rm[nrm++] = &gis[i];
+    const struct mb_mig_gi *rm[MAX_GIS];
+    size_t nrm = d.n_remove, kept = d.kept;
+    for (size_t i = 0; i < nrm; i++)
+        rm[i] = &gis[d.remove[i]];
+    const struct mb_layout placed = d.create;
+    if (d.replaced_all)
         mb_cli_info(NAME,
                     "%s: the instances already there leave no room for the config's "
                     "placement; all of them are replaced",
                     label(t));
-    }
     if (check_busy(t, rm, nrm, o->force) != MB_EXIT_OK)
         return MB_EXIT_FAIL;
-    if (!o->dry_run && owned_preflight(&own) != MB_EXIT_OK)
+    if (!o->dry_run && mb_mig_ledger_check_writable(t->ledger, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s", err.msg);
         return MB_EXIT_FAIL;
-    if (!own.path[0] && !o->dry_run && placed.n)
+    }
+    if (!mb_mig_ledger_path(t->ledger)[0] && !o->dry_run && placed.n)
         mb_cli_warn(NAME,
                     "%s: no record of what migbench creates is kept for this device (an "
                     "emulated GPU needs state=FILE), so 'clear --ours' cannot find it",
@@ -831,65 +560,27 @@ static int apply_one(struct target *t, const struct mb_migcfg *cfg,
     }
 
     for (size_t i = 0; i < nrm; i++) {
-        if (destroy_gi(t, rm[i], &own) != MB_EXIT_OK)
+        if (destroy_gi(t, rm[i]) != MB_EXIT_OK)
             return MB_EXIT_FAIL;
         printf("removed GPU instance %u (%s at %u:%u)\n", rm[i]->id, rm[i]->profile_name,
                rm[i]->placement.start, rm[i]->placement.size);
     }
-    for (size_t i = 0; i < placed.n; i++) {
-        const struct mb_gi_profile *p = &t->model->profiles[placed.items[i].profile];
-        if (p->driver_id < 0) {
-            mb_cli_error(NAME, "%s: the catalog has no driver profile id for %s", label(t),
-                         p->name);
+    for (size_t i = 0; i < placed.n; i++)
+        if (create_one(t, &placed.items[i], i > 0) != MB_EXIT_OK)
             return MB_EXIT_FAIL;
-        }
-        unsigned gi_id, ci_id;
-        rc = mb_device_mig_create_gi(t->dev, (unsigned)p->driver_id, &placed.items[i].placement,
-                                     &gi_id, &err);
-        if (rc) {
-            mb_cli_error(NAME, "%s: cannot create %s at %u:%u: %s%s", label(t), p->name,
-                         placed.items[i].placement.start, placed.items[i].placement.size, err.msg,
-                         i ? "; what was created is recorded: 'migbench mig clear --ours' removes "
-                             "it"
-                           : "");
-            return MB_EXIT_FAIL;
-        }
-        if (own.n < MAX_GIS) {
-            struct owned_gi *g = &own.gi[own.n++];
-            g->gi_id = gi_id;
-            g->profile_id = (unsigned)p->driver_id;
-            snprintf(g->profile, sizeof(g->profile), "%s", p->name);
-            g->placement = placed.items[i].placement;
-        }
-        if (owned_save(&own) != MB_EXIT_OK)
-            return MB_EXIT_FAIL;
-        rc = mb_device_mig_create_ci(t->dev, gi_id, -1, &ci_id, &err);
-        if (rc) {
-            mb_cli_error(NAME,
-                         "%s: created GPU instance %u (%s) but not its compute instance: %s; "
-                         "'migbench mig clear --ours' removes what was created",
-                         label(t), gi_id, p->name, err.msg);
-            return MB_EXIT_FAIL;
-        }
-        printf("created GPU instance %u (%s at %u:%u) with compute instance %u\n", gi_id, p->name,
-               placed.items[i].placement.start, placed.items[i].placement.size, ci_id);
-    }
 
     /* Verify: the device must now hold exactly the config's multiset. */
     if (list_gis(t, gis, &n) != MB_EXIT_OK)
         return MB_EXIT_FAIL;
-    unsigned have[MB_MAX_PROFILES] = {0}, asked[MB_MAX_PROFILES] = {0};
-    for (size_t i = 0; i < n; i++) {
-        unsigned idx;
-        if (profile_index(t, &gis[i], &idx) != MB_EXIT_OK)
-            return MB_EXIT_FAIL;
-        have[idx]++;
+    bool match = false;
+    if (mb_mig_matches(t->model, gis, n, want, nw, &match, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s: %s", label(t), err.msg);
+        return MB_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < n; i++)
         if (gis[i].n_ci == 0)
             mb_cli_warn(NAME, "%s: GPU instance %u has no compute instance", label(t), gis[i].id);
-    }
-    for (size_t i = 0; i < nw; i++)
-        asked[want[i]]++;
-    if (memcmp(have, asked, sizeof(have)) != 0) {
+    if (!match) {
         mb_cli_error(NAME,
                      "%s: verification failed: the GPU does not hold the config's "
                      "instances afterwards ('migbench mig show' shows what it holds)",

@@ -19,6 +19,9 @@ int mb_cli_verbosity(void)
 }
 
 static void vsay(const char *kind, const char *cmd, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+static void vsay(const char *kind, const char *cmd, const char *fmt, va_list ap)
 {
     fputs("migbench: ", stderr);
     if (cmd)

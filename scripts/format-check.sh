@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Fails if any C source or header differs from .clang-format's layout, or if a source file,
-# script or CMake file lacks its SPDX license line.
+# script or CMake file lacks its SPDX license line, or if a function in src/, cli/ or
+# tests/fake-nvml/ is over 150 lines (scripts/func-length.py; scripts/func-length.allow lists the
+# functions still being split).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 files=$(git ls-files '*.c' '*.h')
@@ -20,4 +22,8 @@ for f in $(git ls-files '*.c' '*.h' '*.sh' '*.py' '*.cmake' 'CMakeLists.txt' '*/
         bad=1
     fi
 done
+if ! python3 scripts/func-length.py --allow scripts/func-length.allow src cli tests/fake-nvml; then
+    echo "functions over 150 lines: split them (scripts/func-length.py)" >&2
+    bad=1
+fi
 exit $bad

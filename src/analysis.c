@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Results analysis: loads cell.json and telemetry.csv files and derives the study's figures. */
+#include "json_io.h"
 #include "migbench/analysis.h"
+#include "migbench/stats.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -28,6 +30,12 @@
 #define CELLS_MAX 1024
 #define MB_MAX_GPUS_NOTED 64
 
+/* The two-sided 95% Student t quantile (stats.h); df >= 1 wherever a CI is computed. */
+static double t95(size_t df)
+{
+    return df == 0 ? NAN : mb_stats_t95(df > UINT_MAX ? UINT_MAX : (unsigned)df);
+}
+
 static const char *const method_names[MB_ATTR_COUNT] = {
     "equal", "compute-share", "activity", "static-dynamic", "interval",
 };
@@ -37,21 +45,6 @@ const char *mb_analysis_method_name(int m)
     if (m < 0 || m >= MB_ATTR_COUNT)
         return "unknown";
     return method_names[m];
-}
-
-double mb_analysis_t95(size_t df)
-{
-    static const double table[30] = {
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-        2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-        2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-    };
-    if (df == 0)
-        return NAN;
-    if (df <= 30)
-        return table[df - 1];
-    /* Beyond the table, 1.96 + 2.4/df stays within 0.003 of the exact quantile. */
-    return 1.96 + 2.4 / (double)df;
 }
 
 int mb_analysis_split(int64_t total_mj, const int64_t *weights, size_t n, int64_t *parts)
@@ -187,14 +180,14 @@ static void estimate_from(struct mb_estimate *e, const double *x, size_t n)
     double se = sqrt(ss / (double)(n - 1) / (double)n);
     e->df = n - 1;
     e->ci_valid = 1;
-    e->ci95 = mb_analysis_t95(e->df) * se;
+    e->ci95 = t95(e->df) * se;
 }
 
 static double est_se(const struct mb_estimate *e)
 {
     if (!e->ci_valid)
         return NAN;
-    return e->ci95 / mb_analysis_t95(e->df);
+    return e->ci95 / t95(e->df);
 }
 
 /*
@@ -217,7 +210,7 @@ static void estimate_combined(struct mb_estimate *e, const double *x, size_t n, 
     double se = est_se(e);
     size_t df = (n < base_n ? n : base_n) - 1;
     e->df = df;
-    e->ci95 = mb_analysis_t95(df) * sqrt(se * se + extra_var);
+    e->ci95 = t95(df) * sqrt(se * se + extra_var);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -470,7 +463,44 @@ struct run_meta {
     struct mb_opt pct[MB_AN_JOBS_MAX];
     int cpus[MB_AN_JOBS_MAX];
     struct mb_opt cores[MB_AN_JOBS_MAX];
+    size_t argc[MB_AN_JOBS_MAX];
+    char **argv[MB_AN_JOBS_MAX]; /* owned until a run takes it */
 };
+
+static void free_argv(char **argv, size_t argc)
+{
+    for (size_t i = 0; argv && i < argc; i++)
+        free(argv[i]);
+    free(argv);
+}
+
+static void free_meta(struct run_meta *m)
+{
+    for (size_t i = 0; i < MB_AN_JOBS_MAX; i++)
+        free_argv(m->argv[i], m->argc[i]);
+    free(m);
+}
+
+/* A job's jobs[].argv: its strings copied (anything else as ""); MB_ENOMEM or MB_OK. */
+static int read_argv(struct run_meta *m, size_t i, const cJSON *argv)
+{
+    size_t n = cJSON_IsArray(argv) ? (size_t)cJSON_GetArraySize(argv) : 0;
+    if (n == 0)
+        return MB_OK;
+    m->argv[i] = calloc(n, sizeof(char *));
+    if (!m->argv[i])
+        return MB_ENOMEM;
+    m->argc[i] = n;
+    size_t k = 0;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, argv)
+    {
+        m->argv[i][k] = strdup(cJSON_IsString(a) ? a->valuestring : "");
+        if (!m->argv[i][k++])
+            return MB_ENOMEM;
+    }
+    return MB_OK;
+}
 
 static int profile_slices(const char *profile)
 {
@@ -493,8 +523,12 @@ static void read_device(struct mb_an_experiment *e, const cJSON *dev)
     mb__copy_str(e->model, sizeof(e->model), json_str(dev, "model"));
     mb__copy_str(e->uuid, sizeof(e->uuid), json_str(dev, "uuid"));
     mb__copy_str(e->driver_version, sizeof(e->driver_version), json_str(dev, "driver_version"));
-    e->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "emulated")) ||
-                  strcmp(e->backend, "emu") == 0;
+    /* Every cell.json since the first runner records "emulated". */
+    e->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "emulated"));
+    /* "gpu": the device's MB_CAP_GPU bit as recorded; cells written before the flag existed
+     * record only the backend, and there the host backend was the one CPU device. */
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(dev, "gpu");
+    e->cpu_device = cJSON_IsBool(gpu) ? cJSON_IsFalse(gpu) : strcmp(e->backend, "host") == 0;
     struct mb_opt pl = json_num(dev, "power_limit_mw");
     if (pl.valid) {
         e->power_limit_w.valid = 1;
@@ -545,6 +579,153 @@ static void record_workload(struct mb_an_experiment *e, const char *workload, co
     }
     mb__copy_str(e->workload_names[e->nworkloads], MB_AN_NAME_MAX, workload);
     e->workload_sig[e->nworkloads++] = h;
+}
+
+/* The cell's window and energy; the energy used is the counter's, else the integrated one. */
+static void parse_cell_energy(struct mb_an_cell *c, const cJSON *root)
+{
+    c->t0_ns = json_i64(root, "t0_ns");
+    const cJSON *win = cJSON_GetObjectItemCaseSensitive(root, "window");
+    c->window_s = json_num(win, "seconds");
+    c->window_start_ns = json_i64(win, "start_ns");
+    c->window_end_ns = json_i64(win, "end_ns");
+    if (!c->window_s.valid && c->window_end_ns > c->window_start_ns && c->window_start_ns > 0) {
+        c->window_s.valid = 1;
+        c->window_s.v = (double)(c->window_end_ns - c->window_start_ns) * 1e-9;
+    }
+    c->reconfigure_s = json_num(root, "reconfigure_seconds");
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(root, "energy");
+    c->counter_j = json_num(en, "counter_j");
+    c->integrated_j = json_num(en, "integrated_j");
+    c->gap_pct = json_num(en, "gap_pct");
+    c->idle_power_w = json_num(en, "idle_power_w");
+    c->mean_power_w = json_num(en, "mean_power_w");
+    c->peak_power_w = json_num(en, "peak_power_w");
+    c->samples = json_num(en, "samples");
+    c->missed_updates = json_num(en, "missed_updates");
+    mb__copy_str(c->energy_flag, sizeof(c->energy_flag), json_str(en, "flag"));
+    mb__copy_str(c->refused_reason, sizeof(c->refused_reason), json_str(en, "refused_reason"));
+    if (!c->gap_pct.valid && c->counter_j.valid && c->integrated_j.valid && c->counter_j.v > 0) {
+        c->gap_pct.valid = 1;
+        c->gap_pct.v = 100.0 * (c->integrated_j.v - c->counter_j.v) / c->counter_j.v;
+    }
+    if (!c->refused_reason[0] && c->counter_j.valid && c->counter_j.v >= 0) {
+        c->has_energy = 1;
+        c->energy_mj = llround(c->counter_j.v * 1000.0);
+        c->energy_source = "counter";
+    } else if (!c->refused_reason[0] && c->integrated_j.valid && c->integrated_j.v >= 0) {
+        c->has_energy = 1;
+        c->energy_mj = llround(c->integrated_j.v * 1000.0);
+        c->energy_source = "integrated";
+    }
+}
+
+/* Job i of a cell (j: its jobs[i]); the run-level facts go to m. */
+static int parse_cell_job(struct mb_an_cell *c, struct run_meta *m, size_t i, const cJSON *j,
+                          const cJSON *mig_inst, const cJSON *mps_pct, const char *path,
+                          struct mb_error *err)
+{
+    struct mb_an_cell_job *cj = &c->jobs[i];
+    const char *name = json_str(j, "name");
+    if (!name) {
+        return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].name': missing", path, i);
+    }
+    mb__copy_str(cj->name, sizeof(cj->name), name);
+    mb__copy_str(m->job[i], sizeof(m->job[i]), name);
+    mb__copy_str(m->workload[i], sizeof(m->workload[i]),
+                 json_str(j, "workload") ? json_str(j, "workload") : name);
+    const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "throughput");
+    cj->throughput = json_num(tp, "mean");
+    const char *ups = json_str(tp, "unit_per_s");
+    if (ups)
+        mb__copy_str(m->unit[i], sizeof(m->unit[i]), ups);
+    else if (json_str(j, "unit"))
+        snprintf(m->unit[i], sizeof(m->unit[i]), "%.100s/s", json_str(j, "unit"));
+    cj->steps = json_num(j, "steps");
+    cj->units = json_num(j, "units");
+    /* Rates and counts are never negative: such a file is damaged, not a measurement. */
+    const char *neg = cj->throughput.valid && cj->throughput.v < 0 ? "throughput.mean"
+                      : cj->steps.valid && cj->steps.v < 0         ? "steps"
+                      : cj->units.valid && cj->units.v < 0         ? "units"
+                                                                   : NULL;
+    if (neg) {
+        return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].%s': negative", path, i, neg);
+    }
+    cj->steps_unit = ups && strcmp(ups, "steps/s") == 0;
+    const cJSON *jw = cJSON_GetObjectItemCaseSensitive(j, "window");
+    if (!cJSON_IsObject(jw))
+        jw = cJSON_GetObjectItemCaseSensitive(tp, "window");
+    cj->window_s = json_num(jw, "seconds");
+    if (cj->window_s.valid && cj->window_s.v < 0) {
+        return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].window.seconds': negative", path,
+                            i);
+    }
+    cj->window_start_ns = json_i64(jw, "start_ns");
+    cj->window_end_ns = json_i64(jw, "end_ns");
+    cj->has_window = cj->window_start_ns > 0 && cj->window_end_ns > cj->window_start_ns;
+    if (!cj->window_s.valid && cj->has_window) {
+        cj->window_s.valid = 1;
+        cj->window_s.v = (double)(cj->window_end_ns - cj->window_start_ns) * 1e-9;
+    }
+    /* Work in the window: rate x the job's own window, else x the cell's window (shared
+     * modes, where all jobs share it), else the reported units (which may include the
+     * warm-up: said in work_basis). */
+    int excl = strcmp(m->mode, "exclusive") == 0;
+    if (cj->throughput.valid && cj->window_s.valid) {
+        cj->work.valid = 1;
+        cj->work.v = cj->throughput.v * cj->window_s.v;
+        cj->work_basis = "rate x job window";
+    } else if (cj->throughput.valid && !excl && c->window_s.valid) {
+        cj->work.valid = 1;
+        cj->work.v = cj->throughput.v * c->window_s.v;
+        cj->work_basis = "rate x cell window";
+    } else if (cj->units.valid && !cj->steps_unit) {
+        cj->work = cj->units;
+        cj->work_basis = "reported units";
+    }
+    int64_t s = json_i64(j, "started_ns"), en_ns = json_i64(j, "ended_ns");
+    if (s > 0 && en_ns > s) {
+        cj->has_times = 1;
+        cj->started_ns = s;
+        cj->ended_ns = en_ns;
+    }
+    const cJSON *inst = cJSON_GetObjectItemCaseSensitive(j, "instance");
+    const char *prof = json_str(inst, "profile");
+    /* The job's GPU instance id, to find its gi<id>_* telemetry columns. */
+    cj->gi_id = -1;
+    const char *iuuid = json_str(inst, "uuid");
+    const cJSON *mi;
+    cJSON_ArrayForEach(mi, mig_inst)
+    {
+        const char *u = json_str(mi, "uuid");
+        struct mb_opt g = json_num(mi, "gi_id");
+        if (iuuid && u && strcmp(iuuid, u) == 0 && g.valid)
+            cj->gi_id = opt_int(g, -1);
+    }
+    if (cj->gi_id < 0 && !iuuid) {
+        struct mb_opt g = json_num(cJSON_GetArrayItem(mig_inst, (int)i), "gi_id");
+        if (g.valid)
+            cj->gi_id = opt_int(g, -1);
+    }
+    if (!prof)
+        prof = json_str(cJSON_GetArrayItem(mig_inst, (int)i), "profile");
+    if (prof)
+        mb__copy_str(m->instance[i], sizeof(m->instance[i]), prof);
+    struct mb_opt pct = json_num(j, "thread_percentage");
+    if (!pct.valid) {
+        const cJSON *p = cJSON_GetArrayItem(mps_pct, (int)i);
+        if (cJSON_IsNumber(p)) {
+            pct.valid = 1;
+            pct.v = p->valuedouble;
+        }
+    }
+    m->pct[i] = pct;
+    const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(j, "cpus");
+    m->cpus[i] = cJSON_IsArray(cpus) ? cJSON_GetArraySize(cpus) : 0;
+    m->cores[i] = json_num(j, "cores");
+    if (read_argv(m, i, cJSON_GetObjectItemCaseSensitive(j, "argv")) != MB_OK)
+        return mb_error_set(err, MB_ENOMEM, "%s: out of memory", path);
+    return MB_OK;
 }
 
 static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct run_meta *m,
@@ -610,41 +791,7 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
     read_device(e, cJSON_GetObjectItemCaseSensitive(root, "device"));
     mb__copy_str(c->gpu_uuid, sizeof(c->gpu_uuid),
                  json_str(cJSON_GetObjectItemCaseSensitive(root, "device"), "uuid"));
-    c->t0_ns = json_i64(root, "t0_ns");
-    const cJSON *win = cJSON_GetObjectItemCaseSensitive(root, "window");
-    c->window_s = json_num(win, "seconds");
-    c->window_start_ns = json_i64(win, "start_ns");
-    c->window_end_ns = json_i64(win, "end_ns");
-    if (!c->window_s.valid && c->window_end_ns > c->window_start_ns && c->window_start_ns > 0) {
-        c->window_s.valid = 1;
-        c->window_s.v = (double)(c->window_end_ns - c->window_start_ns) * 1e-9;
-    }
-    c->reconfigure_s = json_num(root, "reconfigure_seconds");
-    const cJSON *en = cJSON_GetObjectItemCaseSensitive(root, "energy");
-    c->counter_j = json_num(en, "counter_j");
-    c->integrated_j = json_num(en, "integrated_j");
-    c->gap_pct = json_num(en, "gap_pct");
-    c->idle_power_w = json_num(en, "idle_power_w");
-    c->mean_power_w = json_num(en, "mean_power_w");
-    c->peak_power_w = json_num(en, "peak_power_w");
-    c->samples = json_num(en, "samples");
-    c->missed_updates = json_num(en, "missed_updates");
-    mb__copy_str(c->energy_flag, sizeof(c->energy_flag), json_str(en, "flag"));
-    mb__copy_str(c->refused_reason, sizeof(c->refused_reason), json_str(en, "refused_reason"));
-    if (!c->gap_pct.valid && c->counter_j.valid && c->integrated_j.valid && c->counter_j.v > 0) {
-        c->gap_pct.valid = 1;
-        c->gap_pct.v = 100.0 * (c->integrated_j.v - c->counter_j.v) / c->counter_j.v;
-    }
-    if (!c->refused_reason[0] && c->counter_j.valid && c->counter_j.v >= 0) {
-        c->has_energy = 1;
-        c->energy_mj = llround(c->counter_j.v * 1000.0);
-        c->energy_source = "counter";
-    } else if (!c->refused_reason[0] && c->integrated_j.valid && c->integrated_j.v >= 0) {
-        c->has_energy = 1;
-        c->energy_mj = llround(c->integrated_j.v * 1000.0);
-        c->energy_source = "integrated";
-    }
-
+    parse_cell_energy(c, root);
     const cJSON *mig_inst = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "device"), "mig"),
         "instances");
@@ -664,109 +811,14 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
     c->njobs = nj;
     m->njobs = nj;
     for (size_t i = 0; i < nj; i++) {
-        const cJSON *j = cJSON_GetArrayItem(jobs, (int)i);
-        struct mb_an_cell_job *cj = &c->jobs[i];
-        const char *name = json_str(j, "name");
-        if (!name) {
+        st =
+            parse_cell_job(c, m, i, cJSON_GetArrayItem(jobs, (int)i), mig_inst, mps_pct, path, err);
+        if (st != MB_OK) {
             cJSON_Delete(root);
-            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].name': missing", path, i);
+            return st;
         }
-        mb__copy_str(cj->name, sizeof(cj->name), name);
-        mb__copy_str(m->job[i], sizeof(m->job[i]), name);
-        mb__copy_str(m->workload[i], sizeof(m->workload[i]),
-                     json_str(j, "workload") ? json_str(j, "workload") : name);
-        record_workload(e, m->workload[i], cJSON_GetObjectItemCaseSensitive(j, "argv"));
-        const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "throughput");
-        cj->throughput = json_num(tp, "mean");
-        const char *ups = json_str(tp, "unit_per_s");
-        if (ups)
-            mb__copy_str(m->unit[i], sizeof(m->unit[i]), ups);
-        else if (json_str(j, "unit"))
-            snprintf(m->unit[i], sizeof(m->unit[i]), "%.100s/s", json_str(j, "unit"));
-        cj->steps = json_num(j, "steps");
-        cj->units = json_num(j, "units");
-        /* Rates and counts are never negative: such a file is damaged, not a measurement. */
-        const char *neg = cj->throughput.valid && cj->throughput.v < 0 ? "throughput.mean"
-                          : cj->steps.valid && cj->steps.v < 0         ? "steps"
-                          : cj->units.valid && cj->units.v < 0         ? "units"
-                                                                       : NULL;
-        if (neg) {
-            cJSON_Delete(root);
-            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].%s': negative", path, i, neg);
-        }
-        cj->steps_unit = ups && strcmp(ups, "steps/s") == 0;
-        const cJSON *jw = cJSON_GetObjectItemCaseSensitive(j, "window");
-        if (!cJSON_IsObject(jw))
-            jw = cJSON_GetObjectItemCaseSensitive(tp, "window");
-        cj->window_s = json_num(jw, "seconds");
-        if (cj->window_s.valid && cj->window_s.v < 0) {
-            cJSON_Delete(root);
-            return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].window.seconds': negative",
-                                path, i);
-        }
-        cj->window_start_ns = json_i64(jw, "start_ns");
-        cj->window_end_ns = json_i64(jw, "end_ns");
-        cj->has_window = cj->window_start_ns > 0 && cj->window_end_ns > cj->window_start_ns;
-        if (!cj->window_s.valid && cj->has_window) {
-            cj->window_s.valid = 1;
-            cj->window_s.v = (double)(cj->window_end_ns - cj->window_start_ns) * 1e-9;
-        }
-        /* Work in the window: rate x the job's own window, else x the cell's window (shared
-         * modes, where all jobs share it), else the reported units (which may include the
-         * warm-up: said in work_basis). */
-        int excl = strcmp(m->mode, "exclusive") == 0;
-        if (cj->throughput.valid && cj->window_s.valid) {
-            cj->work.valid = 1;
-            cj->work.v = cj->throughput.v * cj->window_s.v;
-            cj->work_basis = "rate x job window";
-        } else if (cj->throughput.valid && !excl && c->window_s.valid) {
-            cj->work.valid = 1;
-            cj->work.v = cj->throughput.v * c->window_s.v;
-            cj->work_basis = "rate x cell window";
-        } else if (cj->units.valid && !cj->steps_unit) {
-            cj->work = cj->units;
-            cj->work_basis = "reported units";
-        }
-        int64_t s = json_i64(j, "started_ns"), en_ns = json_i64(j, "ended_ns");
-        if (s > 0 && en_ns > s) {
-            cj->has_times = 1;
-            cj->started_ns = s;
-            cj->ended_ns = en_ns;
-        }
-        const cJSON *inst = cJSON_GetObjectItemCaseSensitive(j, "instance");
-        const char *prof = json_str(inst, "profile");
-        /* The job's GPU instance id, to find its gi<id>_* telemetry columns. */
-        cj->gi_id = -1;
-        const char *iuuid = json_str(inst, "uuid");
-        const cJSON *mi;
-        cJSON_ArrayForEach(mi, mig_inst)
-        {
-            const char *u = json_str(mi, "uuid");
-            struct mb_opt g = json_num(mi, "gi_id");
-            if (iuuid && u && strcmp(iuuid, u) == 0 && g.valid)
-                cj->gi_id = opt_int(g, -1);
-        }
-        if (cj->gi_id < 0 && !iuuid) {
-            struct mb_opt g = json_num(cJSON_GetArrayItem(mig_inst, (int)i), "gi_id");
-            if (g.valid)
-                cj->gi_id = opt_int(g, -1);
-        }
-        if (!prof)
-            prof = json_str(cJSON_GetArrayItem(mig_inst, (int)i), "profile");
-        if (prof)
-            mb__copy_str(m->instance[i], sizeof(m->instance[i]), prof);
-        struct mb_opt pct = json_num(j, "thread_percentage");
-        if (!pct.valid) {
-            const cJSON *p = cJSON_GetArrayItem(mps_pct, (int)i);
-            if (cJSON_IsNumber(p)) {
-                pct.valid = 1;
-                pct.v = p->valuedouble;
-            }
-        }
-        m->pct[i] = pct;
-        const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(j, "cpus");
-        m->cpus[i] = cJSON_IsArray(cpus) ? cJSON_GetArraySize(cpus) : 0;
-        m->cores[i] = json_num(j, "cores");
+        record_workload(e, m->workload[i],
+                        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(jobs, (int)i), "argv"));
     }
     cJSON_Delete(root);
     return MB_OK;
@@ -1035,11 +1087,20 @@ static struct mb_an_run *find_run(struct mb_an_experiment *e, const char *name)
     return NULL;
 }
 
-static void fill_run_jobs(struct mb_an_run *r, const struct run_meta *m)
+static void fill_run_jobs(struct mb_an_run *r, struct run_meta *m)
 {
+    for (size_t i = 0; i < r->njobs; i++) {
+        free_argv(r->jobs[i].argv, r->jobs[i].argc);
+        r->jobs[i].argv = NULL;
+        r->jobs[i].argc = 0;
+    }
     r->njobs = m->njobs;
     for (size_t i = 0; i < m->njobs; i++) {
         struct mb_an_job *j = &r->jobs[i];
+        j->argv = m->argv[i];
+        j->argc = m->argc[i];
+        m->argv[i] = NULL;
+        m->argc[i] = 0;
         mb__copy_str(j->name, sizeof(j->name), m->job[i]);
         mb__copy_str(j->workload, sizeof(j->workload), m->workload[i]);
         mb__copy_str(j->unit, sizeof(j->unit), m->unit[i][0] ? m->unit[i] : "units/s");
@@ -1137,12 +1198,12 @@ static int load_cell(struct mb_an_experiment *e, const char *rundir, const char 
     r->cells[r->ncells++] = cell;
     r->nok += cell.ok != 0;
     r->nfailed += cell.ok == 0;
-    free(meta);
+    free_meta(meta);
     (void)telpath;
     return MB_OK;
 fail:
     free(cell.timeline);
-    free(meta);
+    free_meta(meta);
     return st;
 }
 
@@ -1349,7 +1410,8 @@ static void aggregate_jobs(struct mb_an_run *r)
     }
 }
 
-static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
+/* The run's whole-GPU energy, window and power over its successful cells; static vs dynamic. */
+static void aggregate_run_energy(struct mb_an_run *r)
 {
     double x[CELLS_MAX], y[CELLS_MAX], z[CELLS_MAX];
     size_t n = 0, nw = 0, np = 0;
@@ -1380,6 +1442,11 @@ static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
     estimate_from(&r->energy_j, x, n);
     estimate_from(&r->window_s, y, nw);
     estimate_from(&r->power_w, z, np);
+}
+
+static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
+{
+    aggregate_run_energy(r);
 
     const struct mb_an_job *bj[MB_AN_JOBS_MAX];
     r->has_baseline = r->njobs > 0;
@@ -1416,7 +1483,7 @@ static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
             size_t df = (a->n < b->n ? a->n : b->n) - 1;
             j->normalised.ci_valid = 1;
             j->normalised.df = df;
-            j->normalised.ci95 = mb_analysis_t95(df) * j->normalised.mean * sqrt(ra * ra + rb * rb);
+            j->normalised.ci95 = t95(df) * j->normalised.mean * sqrt(ra * ra + rb * rb);
         }
     }
     if (is_exclusive(r->mode))
@@ -1770,6 +1837,8 @@ static void free_experiment(struct mb_an_experiment *e)
         for (size_t k = 0; k < e->runs[i].ncells; k++)
             free(e->runs[i].cells[k].timeline);
         free(e->runs[i].cells);
+        for (size_t j = 0; j < e->runs[i].njobs; j++)
+            free_argv(e->runs[i].jobs[j].argv, e->runs[i].jobs[j].argc);
     }
     free(e->runs);
 }

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "migbench/fileio.h"
+#include "json_io.h"
 
 extern const char mb__catalog_json[];
 extern const size_t mb__catalog_json_len;
@@ -57,6 +58,21 @@ const char *mb_value_status_str(enum mb_value_status s)
  */
 
 /* Where we are in the input, for messages: "FILE: model 'X': profile 'Y': field 'z': ...". */
+const char *mb_power_kind_str(enum mb_power_kind k)
+{
+    switch (k) {
+    case MB_POWER_INSTANT:
+        return "instant";
+    case MB_POWER_AVERAGED:
+        return "averaged";
+    case MB_POWER_NONE:
+        return "none";
+    case MB_POWER_UNKNOWN:
+        break;
+    }
+    return "unknown";
+}
+
 struct ctx {
     const char *source;
     const char *model;
@@ -368,6 +384,62 @@ static int parse_ci_profiles(struct ctx *c, const cJSON *obj, struct mb_gpu_mode
     return MB_OK;
 }
 
+/* The optional "sensor" object of a model: see struct mb_model_sensor. */
+static int parse_sensor(const struct ctx *c, const cJSON *obj, struct mb_model_sensor *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->average_field = -1;
+    if (!obj || cJSON_IsNull(obj))
+        return MB_OK;
+    if (!cJSON_IsObject(obj))
+        return fail_at(c, "sensor", "expected an object");
+    s->known = true;
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "power_kind");
+    if (kind && !cJSON_IsNull(kind)) {
+        if (cJSON_IsString(kind) && strcmp(kind->valuestring, "instant") == 0)
+            s->power_kind = MB_POWER_INSTANT;
+        else if (cJSON_IsString(kind) && strcmp(kind->valuestring, "averaged") == 0)
+            s->power_kind = MB_POWER_AVERAGED;
+        else
+            return fail_at(c, "sensor.power_kind", "expected \"instant\" or \"averaged\"");
+    }
+    static const char *const ms_fields[] = {"power_avg_window_ms", "power_update_period_ms",
+                                            "energy_update_period_ms"};
+    uint32_t *ms_out[] = {&s->power_avg_window_ms, &s->power_update_period_ms,
+                          &s->energy_update_period_ms};
+    for (size_t i = 0; i < 3; i++) {
+        long long v;
+        int rc = get_int(c, obj, ms_fields[i], false, 1, 60000, 0, &v);
+        if (rc != MB_OK)
+            return rc;
+        *ms_out[i] = (uint32_t)v;
+    }
+    const cJSON *avg = cJSON_GetObjectItemCaseSensitive(obj, "power_average_field");
+    if (avg && !cJSON_IsNull(avg)) {
+        if (!cJSON_IsBool(avg))
+            return fail_at(c, "sensor.power_average_field", "expected true or false");
+        s->average_field = cJSON_IsTrue(avg);
+    }
+    const cJSON *scope = cJSON_GetObjectItemCaseSensitive(obj, "scope");
+    if (scope && !cJSON_IsNull(scope)) {
+        if (!cJSON_IsString(scope) || strlen(scope->valuestring) >= sizeof(s->scope))
+            return fail_at(c, "sensor.scope", "expected a string of at most %zu characters",
+                           sizeof(s->scope) - 1);
+        snprintf(s->scope, sizeof(s->scope), "%s", scope->valuestring);
+    }
+    /* A sensor entry without a status word is unverified: nobody said where it came from. */
+    s->status = MB_VALUE_UNVERIFIED;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    if (st && !cJSON_IsNull(st)) {
+        if (!cJSON_IsString(st) || !parse_status_word(st->valuestring, &s->status))
+            return fail_at(c, "sensor.status",
+                           "expected a string starting with VERIFIED, INFERRED, DERIVED or "
+                           "UNVERIFIED");
+        snprintf(s->note, sizeof(s->note), "%s", st->valuestring);
+    }
+    return MB_OK;
+}
+
 static void normalise(const char *in, char *out, size_t cap);
 
 static int parse_model(struct ctx *c, const cJSON *obj, struct model_entry *me)
@@ -401,6 +473,9 @@ static int parse_model(struct ctx *c, const cJSON *obj, struct model_entry *me)
     } else if ((rc = get_opt_int(c, obj, "sm_count", &m->sm_full_gpu))) {
         return rc;
     }
+
+    if ((rc = parse_sensor(c, cJSON_GetObjectItemCaseSensitive(obj, "sensor"), &m->sensor)))
+        return rc;
 
     const cJSON *profiles = cJSON_GetObjectItemCaseSensitive(obj, "profiles");
     if (!cJSON_IsArray(profiles))

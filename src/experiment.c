@@ -8,7 +8,6 @@
 #include <math.h>
 #include <regex.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +21,11 @@
 
 #include "experiment_internal.h"
 #include "yaml_internal.h"
+#include "yaml_read.h"
+#include "migbench/device.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
+#include "migbench/proc.h"
 
 extern char **environ;
 
@@ -37,25 +39,6 @@ extern char **environ;
  * for --set overrides and to name where an override came from, so the document is copied into
  * this small tree first.
  */
-enum ykind { Y_SCALAR, Y_SEQ, Y_MAP };
-
-struct ynode {
-    enum ykind kind;
-    unsigned line;      /* 1-based; 0 for override values */
-    const char *origin; /* NULL for the file; the override text otherwise */
-    char *str;          /* scalar */
-    size_t n;
-    struct ynode **items; /* sequence items or mapping values */
-    char **keys;          /* mapping keys */
-    unsigned *key_lines;
-};
-
-struct pctx {
-    const char *path;
-    struct mb_error *err;
-    size_t n_nodes;
-};
-
 const char *mb_exp_mode_str(enum mb_exp_mode m)
 {
     switch (m) {
@@ -83,225 +66,9 @@ uint64_t mb_fnv1a64(uint64_t h, const void *data, size_t len)
     return h;
 }
 
-/* ---- the tree ---------------------------------------------------------------------------- */
-
-static void ynode_free(struct ynode *n)
-{
-    if (!n)
-        return;
-    free(n->str);
-    for (size_t i = 0; i < n->n; i++) {
-        ynode_free(n->items[i]);
-        if (n->keys)
-            free(n->keys[i]);
-    }
-    free(n->items);
-    free(n->keys);
-    free(n->key_lines);
-    free(n);
-}
-
-static int perr(struct pctx *c, unsigned line, const char *origin, const char *field,
-                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-/* Formats "FILE:LINE: field 'F': message" (or "--set K=V: ..." for overrides). */
-static int perr(struct pctx *c, unsigned line, const char *origin, const char *field,
-                const char *fmt, ...)
-{
-    char msg[MB_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    char where[MB_ERROR_MSG_MAX];
-    if (origin)
-        snprintf(where, sizeof(where), "--set %s", origin);
-    else if (line)
-        snprintf(where, sizeof(where), "%s:%u", c->path, line);
-    else
-        snprintf(where, sizeof(where), "%s", c->path);
-    if (field && field[0])
-        return mb_error_set(c->err, MB_EPARSE, "%s: field '%s': %s", where, field, msg);
-    return mb_error_set(c->err, MB_EPARSE, "%s: %s", where, msg);
-}
-
-static int append_child(struct ynode *m, const char *key, unsigned key_line, struct ynode *v)
-{
-    struct ynode **items = realloc(m->items, (m->n + 1) * sizeof(*items));
-    if (!items)
-        return MB_ENOMEM;
-    m->items = items;
-    if (m->kind == Y_MAP) {
-        char **keys = realloc(m->keys, (m->n + 1) * sizeof(*keys));
-        if (!keys)
-            return MB_ENOMEM;
-        m->keys = keys;
-        unsigned *kl = realloc(m->key_lines, (m->n + 1) * sizeof(*kl));
-        if (!kl)
-            return MB_ENOMEM;
-        m->key_lines = kl;
-        m->keys[m->n] = strdup(key);
-        if (!m->keys[m->n])
-            return MB_ENOMEM;
-        m->key_lines[m->n] = key_line;
-    }
-    m->items[m->n++] = v;
-    return MB_OK;
-}
-
-struct key_ref {
-    const char *key;
-    size_t index;
-};
-
-static int key_ref_cmp(const void *a, const void *b)
-{
-    const struct key_ref *x = a, *y = b;
-    int d = strcmp(x->key, y->key);
-    if (d)
-        return d;
-    return (x->index > y->index) - (x->index < y->index);
-}
-
-/*
- * Refuses a key that appears twice in mapping m, naming the first repeat in file order. Sorting
- * keeps this O(n log n): a file of 50,000 keys took 20 s with the pairwise check.
- */
-static int check_duplicates(struct pctx *c, const struct ynode *m, const char *origin)
-{
-    if (m->n < 2)
-        return MB_OK;
-    struct key_ref *refs = malloc(m->n * sizeof(*refs));
-    if (!refs)
-        return mb_error_set(c->err, MB_ENOMEM, "out of memory");
-    for (size_t i = 0; i < m->n; i++)
-        refs[i] = (struct key_ref){m->keys[i], i};
-    qsort(refs, m->n, sizeof(*refs), key_ref_cmp);
-    size_t first = 0, repeat = SIZE_MAX;
-    for (size_t i = 1; i < m->n; i++)
-        if (strcmp(refs[i].key, refs[i - 1].key) == 0 && refs[i].index < repeat) {
-            repeat = refs[i].index;
-            first = refs[i - 1].index;
-        }
-    free(refs);
-    if (repeat == SIZE_MAX)
-        return MB_OK;
-    /* A run of equal keys sorts by index, so refs[i - 1] may itself be a repeat: find the first. */
-    for (size_t i = 0; i < first; i++)
-        if (strcmp(m->keys[i], m->keys[repeat]) == 0) {
-            first = i;
-            break;
-        }
-    return perr(c, m->key_lines[repeat], origin, NULL, "duplicate key '%s' (first on line %u)",
-                m->keys[repeat], m->key_lines[first]);
-}
-
-static int convert(struct pctx *c, yaml_document_t *doc, yaml_node_t *yn, const char *origin,
-                   int depth, struct ynode **out)
-{
-    *out = NULL;
-    unsigned line = origin ? 0 : (unsigned)yn->start_mark.line + 1;
-    if (depth > MAX_DEPTH)
-        return perr(c, line, origin, NULL, "nesting deeper than %d levels", MAX_DEPTH);
-    if (++c->n_nodes > MAX_NODES)
-        return perr(c, line, origin, NULL, "more than %d YAML nodes", MAX_NODES);
-    struct ynode *n = calloc(1, sizeof(*n));
-    if (!n)
-        return mb_error_set(c->err, MB_ENOMEM, "out of memory");
-    n->line = line;
-    n->origin = origin;
-    int rc = MB_OK;
-    switch (yn->type) {
-    case YAML_SCALAR_NODE:
-        n->kind = Y_SCALAR;
-        n->str = strndup((const char *)yn->data.scalar.value, yn->data.scalar.length);
-        if (!n->str)
-            rc = mb_error_set(c->err, MB_ENOMEM, "out of memory");
-        else if (strlen(n->str) != yn->data.scalar.length)
-            rc = perr(c, line, origin, NULL, "NUL character in a value");
-        break;
-    case YAML_SEQUENCE_NODE:
-        n->kind = Y_SEQ;
-        for (yaml_node_item_t *it = yn->data.sequence.items.start;
-             rc == MB_OK && it < yn->data.sequence.items.top; it++) {
-            struct ynode *child;
-            rc = convert(c, doc, yaml_document_get_node(doc, *it), origin, depth + 1, &child);
-            if (rc == MB_OK && append_child(n, NULL, 0, child) != MB_OK) {
-                ynode_free(child);
-                rc = mb_error_set(c->err, MB_ENOMEM, "out of memory");
-            }
-        }
-        break;
-    case YAML_MAPPING_NODE:
-        n->kind = Y_MAP;
-        for (yaml_node_pair_t *p = yn->data.mapping.pairs.start;
-             rc == MB_OK && p < yn->data.mapping.pairs.top; p++) {
-            yaml_node_t *k = yaml_document_get_node(doc, p->key);
-            unsigned kline = origin ? 0 : (unsigned)k->start_mark.line + 1;
-            if (k->type != YAML_SCALAR_NODE) {
-                rc = perr(c, kline, origin, NULL, "a mapping key must be a plain string");
-                break;
-            }
-            const char *key = (const char *)k->data.scalar.value;
-            struct ynode *child;
-            rc = convert(c, doc, yaml_document_get_node(doc, p->value), origin, depth + 1, &child);
-            if (rc == MB_OK && append_child(n, key, kline, child) != MB_OK) {
-                ynode_free(child);
-                rc = mb_error_set(c->err, MB_ENOMEM, "out of memory");
-            }
-        }
-        break;
-    default:
-        rc = perr(c, line, origin, NULL, "empty YAML node");
-    }
-    if (rc == MB_OK && n->kind == Y_MAP)
-        rc = check_duplicates(c, n, origin);
-    if (rc != MB_OK) {
-        ynode_free(n);
-        return rc;
-    }
-    *out = n;
-    return MB_OK;
-}
-
-/* Parses YAML text into a tree; an empty document yields NULL with MB_OK. */
-static int load_tree(struct pctx *c, const char *text, size_t len, const char *origin,
-                     struct ynode **out)
-{
-    *out = NULL;
-    yaml_document_t doc;
-    bool loaded;
-    struct mb__yaml_fail f;
-    int rc = mb__yaml_load(text, len, MAX_DEPTH, MAX_NODES, &doc, &loaded, &f);
-    if (rc == MB_ENOMEM)
-        return mb_error_set(c->err, MB_ENOMEM, "out of memory");
-    if (rc != MB_OK)
-        return perr(c, origin ? 0 : f.line, origin, NULL, "%s", f.msg);
-    if (!loaded)
-        return MB_OK;
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (root)
-        rc = convert(c, &doc, root, origin, 0, out);
-    yaml_document_delete(&doc);
-    return rc;
-}
-
-static struct ynode *map_get(const struct ynode *m, const char *key, unsigned *key_line)
-{
-    if (!m || m->kind != Y_MAP)
-        return NULL;
-    for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->keys[i], key) == 0) {
-            if (key_line)
-                *key_line = m->key_lines[i];
-            return m->items[i];
-        }
-    return NULL;
-}
-
 /* ---- overrides --------------------------------------------------------------------------- */
 
-static int apply_override(struct pctx *c, struct ynode *root, const char *ov)
+static int apply_override(struct mb__yread *c, struct mb__ynode *root, const char *ov)
 {
     const char *eq = strchr(ov, '=');
     if (!eq || eq == ov)
@@ -314,8 +81,8 @@ static int apply_override(struct pctx *c, struct ynode *root, const char *ov)
     memcpy(key, ov, klen);
     key[klen] = '\0';
     const char *val = eq + 1;
-    struct ynode *v = NULL;
-    int rc = load_tree(c, val, strlen(val), ov, &v);
+    struct mb__ynode *v = NULL;
+    int rc = mb__yread_load(c, val, strlen(val), ov, &v);
     if (rc != MB_OK)
         return rc;
     if (!v) {
@@ -324,21 +91,21 @@ static int apply_override(struct pctx *c, struct ynode *root, const char *ov)
             free(v);
             return mb_error_set(c->err, MB_ENOMEM, "out of memory");
         }
-        v->kind = Y_SCALAR;
+        v->kind = MB__Y_SCALAR;
         v->origin = ov;
     }
-    struct ynode *m = root;
+    struct mb__ynode *m = root;
     char *save = NULL;
     char *part = strtok_r(key, ".", &save);
     while (part) {
         char *next = strtok_r(NULL, ".", &save);
-        if (m->kind != Y_MAP) {
-            ynode_free(v);
+        if (m->kind != MB__Y_MAP) {
+            mb__ynode_free(v);
             return mb_error_set(c->err, MB_EINVAL, "--set %s: '%s' is inside a non-mapping", ov,
                                 part);
         }
         if (!part[0] || strchr(part, '[')) {
-            ynode_free(v);
+            mb__ynode_free(v);
             return mb_error_set(c->err, MB_EINVAL,
                                 "--set %s: keys are dotted names of mappings (no indexes)", ov);
         }
@@ -348,29 +115,29 @@ static int apply_override(struct pctx *c, struct ynode *root, const char *ov)
                 break;
         if (!next) {
             if (i < m->n) {
-                ynode_free(m->items[i]);
+                mb__ynode_free(m->items[i]);
                 m->items[i] = v;
                 m->key_lines[i] = 0;
-            } else if (append_child(m, part, 0, v) != MB_OK) {
-                ynode_free(v);
+            } else if (mb__ynode_append(m, part, 0, v) != MB_OK) {
+                mb__ynode_free(v);
                 return mb_error_set(c->err, MB_ENOMEM, "out of memory");
             }
             return MB_OK;
         }
         if (i == m->n) {
-            struct ynode *nm = calloc(1, sizeof(*nm));
-            if (!nm || append_child(m, part, 0, nm) != MB_OK) {
+            struct mb__ynode *nm = calloc(1, sizeof(*nm));
+            if (!nm || mb__ynode_append(m, part, 0, nm) != MB_OK) {
                 free(nm);
-                ynode_free(v);
+                mb__ynode_free(v);
                 return mb_error_set(c->err, MB_ENOMEM, "out of memory");
             }
-            nm->kind = Y_MAP;
+            nm->kind = MB__Y_MAP;
             nm->origin = ov;
         }
         m = m->items[i];
         part = next;
     }
-    ynode_free(v);
+    mb__ynode_free(v);
     return mb_error_set(c->err, MB_EINVAL, "--set %s: empty key", ov);
 }
 
@@ -386,7 +153,7 @@ static void fieldf(char *out, const char *fmt, ...)
 
 /* ---- typed readers ----------------------------------------------------------------------- */
 
-static int check_keys(struct pctx *c, const struct ynode *m, const char *field,
+static int check_keys(struct mb__yread *c, const struct mb__ynode *m, const char *field,
                       const char *const *allowed)
 {
     for (size_t i = 0; i < m->n; i++) {
@@ -406,107 +173,11 @@ static int check_keys(struct pctx *c, const struct ynode *m, const char *field,
                 fieldf(f, "%s.%s", field, m->keys[i]);
             else
                 fieldf(f, "%s", m->keys[i]);
-            return perr(c, m->key_lines[i] ? m->key_lines[i] : m->items[i]->line,
-                        m->items[i]->origin, f, "unknown key (expected one of: %s)", list);
+            return mb__yread_fail(c, m->key_lines[i] ? m->key_lines[i] : m->items[i]->line,
+                                  m->items[i]->origin, f, "unknown key (expected one of: %s)",
+                                  list);
         }
     }
-    return MB_OK;
-}
-
-static const char *kind_word(enum ykind k)
-{
-    return k == Y_SCALAR ? "a value" : k == Y_SEQ ? "a list" : "a mapping";
-}
-
-static int want(struct pctx *c, const struct ynode *n, enum ykind k, const char *field,
-                const char *what)
-{
-    if (n->kind != k)
-        return perr(c, n->line, n->origin, field, "expected %s, got %s", what, kind_word(n->kind));
-    return MB_OK;
-}
-
-static int get_string(struct pctx *c, const struct ynode *n, const char *field, char *out,
-                      size_t cap)
-{
-    int rc = want(c, n, Y_SCALAR, field, "a string");
-    if (rc)
-        return rc;
-    if (strlen(n->str) >= cap)
-        return perr(c, n->line, n->origin, field, "longer than %zu characters", cap - 1);
-    memcpy(out, n->str, strlen(n->str) + 1);
-    return MB_OK;
-}
-
-static int get_bool(struct pctx *c, const struct ynode *n, const char *field, bool *out)
-{
-    int rc = want(c, n, Y_SCALAR, field, "true or false");
-    if (rc)
-        return rc;
-    if (strcmp(n->str, "true") == 0)
-        *out = true;
-    else if (strcmp(n->str, "false") == 0)
-        *out = false;
-    else
-        return perr(c, n->line, n->origin, field, "'%s' is neither true nor false", n->str);
-    return MB_OK;
-}
-
-static int get_number(struct pctx *c, const struct ynode *n, const char *field, double lo,
-                      double hi, double *out)
-{
-    int rc = want(c, n, Y_SCALAR, field, "a number");
-    if (rc)
-        return rc;
-    double v;
-    int nrc = mb_num_parse(n->str, &v, NULL);
-    if (nrc == MB_ERANGE)
-        return perr(c, n->line, n->origin, field, "%s is out of range %g..%g", n->str, lo, hi);
-    if (nrc != MB_OK)
-        return perr(c, n->line, n->origin, field, "'%s' is not a number", n->str);
-    if (v < lo || v > hi)
-        return perr(c, n->line, n->origin, field, "%s is out of range %g..%g", n->str, lo, hi);
-    *out = v;
-    return MB_OK;
-}
-
-/* A fraction written as "10%" or "0.1", within 0..1. */
-static int get_fraction(struct pctx *c, const struct ynode *n, const char *field, double *out)
-{
-    int rc = want(c, n, Y_SCALAR, field, "a fraction such as 10% or 0.1");
-    if (rc)
-        return rc;
-    const char *end;
-    double v;
-    int nrc = mb_num_parse(n->str, &v, &end);
-    bool pct = nrc == MB_OK && *end == '%' && end[1] == '\0';
-    if (nrc == MB_ERANGE)
-        return perr(c, n->line, n->origin, field, "%s is out of range 0..1 (0%%..100%%)", n->str);
-    if (nrc != MB_OK || (*end && !pct))
-        return perr(c, n->line, n->origin, field, "'%s' is not a fraction (write 10%% or 0.1)",
-                    n->str);
-    if (pct)
-        v /= 100.0;
-    if (v < 0 || v > 1)
-        return perr(c, n->line, n->origin, field, "%s is out of range 0..1 (0%%..100%%)", n->str);
-    *out = v;
-    return MB_OK;
-}
-
-static int get_int(struct pctx *c, const struct ynode *n, const char *field, long lo, long hi,
-                   long *out)
-{
-    int rc = want(c, n, Y_SCALAR, field, "an integer");
-    if (rc)
-        return rc;
-    char *end;
-    errno = 0;
-    long v = strtol(n->str, &end, 10);
-    if (end == n->str || *end || errno)
-        return perr(c, n->line, n->origin, field, "'%s' is not an integer", n->str);
-    if (v < lo || v > hi)
-        return perr(c, n->line, n->origin, field, "%ld is out of range %ld..%ld", v, lo, hi);
-    *out = v;
     return MB_OK;
 }
 
@@ -520,37 +191,40 @@ static bool safe_name(const char *s)
     return true;
 }
 
-static int get_name(struct pctx *c, const struct ynode *n, const char *field, char *out)
+static int get_name(struct mb__yread *c, const struct mb__ynode *n, const char *field, char *out)
 {
-    int rc = get_string(c, n, field, out, MB_EXP_NAME_MAX);
+    int rc = mb__yread_string(c, n, field, out, MB_EXP_NAME_MAX);
     if (rc)
         return rc;
     if (!safe_name(out))
-        return perr(c, n->line, n->origin, field,
-                    "'%s' is not a usable name (letters, digits, '-', '_', '.'; not starting "
-                    "with '.' or '-')",
-                    out);
+        return mb__yread_fail(
+            c, n->line, n->origin, field,
+            "'%s' is not a usable name (letters, digits, '-', '_', '.'; not starting "
+            "with '.' or '-')",
+            out);
     return MB_OK;
 }
 
-static int get_argv(struct pctx *c, const struct ynode *n, const char *field, char **out,
+static int get_argv(struct mb__yread *c, const struct mb__ynode *n, const char *field, char **out,
                     size_t *n_out)
 {
-    int rc = want(c, n, Y_SEQ, field, "a list of strings (an argv vector, not a shell string)");
+    int rc = mb__yread_want(c, n, MB__Y_SEQ, field,
+                            "a list of strings (an argv vector, not a shell string)");
     if (rc)
         return rc;
     if (n->n > MB_EXP_MAX_ARGS)
-        return perr(c, n->line, n->origin, field, "more than %d arguments", MB_EXP_MAX_ARGS);
+        return mb__yread_fail(c, n->line, n->origin, field, "more than %d arguments",
+                              MB_EXP_MAX_ARGS);
     for (size_t i = 0; i < n->n; i++) {
         char f[FIELD_MAX];
         fieldf(f, "%s[%zu]", field, i);
-        const struct ynode *it = n->items[i];
-        if (it->kind != Y_SCALAR)
-            return perr(c, it->line, it->origin, f, "expected a string, got %s",
-                        kind_word(it->kind));
+        const struct mb__ynode *it = n->items[i];
+        if (it->kind != MB__Y_SCALAR)
+            return mb__yread_fail(c, it->line, it->origin, f, "expected a string, got %s",
+                                  mb__ykind_word(it->kind));
         if (strlen(it->str) >= MB_EXP_ARG_MAX)
-            return perr(c, it->line, it->origin, f, "longer than %d characters",
-                        MB_EXP_ARG_MAX - 1);
+            return mb__yread_fail(c, it->line, it->origin, f, "longer than %d characters",
+                                  MB_EXP_ARG_MAX - 1);
         out[i] = strdup(it->str);
         if (!out[i])
             return mb_error_set(c->err, MB_ENOMEM, "out of memory");
@@ -640,28 +314,28 @@ void mb_amount_format(const struct mb_amount *a, char *buf, size_t cap)
         snprintf(buf, cap, "%.6gs", (double)a->ns / 1e9);
 }
 
-static int get_amount(struct pctx *c, const struct ynode *n, const char *field, bool steps,
+static int get_amount(struct mb__yread *c, const struct mb__ynode *n, const char *field, bool steps,
                       bool stable, struct mb_amount *out)
 {
-    int rc = want(c, n, Y_SCALAR, field, "a duration");
+    int rc = mb__yread_want(c, n, MB__Y_SCALAR, field, "a duration");
     if (rc)
         return rc;
     struct mb_error e;
     if (mb_amount_parse(n->str, steps, stable, out, &e) != MB_OK)
-        return perr(c, n->line, n->origin, field, "%s", e.msg);
+        return mb__yread_fail(c, n->line, n->origin, field, "%s", e.msg);
     return MB_OK;
 }
 
-static int get_time(struct pctx *c, const struct ynode *n, const char *field, int64_t min_ns,
-                    int64_t *out)
+static int get_time(struct mb__yread *c, const struct mb__ynode *n, const char *field,
+                    int64_t min_ns, int64_t *out)
 {
     struct mb_amount a;
     int rc = get_amount(c, n, field, false, false, &a);
     if (rc)
         return rc;
     if (a.ns < min_ns)
-        return perr(c, n->line, n->origin, field, "'%s' is shorter than the minimum %gs", n->str,
-                    (double)min_ns / 1e9);
+        return mb__yread_fail(c, n->line, n->origin, field, "'%s' is shorter than the minimum %gs",
+                              n->str, (double)min_ns / 1e9);
     *out = a.ns;
     return MB_OK;
 }
@@ -689,27 +363,29 @@ static bool profile_syntax(const char *s)
     return true;
 }
 
-static int get_profiles(struct pctx *c, const struct ynode *n, const char *field,
+static int get_profiles(struct mb__yread *c, const struct mb__ynode *n, const char *field,
                         char (*out)[MB_PROFILE_NAME_MAX], size_t *n_out)
 {
-    int rc = want(c, n, Y_SEQ, field, "a list of MIG profile names");
+    int rc = mb__yread_want(c, n, MB__Y_SEQ, field, "a list of MIG profile names");
     if (rc)
         return rc;
     if (n->n == 0 || n->n > MB_EXP_MAX_JOBS)
-        return perr(c, n->line, n->origin, field, "needs 1..%d profiles", MB_EXP_MAX_JOBS);
+        return mb__yread_fail(c, n->line, n->origin, field, "needs 1..%d profiles",
+                              MB_EXP_MAX_JOBS);
     for (size_t i = 0; i < n->n; i++) {
         char f[FIELD_MAX];
         fieldf(f, "%s[%zu]", field, i);
-        rc = get_string(c, n->items[i], f, out[i], MB_PROFILE_NAME_MAX);
+        rc = mb__yread_string(c, n->items[i], f, out[i], MB_PROFILE_NAME_MAX);
         if (rc)
             return rc;
         for (char *p = out[i]; *p; p++)
             *p = (char)tolower((unsigned char)*p);
         if (!profile_syntax(out[i]) && !mb_profile_is_size(out[i]))
-            return perr(c, n->items[i]->line, n->items[i]->origin, f,
-                        "'%s' is neither a MIG size (1g, 2g, 3g, 4g, 7g, 1g+me, 1g.2m) nor a "
-                        "profile name (like 3g.40gb or 1g.10gb+me)",
-                        n->items[i]->str);
+            return mb__yread_fail(
+                c, n->items[i]->line, n->items[i]->origin, f,
+                "'%s' is neither a MIG size (1g, 2g, 3g, 4g, 7g, 1g+me, 1g.2m) nor a "
+                "profile name (like 3g.40gb or 1g.10gb+me)",
+                n->items[i]->str);
     }
     *n_out = n->n;
     return MB_OK;
@@ -717,8 +393,8 @@ static int get_profiles(struct pctx *c, const struct ynode *n, const char *field
 
 /* ---- sections ---------------------------------------------------------------------------- */
 
-static int parse_workload(struct pctx *c, const char *name, unsigned key_line,
-                          const struct ynode *n, struct mb_exp_workload *w)
+static int parse_workload(struct mb__yread *c, const char *name, unsigned key_line,
+                          const struct mb__ynode *n, struct mb_exp_workload *w)
 {
     static const char *const keys[] = {
         "command",          "unit",       "host_args", "gpu_args",          "progress_regex",
@@ -726,89 +402,93 @@ static int parse_workload(struct pctx *c, const char *name, unsigned key_line,
     char field[FIELD_MAX];
     fieldf(field, "workloads.%s", name);
     if (!safe_name(name) || strlen(name) >= MB_EXP_NAME_MAX)
-        return perr(c, key_line, n->origin, field,
-                    "'%s' is not a usable workload name (letters, digits, '-', '_', '.')", name);
+        return mb__yread_fail(c, key_line, n->origin, field,
+                              "'%s' is not a usable workload name (letters, digits, '-', '_', '.')",
+                              name);
     snprintf(w->name, sizeof(w->name), "%s", name);
     w->line = key_line ? key_line : n->line;
     w->memory_mib = -1;
     w->python_unbuffered = true;
     snprintf(w->unit, sizeof(w->unit), "samples");
-    int rc = want(c, n, Y_MAP, field, "a mapping with command, unit, ...");
+    int rc = mb__yread_want(c, n, MB__Y_MAP, field, "a mapping with command, unit, ...");
     if (rc || (rc = check_keys(c, n, field, keys)))
         return rc;
     char f[FIELD_MAX];
-    const struct ynode *v;
+    const struct mb__ynode *v;
     fieldf(f, "%s.command", field);
-    if (!(v = map_get(n, "command", NULL)))
-        return perr(c, w->line, n->origin, f,
-                    "missing (an argv list such as [\"{python}\", "
-                    "\"{workloads}/vision.py\"])");
+    if (!(v = mb__ymap_get(n, "command", NULL)))
+        return mb__yread_fail(c, w->line, n->origin, f,
+                              "missing (an argv list such as [\"{python}\", "
+                              "\"{workloads}/vision.py\"])");
     if ((rc = get_argv(c, v, f, w->command, &w->n_command)))
         return rc;
     if (w->n_command == 0 || !w->command[0][0])
-        return perr(c, v->line, v->origin, f, "the command is empty");
-    if ((v = map_get(n, "unit", NULL))) {
+        return mb__yread_fail(c, v->line, v->origin, f, "the command is empty");
+    if ((v = mb__ymap_get(n, "unit", NULL))) {
         fieldf(f, "%s.unit", field);
-        if ((rc = get_string(c, v, f, w->unit, sizeof(w->unit))))
+        if ((rc = mb__yread_string(c, v, f, w->unit, sizeof(w->unit))))
             return rc;
         if (strcmp(w->unit, "images") && strcmp(w->unit, "tokens") && strcmp(w->unit, "samples") &&
             strcmp(w->unit, "steps"))
-            return perr(c, v->line, v->origin, f,
-                        "'%s' is not a unit (images, tokens, samples or steps)", w->unit);
+            return mb__yread_fail(c, v->line, v->origin, f,
+                                  "'%s' is not a unit (images, tokens, samples or steps)", w->unit);
     }
-    if ((v = map_get(n, "host_args", NULL))) {
+    if ((v = mb__ymap_get(n, "host_args", NULL))) {
         fieldf(f, "%s.host_args", field);
         if ((rc = get_argv(c, v, f, w->host_args, &w->n_host_args)))
             return rc;
     }
-    if ((v = map_get(n, "gpu_args", NULL))) {
+    if ((v = mb__ymap_get(n, "gpu_args", NULL))) {
         fieldf(f, "%s.gpu_args", field);
         if ((rc = get_argv(c, v, f, w->gpu_args, &w->n_gpu_args)))
             return rc;
     }
     if (w->n_command + w->n_host_args > MB_EXP_MAX_ARGS ||
         w->n_command + w->n_gpu_args > MB_EXP_MAX_ARGS)
-        return perr(c, w->line, n->origin, field, "more than %d arguments in all", MB_EXP_MAX_ARGS);
-    if ((v = map_get(n, "progress_regex", NULL))) {
+        return mb__yread_fail(c, w->line, n->origin, field, "more than %d arguments in all",
+                              MB_EXP_MAX_ARGS);
+    if ((v = mb__ymap_get(n, "progress_regex", NULL))) {
         fieldf(f, "%s.progress_regex", field);
-        if ((rc = get_string(c, v, f, w->progress_regex, sizeof(w->progress_regex))))
+        if ((rc = mb__yread_string(c, v, f, w->progress_regex, sizeof(w->progress_regex))))
             return rc;
         regex_t re;
         int rerr = regcomp(&re, w->progress_regex, REG_EXTENDED);
         if (rerr) {
             char buf[128];
             regerror(rerr, &re, buf, sizeof(buf));
-            return perr(c, v->line, v->origin, f, "not a POSIX extended regex: %s", buf);
+            return mb__yread_fail(c, v->line, v->origin, f, "not a POSIX extended regex: %s", buf);
         }
         size_t nsub = re.re_nsub;
         regfree(&re);
         if (nsub < 1)
-            return perr(c, v->line, v->origin, f,
-                        "needs a group that captures the step number, like 'iter ([0-9]+)'");
+            return mb__yread_fail(
+                c, v->line, v->origin, f,
+                "needs a group that captures the step number, like 'iter ([0-9]+)'");
     }
-    if ((v = map_get(n, "samples_per_step", NULL))) {
+    if ((v = mb__ymap_get(n, "samples_per_step", NULL))) {
         fieldf(f, "%s.samples_per_step", field);
         if (!w->progress_regex[0])
-            return perr(c, v->line, v->origin, f,
-                        "only with progress_regex (jobs on MIGBENCH_PROGRESS_FD report samples=)");
-        if ((rc = get_number(c, v, f, 1e-9, 1e12, &w->samples_per_step)))
+            return mb__yread_fail(
+                c, v->line, v->origin, f,
+                "only with progress_regex (jobs on MIGBENCH_PROGRESS_FD report samples=)");
+        if ((rc = mb__yread_number(c, v, f, 1e-9, 1e12, &w->samples_per_step)))
             return rc;
     }
-    if ((v = map_get(n, "memory_mib", NULL))) {
+    if ((v = mb__ymap_get(n, "memory_mib", NULL))) {
         fieldf(f, "%s.memory_mib", field);
         long m;
-        if ((rc = get_int(c, v, f, 1, 16L * 1024 * 1024, &m)))
+        if ((rc = mb__yread_int(c, v, f, 1, 16L * 1024 * 1024, &m)))
             return rc;
         w->memory_mib = m;
     }
-    if ((v = map_get(n, "pty", NULL))) {
+    if ((v = mb__ymap_get(n, "pty", NULL))) {
         fieldf(f, "%s.pty", field);
-        if ((rc = get_bool(c, v, f, &w->pty)))
+        if ((rc = mb__yread_bool(c, v, f, &w->pty)))
             return rc;
     }
-    if ((v = map_get(n, "python_unbuffered", NULL))) {
+    if ((v = mb__ymap_get(n, "python_unbuffered", NULL))) {
         fieldf(f, "%s.python_unbuffered", field);
-        if ((rc = get_bool(c, v, f, &w->python_unbuffered)))
+        if ((rc = mb__yread_bool(c, v, f, &w->python_unbuffered)))
             return rc;
     }
     return MB_OK;
@@ -827,33 +507,36 @@ static int find_workload(const struct mb_experiment *exp, const char *name)
  * instead of the whole GPU, a baseline for a GPU that cannot leave MIG mode; `on: gpu` is the
  * default.
  */
-static int parse_run_on(struct pctx *c, const struct ynode *n, const char *field,
+static int parse_run_on(struct mb__yread *c, const struct mb__ynode *n, const char *field,
                         struct mb_exp_run *r)
 {
     unsigned kl = 0;
-    const struct ynode *v = map_get(n, "on", &kl);
+    const struct mb__ynode *v = mb__ymap_get(n, "on", &kl);
     if (!v)
         return MB_OK;
     char f[FIELD_MAX], on[MB_PROFILE_NAME_MAX + 8];
     fieldf(f, "%s.on", field);
-    int rc = get_string(c, v, f, on, sizeof(on));
+    int rc = mb__yread_string(c, v, f, on, sizeof(on));
     if (rc)
         return rc;
     if (r->mode != MB_MODE_EXCLUSIVE)
-        return perr(c, kl ? kl : v->line, v->origin, f, "only for mode: exclusive (this run is %s)",
-                    mb_exp_mode_str(r->mode));
+        return mb__yread_fail(c, kl ? kl : v->line, v->origin, f,
+                              "only for mode: exclusive (this run is %s)",
+                              mb_exp_mode_str(r->mode));
     if (strcmp(on, "gpu") == 0)
         return MB_OK;
     if (strncmp(on, "mig-", 4) != 0 || !on[4] || strlen(on + 4) >= MB_PROFILE_NAME_MAX)
-        return perr(c, v->line, v->origin, f,
-                    "'%s': expected gpu or mig-SIZE (e.g. mig-7g, the largest instance)", on);
+        return mb__yread_fail(c, v->line, v->origin, f,
+                              "'%s': expected gpu or mig-SIZE (e.g. mig-7g, the largest instance)",
+                              on);
     snprintf(r->on, sizeof(r->on), "%s", on + 4);
     snprintf(r->layout[0], sizeof(r->layout[0]), "%s", on + 4);
     r->n_layout = 1;
     return MB_OK;
 }
 
-static int parse_run(struct pctx *c, struct mb_experiment *exp, size_t idx, const struct ynode *n)
+static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
+                     const struct mb__ynode *n)
 {
     static const char *const keys[] = {
         "name", "mode", "jobs", "layout", "only", "thread_percentage", "match_layout", "on", NULL};
@@ -861,27 +544,27 @@ static int parse_run(struct pctx *c, struct mb_experiment *exp, size_t idx, cons
     r->line = n->line;
     char field[FIELD_MAX], f[FIELD_MAX];
     fieldf(field, "runs[%zu]", idx);
-    int rc = want(c, n, Y_MAP, field, "a mapping with name, mode, jobs");
+    int rc = mb__yread_want(c, n, MB__Y_MAP, field, "a mapping with name, mode, jobs");
     if (rc || (rc = check_keys(c, n, field, keys)))
         return rc;
-    const struct ynode *v;
+    const struct mb__ynode *v;
     unsigned kl = 0;
     fieldf(f, "%s.name", field);
-    if (!(v = map_get(n, "name", &kl)))
-        return perr(c, n->line, n->origin, f, "missing");
+    if (!(v = mb__ymap_get(n, "name", &kl)))
+        return mb__yread_fail(c, n->line, n->origin, f, "missing");
     if ((rc = get_name(c, v, f, r->name)))
         return rc;
     for (size_t i = 0; i < idx; i++)
         if (strcmp(exp->runs[i].name, r->name) == 0)
-            return perr(c, v->line, v->origin, f,
-                        "duplicate run name '%s' (also runs[%zu], line %u)", r->name, i,
-                        exp->runs[i].line);
+            return mb__yread_fail(c, v->line, v->origin, f,
+                                  "duplicate run name '%s' (also runs[%zu], line %u)", r->name, i,
+                                  exp->runs[i].line);
     fieldf(f, "%s.mode", field);
-    if (!(v = map_get(n, "mode", NULL)))
-        return perr(c, n->line, n->origin, f,
-                    "missing (exclusive, timeslice, partition, mig or mps)");
+    if (!(v = mb__ymap_get(n, "mode", NULL)))
+        return mb__yread_fail(c, n->line, n->origin, f,
+                              "missing (exclusive, timeslice, partition, mig or mps)");
     char mode[32];
-    if ((rc = get_string(c, v, f, mode, sizeof(mode))))
+    if ((rc = mb__yread_string(c, v, f, mode, sizeof(mode))))
         return rc;
     static const enum mb_exp_mode modes[] = {MB_MODE_EXCLUSIVE, MB_MODE_TIMESLICE,
                                              MB_MODE_PARTITION, MB_MODE_MIG, MB_MODE_MPS};
@@ -892,24 +575,25 @@ static int parse_run(struct pctx *c, struct mb_experiment *exp, size_t idx, cons
             found = true;
         }
     if (!found)
-        return perr(c, v->line, v->origin, f,
-                    "unknown mode '%s' (exclusive, timeslice, partition, mig or mps)", mode);
+        return mb__yread_fail(c, v->line, v->origin, f,
+                              "unknown mode '%s' (exclusive, timeslice, partition, mig or mps)",
+                              mode);
     fieldf(f, "%s.jobs", field);
-    if (!(v = map_get(n, "jobs", NULL)))
-        return perr(c, n->line, n->origin, f, "missing (a list of workload names)");
-    if ((rc = want(c, v, Y_SEQ, f, "a list of workload names")))
+    if (!(v = mb__ymap_get(n, "jobs", NULL)))
+        return mb__yread_fail(c, n->line, n->origin, f, "missing (a list of workload names)");
+    if ((rc = mb__yread_want(c, v, MB__Y_SEQ, f, "a list of workload names")))
         return rc;
     if (v->n == 0 || v->n > MB_EXP_MAX_JOBS)
-        return perr(c, v->line, v->origin, f, "needs 1..%d jobs", MB_EXP_MAX_JOBS);
+        return mb__yread_fail(c, v->line, v->origin, f, "needs 1..%d jobs", MB_EXP_MAX_JOBS);
     for (size_t i = 0; i < v->n; i++) {
         char jf[FIELD_MAX], wname[MB_EXP_NAME_MAX];
         fieldf(jf, "%s[%zu]", f, i);
-        if ((rc = get_string(c, v->items[i], jf, wname, sizeof(wname))))
+        if ((rc = mb__yread_string(c, v->items[i], jf, wname, sizeof(wname))))
             return rc;
         int w = find_workload(exp, wname);
         if (w < 0)
-            return perr(c, v->items[i]->line, v->items[i]->origin, jf,
-                        "unknown workload '%s' (not under workloads:)", wname);
+            return mb__yread_fail(c, v->items[i]->line, v->items[i]->origin, jf,
+                                  "unknown workload '%s' (not under workloads:)", wname);
         r->job_workload[i] = (size_t)w;
         /* Job names label logs and results; a workload used twice gets -2, -3, ... */
         snprintf(r->job_name[i], MB_EXP_NAME_MAX, "%s", wname);
@@ -925,202 +609,208 @@ static int parse_run(struct pctx *c, struct mb_experiment *exp, size_t idx, cons
     }
     r->n_jobs = v->n;
     unsigned lkl = 0;
-    if ((v = map_get(n, "layout", &lkl))) {
+    if ((v = mb__ymap_get(n, "layout", &lkl))) {
         fieldf(f, "%s.layout", field);
         if (r->mode != MB_MODE_MIG)
-            return perr(c, lkl ? lkl : v->line, v->origin, f, "only for mode: mig (this run is %s)",
-                        mode);
+            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
+                                  "only for mode: mig (this run is %s)", mode);
         if ((rc = get_profiles(c, v, f, r->layout, &r->n_layout)))
             return rc;
         if (r->n_layout != r->n_jobs)
-            return perr(c, v->line, v->origin, f,
-                        "%zu profiles for %zu jobs (job i runs on instance i)", r->n_layout,
-                        r->n_jobs);
+            return mb__yread_fail(c, v->line, v->origin, f,
+                                  "%zu profiles for %zu jobs (job i runs on instance i)",
+                                  r->n_layout, r->n_jobs);
     } else if (r->mode == MB_MODE_MIG) {
         fieldf(f, "%s.layout", field);
-        return perr(c, n->line, n->origin, f,
-                    "missing: mode mig needs a layout, e.g. [4g.40gb, 2g.20gb, 1g.10gb]");
+        return mb__yread_fail(c, n->line, n->origin, f,
+                              "missing: mode mig needs a layout, e.g. [4g.40gb, 2g.20gb, 1g.10gb]");
     }
-    if ((v = map_get(n, "thread_percentage", &lkl))) {
+    if ((v = mb__ymap_get(n, "thread_percentage", &lkl))) {
         fieldf(f, "%s.thread_percentage", field);
         if (r->mode != MB_MODE_MPS)
-            return perr(c, lkl ? lkl : v->line, v->origin, f, "only for mode: mps (this run is %s)",
-                        mode);
-        if ((rc = want(c, v, Y_SEQ, f, "a list of percentages")))
+            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
+                                  "only for mode: mps (this run is %s)", mode);
+        if ((rc = mb__yread_want(c, v, MB__Y_SEQ, f, "a list of percentages")))
             return rc;
         if (v->n != r->n_jobs)
-            return perr(c, v->line, v->origin, f, "%zu percentages for %zu jobs", v->n, r->n_jobs);
+            return mb__yread_fail(c, v->line, v->origin, f, "%zu percentages for %zu jobs", v->n,
+                                  r->n_jobs);
         for (size_t i = 0; i < v->n; i++) {
             char pf[FIELD_MAX];
             fieldf(pf, "%s[%zu]", f, i);
             long p;
-            if ((rc = get_int(c, v->items[i], pf, 1, 100, &p)))
+            if ((rc = mb__yread_int(c, v->items[i], pf, 1, 100, &p)))
                 return rc;
             r->thread_pct[i] = (unsigned)p;
         }
         r->n_thread_pct = v->n;
     }
-    if ((v = map_get(n, "match_layout", &lkl))) {
+    if ((v = mb__ymap_get(n, "match_layout", &lkl))) {
         fieldf(f, "%s.match_layout", field);
         if (r->mode != MB_MODE_MPS)
-            return perr(c, lkl ? lkl : v->line, v->origin, f, "only for mode: mps (this run is %s)",
-                        mode);
+            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
+                                  "only for mode: mps (this run is %s)", mode);
         if (r->n_thread_pct)
-            return perr(c, lkl ? lkl : v->line, v->origin, f,
-                        "give thread_percentage or match_layout, not both");
+            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
+                                  "give thread_percentage or match_layout, not both");
         if ((rc = get_profiles(c, v, f, r->match_layout, &r->n_match_layout)))
             return rc;
         if (r->n_match_layout != r->n_jobs)
-            return perr(c, v->line, v->origin, f, "%zu profiles for %zu jobs", r->n_match_layout,
-                        r->n_jobs);
+            return mb__yread_fail(c, v->line, v->origin, f, "%zu profiles for %zu jobs",
+                                  r->n_match_layout, r->n_jobs);
     }
-    if ((v = map_get(n, "only", NULL))) {
+    if ((v = mb__ymap_get(n, "only", NULL))) {
         fieldf(f, "%s.only", field);
-        size_t cnt = v->kind == Y_SEQ ? v->n : 1;
-        if (v->kind == Y_MAP || cnt == 0)
-            return perr(c, v->line, v->origin, f, "expected host, gpu or a list of them");
+        size_t cnt = v->kind == MB__Y_SEQ ? v->n : 1;
+        if (v->kind == MB__Y_MAP || cnt == 0)
+            return mb__yread_fail(c, v->line, v->origin, f, "expected host, gpu or a list of them");
         for (size_t i = 0; i < cnt; i++) {
-            const struct ynode *it = v->kind == Y_SEQ ? v->items[i] : v;
-            if (it->kind != Y_SCALAR)
-                return perr(c, it->line, it->origin, f, "expected host or gpu");
+            const struct mb__ynode *it = v->kind == MB__Y_SEQ ? v->items[i] : v;
+            if (it->kind != MB__Y_SCALAR)
+                return mb__yread_fail(c, it->line, it->origin, f, "expected host or gpu");
             if (strcmp(it->str, "host") == 0)
                 r->only |= MB_ONLY_HOST;
             else if (strcmp(it->str, "gpu") == 0)
                 r->only |= MB_ONLY_GPU;
             else
-                return perr(c, it->line, it->origin, f, "'%s' is not host or gpu", it->str);
+                return mb__yread_fail(c, it->line, it->origin, f, "'%s' is not host or gpu",
+                                      it->str);
         }
     }
     if (r->mode == MB_MODE_MIG && r->n_jobs > 7)
-        return perr(c, n->line, n->origin, field, "a MIG layout has at most 7 instances");
+        return mb__yread_fail(c, n->line, n->origin, field, "a MIG layout has at most 7 instances");
     return parse_run_on(c, n, field, r);
 }
 
-static int parse_measure(struct pctx *c, const struct ynode *n, struct mb_exp_measure *m)
+static int parse_measure(struct mb__yread *c, const struct mb__ynode *n, struct mb_exp_measure *m)
 {
     static const char *const keys[] = {"warmup",       "duration",         "ci_target",
                                        "max_duration", "repetitions",      "sample_interval",
                                        "idle",         "cooldown",         "cooldown_margin",
                                        "grace",        "progress_timeout", NULL};
-    int rc = want(c, n, Y_MAP, "measure", "a mapping");
+    int rc = mb__yread_want(c, n, MB__Y_MAP, "measure", "a mapping");
     if (rc || (rc = check_keys(c, n, "measure", keys)))
         return rc;
-    const struct ynode *v;
-    if ((v = map_get(n, "warmup", NULL)) &&
+    const struct mb__ynode *v;
+    if ((v = mb__ymap_get(n, "warmup", NULL)) &&
         (rc = get_amount(c, v, "measure.warmup", true, false, &m->warmup)))
         return rc;
-    if ((v = map_get(n, "duration", NULL))) {
+    if ((v = mb__ymap_get(n, "duration", NULL))) {
         if ((rc = get_amount(c, v, "measure.duration", true, true, &m->duration)))
             return rc;
         if ((m->duration.kind == MB_AMOUNT_TIME && m->duration.ns <= 0) ||
             (m->duration.kind == MB_AMOUNT_STEPS && m->duration.steps == 0))
-            return perr(c, v->line, v->origin, "measure.duration", "must be longer than 0");
+            return mb__yread_fail(c, v->line, v->origin, "measure.duration",
+                                  "must be longer than 0");
     }
     bool stable = m->duration.kind == MB_AMOUNT_STABLE;
     bool completion = m->duration.kind == MB_AMOUNT_COMPLETION;
     if (completion)
         m->max_duration_ns = 0; /* no cap unless one is given */
     unsigned kl = 0;
-    if ((v = map_get(n, "ci_target", &kl))) {
+    if ((v = mb__ymap_get(n, "ci_target", &kl))) {
         if (!stable)
-            return perr(c, kl ? kl : v->line, v->origin, "measure.ci_target",
-                        "only with duration: stable");
-        if ((rc = get_number(c, v, "measure.ci_target", 1e-4, 0.5, &m->ci_target)))
+            return mb__yread_fail(c, kl ? kl : v->line, v->origin, "measure.ci_target",
+                                  "only with duration: stable");
+        if ((rc = mb__yread_number(c, v, "measure.ci_target", 1e-4, 0.5, &m->ci_target)))
             return rc;
     }
-    if ((v = map_get(n, "max_duration", &kl))) {
+    if ((v = mb__ymap_get(n, "max_duration", &kl))) {
         if (!stable && !completion)
-            return perr(c, kl ? kl : v->line, v->origin, "measure.max_duration",
-                        "only with duration: stable or completion");
+            return mb__yread_fail(c, kl ? kl : v->line, v->origin, "measure.max_duration",
+                                  "only with duration: stable or completion");
         if ((rc = get_time(c, v, "measure.max_duration", NS_PER_S, &m->max_duration_ns)))
             return rc;
     }
-    if ((v = map_get(n, "repetitions", NULL))) {
+    if ((v = mb__ymap_get(n, "repetitions", NULL))) {
         long r;
-        if ((rc = get_int(c, v, "measure.repetitions", 1, 1000, &r)))
+        if ((rc = mb__yread_int(c, v, "measure.repetitions", 1, 1000, &r)))
             return rc;
         m->repetitions = (int)r;
     }
-    if ((v = map_get(n, "sample_interval", NULL))) {
+    if ((v = mb__ymap_get(n, "sample_interval", NULL))) {
         if ((rc = get_time(c, v, "measure.sample_interval", 1000000, &m->sample_interval_ns)))
             return rc;
         if (m->sample_interval_ns > 10 * NS_PER_S)
-            return perr(c, v->line, v->origin, "measure.sample_interval", "longer than 10s");
+            return mb__yread_fail(c, v->line, v->origin, "measure.sample_interval",
+                                  "longer than 10s");
     }
-    if ((v = map_get(n, "idle", NULL)) && (rc = get_time(c, v, "measure.idle", 0, &m->idle_ns)))
+    if ((v = mb__ymap_get(n, "idle", NULL)) &&
+        (rc = get_time(c, v, "measure.idle", 0, &m->idle_ns)))
         return rc;
-    if ((v = map_get(n, "cooldown", NULL)) &&
+    if ((v = mb__ymap_get(n, "cooldown", NULL)) &&
         (rc = get_time(c, v, "measure.cooldown", 0, &m->cooldown_ns)))
         return rc;
-    if ((v = map_get(n, "cooldown_margin", NULL)) &&
-        (rc = get_fraction(c, v, "measure.cooldown_margin", &m->cooldown_margin)))
+    if ((v = mb__ymap_get(n, "cooldown_margin", NULL)) &&
+        (rc = mb__yread_fraction(c, v, "measure.cooldown_margin", &m->cooldown_margin)))
         return rc;
-    if ((v = map_get(n, "grace", NULL)) && (rc = get_time(c, v, "measure.grace", 0, &m->grace_ns)))
+    if ((v = mb__ymap_get(n, "grace", NULL)) &&
+        (rc = get_time(c, v, "measure.grace", 0, &m->grace_ns)))
         return rc;
-    if ((v = map_get(n, "progress_timeout", NULL)) &&
+    if ((v = mb__ymap_get(n, "progress_timeout", NULL)) &&
         (rc = get_time(c, v, "measure.progress_timeout", 100000000, &m->progress_timeout_ns)))
         return rc;
     return MB_OK;
 }
 
-static int parse_root(struct pctx *c, const struct ynode *root, struct mb_experiment *exp)
+static int parse_root(struct mb__yread *c, const struct mb__ynode *root, struct mb_experiment *exp)
 {
     static const char *const keys[] = {"version",   "name", "device",  "python",
                                        "workloads", "runs", "measure", "manage_mig_mode",
                                        NULL};
     if (!root)
-        return perr(c, 1, NULL, NULL,
-                    "the file is empty (expected version: 1, name, workloads, "
-                    "runs)");
-    int rc = want(c, root, Y_MAP, "", "a mapping at the top level");
+        return mb__yread_fail(c, 1, NULL, NULL,
+                              "the file is empty (expected version: 1, name, workloads, "
+                              "runs)");
+    int rc = mb__yread_want(c, root, MB__Y_MAP, "", "a mapping at the top level");
     if (rc || (rc = check_keys(c, root, "", keys)))
         return rc;
-    const struct ynode *v;
-    if (!(v = map_get(root, "version", NULL)))
-        return perr(c, root->line, NULL, "version", "missing (write version: 1)");
+    const struct mb__ynode *v;
+    if (!(v = mb__ymap_get(root, "version", NULL)))
+        return mb__yread_fail(c, root->line, NULL, "version", "missing (write version: 1)");
     long version;
-    if ((rc = get_int(c, v, "version", 0, 1000, &version)))
+    if ((rc = mb__yread_int(c, v, "version", 0, 1000, &version)))
         return rc;
     if (version != 1)
-        return perr(c, v->line, v->origin, "version", "version %ld is not supported (only 1)",
-                    version);
-    if (!(v = map_get(root, "name", NULL)))
-        return perr(c, root->line, NULL, "name", "missing");
+        return mb__yread_fail(c, v->line, v->origin, "version",
+                              "version %ld is not supported (only 1)", version);
+    if (!(v = mb__ymap_get(root, "name", NULL)))
+        return mb__yread_fail(c, root->line, NULL, "name", "missing");
     if ((rc = get_name(c, v, "name", exp->name)))
         return rc;
-    if ((v = map_get(root, "device", NULL)) &&
-        (rc = get_string(c, v, "device", exp->device, sizeof(exp->device))))
+    if ((v = mb__ymap_get(root, "device", NULL)) &&
+        (rc = mb__yread_string(c, v, "device", exp->device, sizeof(exp->device))))
         return rc;
     if (!exp->device[0])
-        return perr(c, v ? v->line : 0, v ? v->origin : NULL, "device", "empty");
-    if ((v = map_get(root, "python", NULL)) &&
-        (rc = get_string(c, v, "python", exp->python, sizeof(exp->python))))
+        return mb__yread_fail(c, v ? v->line : 0, v ? v->origin : NULL, "device", "empty");
+    if ((v = mb__ymap_get(root, "python", NULL)) &&
+        (rc = mb__yread_string(c, v, "python", exp->python, sizeof(exp->python))))
         return rc;
     if (!exp->python[0])
-        return perr(c, v ? v->line : 0, v ? v->origin : NULL, "python", "empty");
-    if ((v = map_get(root, "manage_mig_mode", NULL)) &&
-        (rc = get_bool(c, v, "manage_mig_mode", &exp->manage_mig_mode)))
+        return mb__yread_fail(c, v ? v->line : 0, v ? v->origin : NULL, "python", "empty");
+    if ((v = mb__ymap_get(root, "manage_mig_mode", NULL)) &&
+        (rc = mb__yread_bool(c, v, "manage_mig_mode", &exp->manage_mig_mode)))
         return rc;
-    if (!(v = map_get(root, "workloads", NULL)))
-        return perr(c, root->line, NULL, "workloads", "missing");
-    if ((rc = want(c, v, Y_MAP, "workloads", "a mapping of workload names")))
+    if (!(v = mb__ymap_get(root, "workloads", NULL)))
+        return mb__yread_fail(c, root->line, NULL, "workloads", "missing");
+    if ((rc = mb__yread_want(c, v, MB__Y_MAP, "workloads", "a mapping of workload names")))
         return rc;
     if (v->n == 0 || v->n > MB_EXP_MAX_WORKLOADS)
-        return perr(c, v->line, v->origin, "workloads", "needs 1..%d workloads",
-                    MB_EXP_MAX_WORKLOADS);
+        return mb__yread_fail(c, v->line, v->origin, "workloads", "needs 1..%d workloads",
+                              MB_EXP_MAX_WORKLOADS);
     for (size_t i = 0; i < v->n; i++) {
         if ((rc = parse_workload(c, v->keys[i], v->key_lines[i], v->items[i], &exp->workloads[i])))
             return rc;
         exp->n_workloads = i + 1;
     }
-    if ((v = map_get(root, "measure", NULL)) && (rc = parse_measure(c, v, &exp->measure)))
+    if ((v = mb__ymap_get(root, "measure", NULL)) && (rc = parse_measure(c, v, &exp->measure)))
         return rc;
-    if (!(v = map_get(root, "runs", NULL)))
-        return perr(c, root->line, NULL, "runs", "missing");
-    if ((rc = want(c, v, Y_SEQ, "runs", "a list of runs")))
+    if (!(v = mb__ymap_get(root, "runs", NULL)))
+        return mb__yread_fail(c, root->line, NULL, "runs", "missing");
+    if ((rc = mb__yread_want(c, v, MB__Y_SEQ, "runs", "a list of runs")))
         return rc;
     if (v->n == 0 || v->n > MB_EXP_MAX_RUNS)
-        return perr(c, v->line, v->origin, "runs", "needs 1..%d runs", MB_EXP_MAX_RUNS);
+        return mb__yread_fail(c, v->line, v->origin, "runs", "needs 1..%d runs", MB_EXP_MAX_RUNS);
     for (size_t i = 0; i < v->n; i++) {
         if ((rc = parse_run(c, exp, i, v->items[i])))
             return rc;
@@ -1152,8 +842,8 @@ int mb_experiment_parse(const char *path, const char *text, size_t len,
                         struct mb_experiment **out, struct mb_error *err)
 {
     *out = NULL;
-    struct pctx c = {.path = path, .err = err};
-    struct ynode *root = NULL;
+    struct mb__yread c = {.path = path, .err = err, .max_depth = MAX_DEPTH, .max_nodes = MAX_NODES};
+    struct mb__ynode *root = NULL;
     if (n_overrides > MB_EXP_MAX_OVERRIDES)
         return mb_error_set(err, MB_EINVAL, "more than %d --set overrides", MB_EXP_MAX_OVERRIDES);
     struct mb_experiment *exp = calloc(1, sizeof(*exp));
@@ -1173,16 +863,16 @@ int mb_experiment_parse(const char *path, const char *text, size_t len,
         exp->n_overrides = i + 1;
     }
     snprintf(exp->sha, sizeof(exp->sha), "%016llx", (unsigned long long)h);
-    int rc = load_tree(&c, text, len, NULL, &root);
+    int rc = mb__yread_load(&c, text, len, NULL, &root);
     if (rc)
         goto fail;
     for (size_t i = 0; i < n_overrides; i++) {
         if (!root) {
-            rc = perr(&c, 1, NULL, NULL, "the file is empty");
+            rc = mb__yread_fail(&c, 1, NULL, NULL, "the file is empty");
             goto fail;
         }
-        if (root->kind != Y_MAP) {
-            rc = perr(&c, root->line, NULL, NULL, "expected a mapping at the top level");
+        if (root->kind != MB__Y_MAP) {
+            rc = mb__yread_fail(&c, root->line, NULL, NULL, "expected a mapping at the top level");
             goto fail;
         }
         /* Overrides point into exp->overrides so that node origins outlive the call. */
@@ -1191,11 +881,11 @@ int mb_experiment_parse(const char *path, const char *text, size_t len,
     }
     if ((rc = parse_root(&c, root, exp)))
         goto fail;
-    ynode_free(root);
+    mb__ynode_free(root);
     *out = exp;
     return MB_OK;
 fail:
-    ynode_free(root);
+    mb__ynode_free(root);
     mb_experiment_destroy(exp);
     return rc;
 }
@@ -1252,9 +942,10 @@ static bool run_in_cells(const struct mb_cell *cells, size_t n_cells, size_t i)
  * model lacks sets *missing (the first reason goes to why); anything else wrong is MB_EPARSE. With
  * check_memory, entry j must also hold job j's memory_mib.
  */
-static int check_names(struct pctx *c, const struct mb_experiment *exp, size_t i, const char *key,
-                       const char (*names)[MB_PROFILE_NAME_MAX], size_t n, bool check_memory,
-                       const struct mb_gpu_model *model, bool *missing, char *why, size_t cap)
+static int check_names(struct mb__yread *c, const struct mb_experiment *exp, size_t i,
+                       const char *key, const char (*names)[MB_PROFILE_NAME_MAX], size_t n,
+                       bool check_memory, const struct mb_gpu_model *model, bool *missing,
+                       char *why, size_t cap)
 {
     const struct mb_exp_run *r = &exp->runs[i];
     char f[FIELD_MAX];
@@ -1270,14 +961,15 @@ static int check_names(struct pctx *c, const struct mb_experiment *exp, size_t i
             continue;
         }
         if (rc != MB_OK)
-            return perr(c, r->line, NULL, f, "%s", e.msg);
+            return mb__yread_fail(c, r->line, NULL, f, "%s", e.msg);
         const struct mb_exp_workload *w = &exp->workloads[r->job_workload[j]];
         if (check_memory && w->memory_mib > 0 && p->memory_mib > 0 && w->memory_mib > p->memory_mib)
-            return perr(c, r->line, NULL, f,
-                        "job '%s' needs %lld MiB (workloads.%s.memory_mib) but %s (%s) on %s has "
-                        "%lld MiB",
-                        r->job_name[j], (long long)w->memory_mib, w->name, names[j], p->name,
-                        model->name, (long long)p->memory_mib);
+            return mb__yread_fail(
+                c, r->line, NULL, f,
+                "job '%s' needs %lld MiB (workloads.%s.memory_mib) but %s (%s) on %s has "
+                "%lld MiB",
+                r->job_name[j], (long long)w->memory_mib, w->name, names[j], p->name, model->name,
+                (long long)p->memory_mib);
     }
     return MB_OK;
 }
@@ -1286,7 +978,7 @@ static int check_names(struct pctx *c, const struct mb_experiment *exp, size_t i
  * Checks one run against model: MB_OK, MB_ENOTFOUND with the reason in why when it names a size
  * the model does not have, or MB_EPARSE (file, line, field) for anything else.
  */
-static int check_run(struct pctx *c, const struct mb_experiment *exp, size_t i,
+static int check_run(struct mb__yread *c, const struct mb_experiment *exp, size_t i,
                      const struct mb_gpu_model *model, char *why, size_t cap)
 {
     const struct mb_exp_run *r = &exp->runs[i];
@@ -1305,7 +997,8 @@ int mb_experiment_check_cells(const struct mb_experiment *exp, const struct mb_g
                               struct mb_cell *cells, size_t *n_cells, char ***notes,
                               size_t *n_notes, struct mb_error *err)
 {
-    struct pctx c = {.path = exp->path, .err = err};
+    struct mb__yread c = {
+        .path = exp->path, .err = err, .max_depth = MAX_DEPTH, .max_nodes = MAX_NODES};
     bool skip[MB_EXP_MAX_RUNS] = {false};
     char *why[MB_EXP_MAX_RUNS] = {NULL};
     size_t n_skip = 0;
@@ -1360,45 +1053,16 @@ fail:
 /* Runs argv with stdio on /dev/null; true when it exits 0 within timeout_s. */
 static bool runs_ok(char *const argv[], int timeout_s, char *why, size_t cap)
 {
-    posix_spawn_file_actions_t fa;
-    if (posix_spawn_file_actions_init(&fa) != 0) {
-        snprintf(why, cap, "cannot spawn");
-        return false;
-    }
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid;
-    int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (e != 0) {
-        snprintf(why, cap, "cannot run: %s", strerror(e));
-        return false;
-    }
-    int status = 0;
-    struct timespec step = {0, 20000000};
-    for (int waited_ms = 0;; waited_ms += 20) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR) {
-            snprintf(why, cap, "lost the child: %s", strerror(errno));
-            return false;
-        }
-        if (waited_ms >= timeout_s * 1000) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            snprintf(why, cap, "did not finish within %ds", timeout_s);
-            return false;
-        }
-        nanosleep(&step, NULL);
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    char msg[256];
+    int code = mb_proc_run_helper(argv, NULL, NULL, NULL, timeout_s * 1000, msg, sizeof(msg));
+    if (code == 0)
         return true;
-    if (WIFEXITED(status))
-        snprintf(why, cap, "'import torch' failed (exit %d)", WEXITSTATUS(status));
+    if (code > 0)
+        snprintf(why, cap, "'import torch' failed (exit %d)", code);
+    else if (code == MB_PROC_HELPER_TIMEOUT)
+        snprintf(why, cap, "did not finish within %ds", timeout_s);
     else
-        snprintf(why, cap, "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        snprintf(why, cap, "%.150s", msg);
     return false;
 }
 
@@ -1555,21 +1219,9 @@ int mb_experiment_job_argv(const struct mb_exp_workload *w, const char *python,
     return MB_OK;
 }
 
-int mb_device_kind_from_backend(const char *backend)
+bool mb_exp_run_applies(const struct mb_exp_run *run, uint32_t caps, char *why, size_t cap)
 {
-    if (strcmp(backend, "host") == 0)
-        return MB_KIND_HOST;
-    if (strcmp(backend, "emu") == 0)
-        return MB_KIND_EMU;
-    if (strcmp(backend, "nvml") == 0)
-        return MB_KIND_NVML;
-    return -1;
-}
-
-bool mb_exp_run_applies(const struct mb_exp_run *run, enum mb_device_kind kind, char *why,
-                        size_t cap)
-{
-    bool gpu = kind != MB_KIND_HOST;
+    bool gpu = (caps & MB_CAP_GPU) != 0;
     const char *reason = NULL;
     if (run->mode == MB_MODE_PARTITION && gpu)
         reason = "mode partition is for the host CPU";
@@ -1606,11 +1258,11 @@ void mb_exp_run_thread_pct(const struct mb_exp_run *run, unsigned model_compute_
     }
 }
 
-unsigned mb_experiment_repetitions(const struct mb_experiment *exp, enum mb_device_kind kind)
+unsigned mb_experiment_repetitions(const struct mb_experiment *exp, uint32_t caps)
 {
     if (exp->measure.repetitions > 0)
         return (unsigned)exp->measure.repetitions;
-    return kind == MB_KIND_NVML ? 4 : 1;
+    return (caps & MB_CAP_GPU) && !(caps & MB_CAP_EMULATED) ? 4 : 1;
 }
 
 void mb_notes_free(char **notes, size_t n)
@@ -1637,9 +1289,9 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
-int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kind,
-                        const char *only_runs, struct mb_cell **cells, size_t *n_cells,
-                        char ***notes, size_t *n_notes, struct mb_error *err)
+int mb_experiment_cells(const struct mb_experiment *exp, uint32_t caps, const char *only_runs,
+                        struct mb_cell **cells, size_t *n_cells, char ***notes, size_t *n_notes,
+                        struct mb_error *err)
 {
     *cells = NULL;
     *n_cells = 0;
@@ -1666,7 +1318,7 @@ int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kin
             p = comma + 1;
         }
     }
-    unsigned reps = mb_experiment_repetitions(exp, kind);
+    unsigned reps = mb_experiment_repetitions(exp, caps);
     struct mb_cell *cs = calloc(exp->n_runs * reps + 1, sizeof(*cs));
     char **ns = calloc(exp->n_runs + 1, sizeof(*ns));
     if (!cs || !ns) {
@@ -1680,7 +1332,7 @@ int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kin
         if (only_runs && only_runs[0] && !in_list(only_runs, r->name))
             continue;
         char why[128];
-        if (!mb_exp_run_applies(r, kind, why, sizeof(why))) {
+        if (!mb_exp_run_applies(r, caps, why, sizeof(why))) {
             char buf[256];
             snprintf(buf, sizeof(buf), "run '%s' skipped: %s", r->name, why);
             ns[nn] = strdup(buf);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "migbench/fileio.h"
+#include "json_io.h"
 
 #define PATH_LIMIT 4096
 #define TMP_TRIES 100

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "results_json.h"
 #include "migbench/fileio.h"
 #include "migbench/results.h"
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "migbench/fileio.h"
+#include "json_io.h"
 
 int mb_live_dir(char *out, size_t cap, struct mb_error *err)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* mig-parted configuration files (version v1), parsed with libyaml's document loader. */
+/* mig-parted configuration files (version v1), read through the library's YAML reader. */
 #include "migbench/migcfg.h"
 
 #include <ctype.h>
@@ -13,6 +13,7 @@
 
 #include "migbench/fileio.h"
 #include "yaml_internal.h"
+#include "yaml_read.h"
 
 /* A config file larger than this is refused (mig-parted's own default file is ~20 KB). */
 #define MIGCFG_FILE_MAX (1u << 20)
@@ -27,88 +28,15 @@ struct mb_migcfg {
     struct mb_migcfg_config configs[MB_MIGCFG_MAX_CONFIGS];
 };
 
-struct pctx {
-    yaml_document_t *doc;
-    const char *source;
-    struct mb_error *err;
-};
-
-static unsigned line_of(const yaml_node_t *n)
+/* The tree's line of n (its mapping key's line is kept by the caller where it matters). */
+static unsigned line_of(const struct mb__ynode *n)
 {
-    return n ? (unsigned)n->start_mark.line + 1 : 0;
+    return n ? n->line : 0;
 }
 
-static int fail(const struct pctx *c, const yaml_node_t *at, const char *field, const char *fmt,
-                ...) __attribute__((format(printf, 4, 5)));
-
-static int fail(const struct pctx *c, const yaml_node_t *at, const char *field, const char *fmt,
-                ...)
+static int parse_devices(struct mb__yread *c, const struct mb__ynode *n, struct mb_migcfg_entry *e)
 {
-    char what[384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    if (field)
-        return mb_error_set(c->err, MB_EPARSE, "%s:%u: field '%s': %s", c->source, line_of(at),
-                            field, what);
-    return mb_error_set(c->err, MB_EPARSE, "%s:%u: %s", c->source, line_of(at), what);
-}
-
-static const char *scalar(const yaml_node_t *n)
-{
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
-
-static bool plain(const yaml_node_t *n)
-{
-    return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
-           n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
-}
-
-static yaml_node_t *node(const struct pctx *c, int id)
-{
-    return yaml_document_get_node(c->doc, id);
-}
-
-static int get_uint(const struct pctx *c, const yaml_node_t *n, const char *field, unsigned max,
-                    unsigned *out)
-{
-    const char *s = scalar(n);
-    if (!s || !plain(n) || !*s)
-        return fail(c, n, field, "expected a whole number");
-    for (const char *p = s; *p; p++)
-        if (!isdigit((unsigned char)*p))
-            return fail(c, n, field, "expected a whole number, got '%.40s'", s);
-    errno = 0;
-    unsigned long v = strtoul(s, NULL, 10);
-    if (errno || v > max)
-        return fail(c, n, field, "%.40s is out of range 0..%u", s, max);
-    *out = (unsigned)v;
-    return MB_OK;
-}
-
-static int get_bool(const struct pctx *c, const yaml_node_t *n, const char *field, bool *out)
-{
-    const char *s = scalar(n);
-    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
-    if (s && plain(n))
-        for (size_t i = 0; i < 3; i++) {
-            if (strcasecmp(s, yes[i]) == 0) {
-                *out = true;
-                return MB_OK;
-            }
-            if (strcasecmp(s, no[i]) == 0) {
-                *out = false;
-                return MB_OK;
-            }
-        }
-    return fail(c, n, field, "expected true or false");
-}
-
-static int parse_devices(const struct pctx *c, const yaml_node_t *n, struct mb_migcfg_entry *e)
-{
-    const char *s = scalar(n);
+    const char *s = mb__yread_scalar(n);
     if (s) {
         if (strcmp(s, "all") == 0) {
             e->all_devices = true;
@@ -116,29 +44,30 @@ static int parse_devices(const struct pctx *c, const yaml_node_t *n, struct mb_m
         }
         /* A single index is accepted as mig-parted does. */
         unsigned v;
-        if (get_uint(c, n, "devices", MB_MIGCFG_MAX_DEVICES - 1, &v) != MB_OK)
-            return fail(c, n, "devices", "expected 'all' or a list of GPU indices like [0, 1]");
+        if (mb__yread_uint(c, n, "devices", MB_MIGCFG_MAX_DEVICES - 1, &v) != MB_OK)
+            return mb__yread_failn(c, n, "devices",
+                                   "expected 'all' or a list of GPU indices like [0, 1]");
         e->devices[e->n_devices++] = v;
         return MB_OK;
     }
-    if (!n || n->type != YAML_SEQUENCE_NODE)
-        return fail(c, n, "devices", "expected 'all' or a list of GPU indices like [0, 1]");
-    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
-         it++) {
-        const yaml_node_t *d = node(c, *it);
+    if (!n || n->kind != MB__Y_SEQ)
+        return mb__yread_failn(c, n, "devices",
+                               "expected 'all' or a list of GPU indices like [0, 1]");
+    for (size_t i = 0; i < n->n; i++) {
+        const struct mb__ynode *d = n->items[i];
         if (e->n_devices >= MB_MIGCFG_MAX_DEVICES)
-            return fail(c, d, "devices", "more than %d devices", MB_MIGCFG_MAX_DEVICES);
+            return mb__yread_failn(c, d, "devices", "more than %d devices", MB_MIGCFG_MAX_DEVICES);
         unsigned v;
-        int rc = get_uint(c, d, "devices", MB_MIGCFG_MAX_DEVICES - 1, &v);
+        int rc = mb__yread_uint(c, d, "devices", MB_MIGCFG_MAX_DEVICES - 1, &v);
         if (rc)
             return rc;
         for (size_t k = 0; k < e->n_devices; k++)
             if (e->devices[k] == v)
-                return fail(c, d, "devices", "device %u is listed twice", v);
+                return mb__yread_failn(c, d, "devices", "device %u is listed twice", v);
         e->devices[e->n_devices++] = v;
     }
     if (e->n_devices == 0)
-        return fail(c, n, "devices", "empty list; use 'all' or list GPU indices");
+        return mb__yread_failn(c, n, "devices", "empty list; use 'all' or list GPU indices");
     return MB_OK;
 }
 
@@ -152,36 +81,38 @@ static bool profile_name_ok(const char *s)
     return true;
 }
 
-static int parse_mig_devices(const struct pctx *c, const yaml_node_t *n, struct mb_migcfg_entry *e)
+static int parse_mig_devices(struct mb__yread *c, const struct mb__ynode *n,
+                             struct mb_migcfg_entry *e)
 {
     const char *field = "mig-devices";
-    if (scalar(n) && !*scalar(n))
+    if (mb__yread_scalar(n) && !*mb__yread_scalar(n))
         return MB_OK; /* "mig-devices:" with nothing after it */
-    if (!n || n->type != YAML_MAPPING_NODE)
-        return fail(c, n, field,
-                    "expected a mapping of profile names to counts, e.g. "
-                    "{\"1g.10gb\": 2}");
-    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-        const yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
-        const char *name = scalar(k);
-        if (!name)
-            return fail(c, k, field, "a profile name must be a string");
+    if (!n || n->kind != MB__Y_MAP)
+        return mb__yread_failn(c, n, field,
+                               "expected a mapping of profile names to counts, e.g. "
+                               "{\"1g.10gb\": 2}");
+    for (size_t ki = 0; ki < n->n; ki++) {
+        /* The key's own line, for messages and for the profile's line. */
+        const struct mb__ynode key_at = {.line = n->key_lines[ki]}, *k = &key_at, *v = n->items[ki];
+        const char *name = n->keys[ki];
         size_t digits = strspn(name, "0123456789");
         if (digits && name[digits] == 'c' && name[digits + 1] == '.')
-            return fail(c, k, field,
-                        "'%.40s' splits a GPU instance into compute instances; migbench creates "
-                        "one full-size compute instance per GPU instance, so name the GPU-instance "
-                        "profile alone",
-                        name);
+            return mb__yread_failn(
+                c, k, field,
+                "'%.40s' splits a GPU instance into compute instances; migbench creates "
+                "one full-size compute instance per GPU instance, so name the GPU-instance "
+                "profile alone",
+                name);
         if (!profile_name_ok(name))
-            return fail(c, k, field, "'%.40s' is not a profile name (like 1g.10gb)", name);
+            return mb__yread_failn(c, k, field, "'%.40s' is not a profile name (like 1g.10gb)",
+                                   name);
         for (size_t i = 0; i < e->n_profiles; i++)
             if (strcasecmp(e->profiles[i].name, name) == 0)
-                return fail(c, k, field, "profile '%s' is listed twice", name);
+                return mb__yread_failn(c, k, field, "profile '%s' is listed twice", name);
         if (e->n_profiles >= MB_MAX_PROFILES)
-            return fail(c, k, field, "more than %d profiles", MB_MAX_PROFILES);
+            return mb__yread_failn(c, k, field, "more than %d profiles", MB_MAX_PROFILES);
         struct mb_migcfg_profile *mp = &e->profiles[e->n_profiles];
-        int rc = get_uint(c, v, field, MB_MIGCFG_MAX_COUNT, &mp->count);
+        int rc = mb__yread_uint(c, v, field, MB_MIGCFG_MAX_COUNT, &mp->count);
         if (rc)
             return rc;
         snprintf(mp->name, sizeof(mp->name), "%s", name);
@@ -191,18 +122,17 @@ static int parse_mig_devices(const struct pctx *c, const yaml_node_t *n, struct 
     return MB_OK;
 }
 
-static int parse_entry(const struct pctx *c, const yaml_node_t *n, struct mb_migcfg_entry *e)
+static int parse_entry(struct mb__yread *c, const struct mb__ynode *n, struct mb_migcfg_entry *e)
 {
-    if (!n || n->type != YAML_MAPPING_NODE)
-        return fail(c, n, NULL, "a config entry must be a mapping with devices and mig-enabled");
+    if (!n || n->kind != MB__Y_MAP)
+        return mb__yread_failn(c, n, NULL,
+                               "a config entry must be a mapping with devices and mig-enabled");
     e->line = line_of(n);
-    const yaml_node_t *devices = NULL, *enabled = NULL, *mdev = NULL;
-    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-        const yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
-        const char *key = scalar(k);
-        const yaml_node_t **slot = NULL;
-        if (!key)
-            return fail(c, k, NULL, "keys must be strings");
+    const struct mb__ynode *devices = NULL, *enabled = NULL, *mdev = NULL;
+    for (size_t i = 0; i < n->n; i++) {
+        const struct mb__ynode key_at = {.line = n->key_lines[i]}, *k = &key_at, *v = n->items[i];
+        const char *key = n->keys[i];
+        const struct mb__ynode **slot = NULL;
         if (strcmp(key, "devices") == 0)
             slot = &devices;
         else if (strcmp(key, "mig-enabled") == 0)
@@ -212,95 +142,108 @@ static int parse_entry(const struct pctx *c, const yaml_node_t *n, struct mb_mig
         else if (strcmp(key, "device-filter") == 0)
             e->device_filter = true;
         else
-            return fail(c, k, key,
-                        "unknown field (expected devices, mig-enabled, mig-devices, "
-                        "device-filter)");
+            return mb__yread_failn(c, k, key,
+                                   "unknown field (expected devices, mig-enabled, mig-devices, "
+                                   "device-filter)");
         if (slot) {
             if (*slot)
-                return fail(c, k, key, "given twice");
+                return mb__yread_failn(c, k, key, "given twice");
             *slot = v;
         }
     }
     int rc;
     if (!devices)
-        return fail(c, n, "devices", "missing (use 'all' or a list of GPU indices)");
+        return mb__yread_failn(c, n, "devices", "missing (use 'all' or a list of GPU indices)");
     if (!enabled)
-        return fail(c, n, "mig-enabled", "missing (true or false)");
+        return mb__yread_failn(c, n, "mig-enabled", "missing (true or false)");
     if ((rc = parse_devices(c, devices, e)) ||
-        (rc = get_bool(c, enabled, "mig-enabled", &e->mig_enabled)))
+        (rc = mb__yread_yesno(c, enabled, "mig-enabled", &e->mig_enabled)))
         return rc;
     if (mdev && (rc = parse_mig_devices(c, mdev, e)))
         return rc;
     if (!e->mig_enabled) {
         for (size_t i = 0; i < e->n_profiles; i++)
             if (e->profiles[i].count)
-                return fail(c, mdev, "mig-devices",
-                            "instances are listed but mig-enabled is false");
+                return mb__yread_failn(c, mdev, "mig-devices",
+                                       "instances are listed but mig-enabled is false");
     }
     return MB_OK;
 }
 
-static int parse_root(const struct pctx *c, const yaml_node_t *root, struct mb_migcfg *cfg)
+static int parse_configs(struct mb__yread *c, const struct mb__ynode *configs,
+                         struct mb_migcfg *cfg);
+
+static int parse_root(struct mb__yread *c, const struct mb__ynode *root, struct mb_migcfg *cfg)
 {
-    if (!root || root->type != YAML_MAPPING_NODE)
-        return fail(c, root, NULL, "expected a mapping with 'version: v1' and 'mig-configs'");
-    const yaml_node_t *version = NULL, *configs = NULL;
-    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-         p++) {
-        const yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
-        const char *key = scalar(k);
+    if (!root || root->kind != MB__Y_MAP)
+        return mb__yread_failn(c, root, NULL,
+                               "expected a mapping with 'version: v1' and 'mig-configs'");
+    const struct mb__ynode *version = NULL, *configs = NULL;
+    for (size_t i = 0; i < root->n; i++) {
+        const struct mb__ynode key_at = {.line = root->key_lines[i]}, *k = &key_at,
+                               *v = root->items[i];
+        const char *key = root->keys[i];
         if (key && strcmp(key, "version") == 0 && !version)
             version = v;
         else if (key && strcmp(key, "mig-configs") == 0 && !configs)
             configs = v;
         else
-            return fail(c, k, key ? key : "?",
-                        key && (!strcmp(key, "version") || !strcmp(key, "mig-configs"))
-                            ? "given twice"
-                            : "unknown top-level field (expected version, mig-configs)");
+            return mb__yread_failn(c, k, key ? key : "?",
+                                   key && (!strcmp(key, "version") || !strcmp(key, "mig-configs"))
+                                       ? "given twice"
+                                       : "unknown top-level field (expected version, mig-configs)");
     }
     if (!version)
-        return fail(c, root, "version", "missing (expected v1)");
-    if (!scalar(version) || strcmp(scalar(version), "v1") != 0)
-        return fail(c, version, "version", "'%.20s' is not supported (expected v1)",
-                    scalar(version) ? scalar(version) : "?");
+        return mb__yread_failn(c, root, "version", "missing (expected v1)");
+    if (!mb__yread_scalar(version) || strcmp(mb__yread_scalar(version), "v1") != 0)
+        return mb__yread_failn(c, version, "version", "'%.20s' is not supported (expected v1)",
+                               mb__yread_scalar(version) ? mb__yread_scalar(version) : "?");
     if (!configs)
-        return fail(c, root, "mig-configs", "missing");
-    if (configs->type != YAML_MAPPING_NODE)
-        return fail(c, configs, "mig-configs", "expected a mapping of config names to lists");
-    for (yaml_node_pair_t *p = configs->data.mapping.pairs.start;
-         p < configs->data.mapping.pairs.top; p++) {
-        const yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
-        const char *name = scalar(k);
+        return mb__yread_failn(c, root, "mig-configs", "missing");
+    return parse_configs(c, configs, cfg);
+}
+
+static int parse_configs(struct mb__yread *c, const struct mb__ynode *configs,
+                         struct mb_migcfg *cfg)
+{
+    if (configs->kind != MB__Y_MAP)
+        return mb__yread_failn(c, configs, "mig-configs",
+                               "expected a mapping of config names to lists");
+    for (size_t ki = 0; ki < configs->n; ki++) {
+        const struct mb__ynode key_at = {.line = configs->key_lines[ki]}, *k = &key_at,
+                               *v = configs->items[ki];
+        const char *name = configs->keys[ki];
         if (!name || !*name || strlen(name) >= MB_MIGCFG_NAME_MAX)
-            return fail(c, k, "mig-configs", "config names must be strings of 1..%d characters",
-                        MB_MIGCFG_NAME_MAX - 1);
+            return mb__yread_failn(c, k, "mig-configs",
+                                   "config names must be strings of 1..%d characters",
+                                   MB_MIGCFG_NAME_MAX - 1);
         for (size_t i = 0; i < cfg->n; i++)
             if (strcmp(cfg->configs[i].name, name) == 0)
-                return fail(c, k, "mig-configs", "config '%s' is defined twice", name);
+                return mb__yread_failn(c, k, "mig-configs", "config '%s' is defined twice", name);
         if (cfg->n >= MB_MIGCFG_MAX_CONFIGS)
-            return fail(c, k, "mig-configs", "more than %d configs", MB_MIGCFG_MAX_CONFIGS);
+            return mb__yread_failn(c, k, "mig-configs", "more than %d configs",
+                                   MB_MIGCFG_MAX_CONFIGS);
         struct mb_migcfg_config *mc = &cfg->configs[cfg->n];
         memset(mc, 0, sizeof(*mc));
         snprintf(mc->name, sizeof(mc->name), "%s", name);
         mc->line = line_of(k);
-        if (!v || v->type != YAML_SEQUENCE_NODE)
-            return fail(c, v, name, "expected a list of entries (- devices: ...)");
-        for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
-             it++) {
+        if (!v || v->kind != MB__Y_SEQ)
+            return mb__yread_failn(c, v, name, "expected a list of entries (- devices: ...)");
+        for (size_t j = 0; j < v->n; j++) {
             if (mc->n_entries >= MB_MIGCFG_MAX_ENTRIES)
-                return fail(c, node(c, *it), name, "more than %d entries", MB_MIGCFG_MAX_ENTRIES);
-            int rc = parse_entry(c, node(c, *it), &mc->entries[mc->n_entries]);
+                return mb__yread_failn(c, v->items[j], name, "more than %d entries",
+                                       MB_MIGCFG_MAX_ENTRIES);
+            int rc = parse_entry(c, v->items[j], &mc->entries[mc->n_entries]);
             if (rc)
                 return rc;
             mc->n_entries++;
         }
         if (mc->n_entries == 0)
-            return fail(c, v, name, "no entries");
+            return mb__yread_failn(c, v, name, "no entries");
         cfg->n++;
     }
     if (cfg->n == 0)
-        return fail(c, configs, "mig-configs", "no configs");
+        return mb__yread_failn(c, configs, "mig-configs", "no configs");
     return MB_OK;
 }
 
@@ -317,6 +260,7 @@ int mb_migcfg_parse(const char *text, size_t len, const char *source, struct mb_
     if (!cfg)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
     snprintf(cfg->source, sizeof(cfg->source), "%s", source);
+    struct mb__ynode *root = NULL;
     yaml_document_t doc;
     bool have_doc = false;
     struct mb__yaml_fail f;
@@ -329,8 +273,10 @@ int mb_migcfg_parse(const char *text, size_t len, const char *source, struct mb_
         rc = mb_error_set(err, MB_EPARSE, "%s:%u:%u: %s", source, f.line, f.column, f.msg);
         goto fail;
     }
-    struct pctx c = {.doc = &doc, .source = source, .err = err};
-    yaml_node_t *root = have_doc ? yaml_document_get_root_node(&doc) : NULL;
+    struct mb__yread c = {
+        .path = source, .err = err, .max_depth = MIGCFG_MAX_DEPTH, .max_nodes = MIGCFG_MAX_NODES};
+    if (have_doc && (rc = mb__yread_tree(&c, &doc, &root)) != MB_OK)
+        goto fail;
     if (!root) {
         rc = mb_error_set(err, MB_EPARSE,
                           "%s: empty file; expected 'version: v1' and "
@@ -340,10 +286,12 @@ int mb_migcfg_parse(const char *text, size_t len, const char *source, struct mb_
     }
     if ((rc = parse_root(&c, root, cfg)))
         goto fail;
+    mb__ynode_free(root);
     yaml_document_delete(&doc);
     *out = cfg;
     return MB_OK;
 fail:
+    mb__ynode_free(root);
     if (have_doc)
         yaml_document_delete(&doc);
     free(cfg);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The live monitor: read-only sampling of devices, rendering, and Prometheus series. */
+#include "json_io.h"
 #include "migbench/monitor.h"
 
 #include <cjson/cJSON.h>
@@ -17,6 +18,7 @@ struct dev_state {
     struct mb_device *dev;
     char spec[MB_MONITOR_SPEC_MAX];
     struct mb_device_info info;
+    uint32_t caps; /* MB_CAP_* */
     struct mb_sensor_info sensor;
     bool have_last;
     struct mb_telemetry last;
@@ -46,6 +48,7 @@ static int add_device(struct mb_monitor *m, const char *spec, struct mb_device *
     memset(s, 0, sizeof(*s));
     s->dev = dev;
     snprintf(s->spec, sizeof(s->spec), "%s", spec);
+    s->caps = mb_device_caps(dev);
     int rc = mb_device_info(dev, &s->info, err);
     if (rc == MB_OK)
         rc = mb_device_sensor(dev, &s->sensor, err);
@@ -151,6 +154,7 @@ static void read_device(struct dev_state *s, struct mb_monitor_gpu *g,
     memset(g, 0, sizeof(*g));
     snprintf(g->spec, sizeof(g->spec), "%s", s->spec);
     g->info = s->info;
+    g->caps = s->caps;
     g->sensor = s->sensor;
     struct mb_error err;
     mb_error_clear(&err);
@@ -637,7 +641,8 @@ static void row_gpu(struct row *r, const struct mb_monitor_snapshot *s,
                     const struct mb_monitor_gpu *g, size_t idx)
 {
     snprintf(r->gpu, sizeof(r->gpu), "%zu", idx);
-    if (strcmp(g->info.backend, "nvml") == 0)
+    /* DCGM names a real NVIDIA GPU nvidiaN; anything else keeps its backend's name. */
+    if ((g->caps & MB_CAP_GPU) && !(g->caps & MB_CAP_EMULATED))
         snprintf(r->device, sizeof(r->device), "nvidia%u", g->info.index);
     else
         snprintf(r->device, sizeof(r->device), "%s%u", g->info.backend, g->info.index);
@@ -670,7 +675,7 @@ static int prom_gpu(struct mb_prom *p, const struct mb_monitor_snapshot *s,
 {
     struct row r;
     row_gpu(&r, s, g, idx);
-    bool gpu = strcmp(g->info.backend, "host") != 0;
+    bool gpu = g->caps & MB_CAP_GPU;
     ADD("migbench_device_up", MB_PROM_GAUGE,
         "1 when the device answered the last telemetry read, else 0.", &r, g->tel_ok ? 1 : 0);
     if (!gpu) {

@@ -2,6 +2,8 @@
 /* The cell runner on one or many GPUs, in MIG-mode phases, with one shared journal. */
 #include "migbench/multirun.h"
 
+#include "results_json.h"
+
 #include <pthread.h>
 #include <string.h>
 

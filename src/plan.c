@@ -152,6 +152,80 @@ static int collect_layout(const struct mb_layout *layout, void *arg)
     return add_config(cc->P, &cc->cap, &c);
 }
 
+/* Job j's time, dynamic energy and profile row on each partition size that can hold it. */
+static int prob_job(struct prob *P, size_t j, const struct mb_plan_options *opt,
+                    struct mb_error *err)
+{
+    const struct mb_plan_job *job = &P->jobs[j];
+    const struct mb_gpu_model *model = P->model;
+    size_t nr = mb_plan_profiles_count(P->profiles);
+    size_t any = 0, fit = 0;
+    P->base_t[j] = P->base_d[j] = NAN;
+    double need_max = 0;
+    double full_thr = NAN;
+    for (size_t r = 0; r < nr; r++) {
+        const struct mb_plan_profile *row = mb_plan_profiles_get(P->profiles, r);
+        if (strcmp(row->gpu, model->name) == 0 && strcmp(row->workload, job->workload) == 0 &&
+            strcmp(row->partition, MB_PLAN_FULL) == 0)
+            full_thr = row->throughput;
+    }
+    for (size_t r = 0; r < nr; r++) {
+        const struct mb_plan_profile *row = mb_plan_profiles_get(P->profiles, r);
+        if (strcmp(row->gpu, model->name) != 0 || strcmp(row->workload, job->workload) != 0)
+            continue;
+        any++;
+        unsigned s = P->full;
+        if (strcmp(row->partition, MB_PLAN_FULL) != 0) {
+            const struct mb_gi_profile *gp = mb_model_profile(model, row->partition);
+            if (!gp)
+                continue;
+            s = (unsigned)(gp - model->profiles);
+        }
+        double need = !isnan(job->memory_mib) ? job->memory_mib : row->peak_mem_mib;
+        if (!isnan(need) && need > need_max)
+            need_max = need;
+        if (!isnan(need) && need > size_mem(P, s))
+            continue;
+        if (s == P->full && !P->continuous) {
+            P->base_t[j] = job->work / row->throughput;
+            P->base_d[j] = (row->power_w - P->idle) * P->base_t[j];
+        }
+        if (s == P->full && opt->no_full)
+            continue;
+        size_t k = j * P->ns + s;
+        fit++;
+        P->row[k] = r;
+        double dyn_w = row->power_w - P->idle;
+        if (P->continuous) {
+            P->t[k] = 0;
+            P->d[k] = dyn_w;
+            P->norm[k] = row->throughput / full_thr;
+        } else {
+            P->t[k] = job->work / row->throughput;
+            P->d[k] = dyn_w * P->t[k];
+        }
+    }
+    int st = MB_OK;
+    if (any == 0)
+        st = mb_error_set(err, MB_EINVAL,
+                          "job '%s': workload '%s' has no profile on %s; profile it "
+                          "(migbench run) or add its rows to the profile CSV",
+                          job->name, job->workload, model->name);
+    else if (fit == 0) /* the answer is no, not bad input: no layout can hold the job */
+        st = mb_error_set(err, MB_EINFEASIBLE,
+                          "job '%s' needs %.0f MiB of GPU memory: it fits no profiled "
+                          "partition of %s",
+                          job->name, need_max, model->name);
+    else if (P->continuous && isnan(full_thr))
+        st = mb_error_set(err, MB_EINVAL,
+                          "job '%s': workload '%s' has no 'full' row on %s, so its "
+                          "throughput cannot be normalised",
+                          job->name, job->workload, model->name);
+    if (st != MB_OK)
+        return job->line ? mb_error_prefix(err, "line %u: ", job->line) : st;
+    return MB_OK;
+}
+
 static int prob_init(struct prob *P, const struct mb_gpu_model *model,
                      const struct mb_plan_profiles *profiles, const struct mb_plan_job *jobs,
                      size_t nj, const struct mb_plan_options *opt, struct mb_error *err)
@@ -225,71 +299,9 @@ static int prob_init(struct prob *P, const struct mb_gpu_model *model,
         P->row[k] = SIZE_MAX;
     }
     for (size_t j = 0; j < nj; j++) {
-        const struct mb_plan_job *job = &jobs[j];
-        size_t any = 0, fit = 0;
-        P->base_t[j] = P->base_d[j] = NAN;
-        double need_max = 0;
-        double full_thr = NAN;
-        for (size_t r = 0; r < nr; r++) {
-            const struct mb_plan_profile *row = mb_plan_profiles_get(profiles, r);
-            if (strcmp(row->gpu, model->name) == 0 && strcmp(row->workload, job->workload) == 0 &&
-                strcmp(row->partition, MB_PLAN_FULL) == 0)
-                full_thr = row->throughput;
-        }
-        for (size_t r = 0; r < nr; r++) {
-            const struct mb_plan_profile *row = mb_plan_profiles_get(profiles, r);
-            if (strcmp(row->gpu, model->name) != 0 || strcmp(row->workload, job->workload) != 0)
-                continue;
-            any++;
-            unsigned s = P->full;
-            if (strcmp(row->partition, MB_PLAN_FULL) != 0) {
-                const struct mb_gi_profile *gp = mb_model_profile(model, row->partition);
-                if (!gp)
-                    continue;
-                s = (unsigned)(gp - model->profiles);
-            }
-            double need = !isnan(job->memory_mib) ? job->memory_mib : row->peak_mem_mib;
-            if (!isnan(need) && need > need_max)
-                need_max = need;
-            if (!isnan(need) && need > size_mem(P, s))
-                continue;
-            if (s == P->full && !P->continuous) {
-                P->base_t[j] = job->work / row->throughput;
-                P->base_d[j] = (row->power_w - P->idle) * P->base_t[j];
-            }
-            if (s == P->full && opt->no_full)
-                continue;
-            size_t k = j * P->ns + s;
-            fit++;
-            P->row[k] = r;
-            double dyn_w = row->power_w - P->idle;
-            if (P->continuous) {
-                P->t[k] = 0;
-                P->d[k] = dyn_w;
-                P->norm[k] = row->throughput / full_thr;
-            } else {
-                P->t[k] = job->work / row->throughput;
-                P->d[k] = dyn_w * P->t[k];
-            }
-        }
-        int st = MB_OK;
-        if (any == 0)
-            st = mb_error_set(err, MB_EINVAL,
-                              "job '%s': workload '%s' has no profile on %s; profile it "
-                              "(migbench run) or add its rows to the profile CSV",
-                              job->name, job->workload, model->name);
-        else if (fit == 0) /* the answer is no, not bad input: no layout can hold the job */
-            st = mb_error_set(err, MB_EINFEASIBLE,
-                              "job '%s' needs %.0f MiB of GPU memory: it fits no profiled "
-                              "partition of %s",
-                              job->name, need_max, model->name);
-        else if (P->continuous && isnan(full_thr))
-            st = mb_error_set(err, MB_EINVAL,
-                              "job '%s': workload '%s' has no 'full' row on %s, so its "
-                              "throughput cannot be normalised",
-                              job->name, job->workload, model->name);
+        int st = prob_job(P, j, opt, err);
         if (st != MB_OK)
-            return job->line ? mb_error_prefix(err, "line %u: ", job->line) : st;
+            return st;
     }
     /* Queue order: priority, then deadline, then file order (insertion sort keeps it stable). */
     for (size_t j = 0; j < nj; j++) {

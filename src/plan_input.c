@@ -18,6 +18,7 @@
 #include "migbench/num.h"
 #include "text_internal.h"
 #include "yaml_internal.h"
+#include "yaml_read.h"
 
 /* Input files are small; anything larger is refused rather than read without bound. */
 #define MAX_FILE_BYTES (64u << 20)
@@ -404,181 +405,63 @@ fail:
 
 /* ---- job sets ---------------------------------------------------------------------------- */
 
-struct yctx {
-    const char *path;
-    yaml_document_t *doc;
-    struct mb_error *err;
-};
-
-static int yfail(const struct yctx *c, const yaml_node_t *node, const char *field, const char *fmt,
-                 ...) __attribute__((format(printf, 4, 5)));
-static int yfail(const struct yctx *c, const yaml_node_t *node, const char *field, const char *fmt,
-                 ...)
-{
-    char msg[MB_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return mb_error_set(c->err, MB_EPARSE, "%s:%lu: field '%s': %s", c->path,
-                        node ? (unsigned long)node->start_mark.line + 1 : 0UL, field, msg);
-}
-
-static const char *scalar(const yaml_node_t *n)
-{
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
-
-static int get_string(const struct yctx *c, const yaml_node_t *n, const char *field, char *out,
-                      size_t cap)
-{
-    const char *s = scalar(n);
-    if (!s)
-        return yfail(c, n, field, "expected a string");
-    if (strlen(s) >= cap)
-        return yfail(c, n, field, "longer than %zu characters", cap - 1);
-    if (!*s)
-        return yfail(c, n, field, "empty");
-    memcpy(out, s, strlen(s) + 1);
-    return MB_OK;
-}
-
-static int get_number(const struct yctx *c, const yaml_node_t *n, const char *field, double lo,
-                      double *out)
-{
-    const char *s = scalar(n);
-    double v;
-    bool range;
-    if (s && !parse_num(s, false, &v, &range) && range)
-        return yfail(c, n, field, "'%s': the number is out of range", s);
-    if (!s || !parse_num(s, false, &v, &range))
-        return yfail(c, n, field, "expected a number");
-    if (v < lo)
-        return yfail(c, n, field, "must be at least %g", lo);
-    *out = v;
-    return MB_OK;
-}
-
-/* A number with an optional unit suffix, scaled by the unit's factor. */
-static int get_with_unit(const struct yctx *c, const yaml_node_t *n, const char *field,
-                         const char *const *units, const double *factors, size_t n_units,
-                         double *out)
-{
-    const char *s = scalar(n);
-    if (!s)
-        return yfail(c, n, field, "expected a number");
-    const char *end;
-    double v;
-    int nrc = mb_num_parse(s, &v, &end);
-    if (nrc == MB_ERANGE)
-        return yfail(c, n, field, "'%s': the number is out of range", s);
-    if (nrc != MB_OK || v <= 0)
-        return yfail(c, n, field, "'%s' is not a positive number", s);
-    while (*end == ' ')
-        end++;
-    if (!*end) {
-        *out = v;
-        return MB_OK;
-    }
-    for (size_t i = 0; i < n_units; i++)
-        if (strcmp(end, units[i]) == 0) {
-            *out = v * factors[i];
-            return MB_OK;
-        }
-    return yfail(c, n, field, "unknown unit '%s'", end);
-}
-
-static int get_duration(const struct yctx *c, const yaml_node_t *n, const char *field, double *out)
-{
-    static const char *const u[] = {"s", "m", "min", "h", "d"};
-    static const double f[] = {1, 60, 60, 3600, 86400};
-    return get_with_unit(c, n, field, u, f, 5, out);
-}
-
-static int get_energy(const struct yctx *c, const yaml_node_t *n, const char *field, double *out)
-{
-    static const char *const u[] = {"J", "kJ", "MJ", "Wh", "kWh"};
-    static const double f[] = {1, 1e3, 1e6, 3600, 3.6e6};
-    return get_with_unit(c, n, field, u, f, 5, out);
-}
-
-static int get_argv(const struct yctx *c, const yaml_node_t *n, const char *field, char **argv,
-                    size_t *argc)
-{
-    if (!n || n->type != YAML_SEQUENCE_NODE)
-        return yfail(c, n, field, "expected a list of strings (an argv vector)");
-    size_t k = 0;
-    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
-         it++) {
-        const yaml_node_t *e = yaml_document_get_node(c->doc, *it);
-        const char *s = scalar(e);
-        if (!s)
-            return yfail(c, e, field, "item %zu is not a string", k);
-        if (k == MB_PLAN_MAX_ARGV)
-            return yfail(c, e, field, "more than %d words", MB_PLAN_MAX_ARGV);
-        argv[k] = strdup(s);
-        if (!argv[k])
-            return mb_error_set(c->err, MB_ENOMEM, "out of memory");
-        *argc = ++k;
-    }
-    return MB_OK;
-}
-
-static int parse_workloads_in(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js,
-                              struct mb__strmap *names)
+static int parse_workloads_in(struct mb__yread *c, const struct mb__ynode *n,
+                              struct mb_plan_jobset *js, struct mb__strmap *names)
 {
     if (js->workloads) /* the loader refuses a repeated key; this keeps the array safe anyway */
-        return yfail(c, n, "workloads", "given twice");
-    if (n->type != YAML_MAPPING_NODE)
-        return yfail(c, n, "workloads", "expected a mapping of workload name to {command, unit}");
-    size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+        return mb__yread_failn(c, n, "workloads", "given twice");
+    if (n->kind != MB__Y_MAP)
+        return mb__yread_failn(c, n, "workloads",
+                               "expected a mapping of workload name to {command, unit}");
+    size_t cnt = n->n;
     js->workloads = calloc(cnt ? cnt : 1, sizeof(*js->workloads));
     if (!js->workloads)
         return mb_error_set(c->err, MB_ENOMEM, "out of memory");
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
-        const yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
+    for (size_t i = 0; i < n->n; i++) {
+        const struct mb__ynode key_at = {
+            .kind = MB__Y_SCALAR, .line = n->key_lines[i], .str = n->keys[i]};
+        const struct mb__ynode *k = &key_at, *v = n->items[i];
         struct mb_plan_workload *w = &js->workloads[js->n_workloads++];
-        int st = get_string(c, k, "workloads", w->name, sizeof(w->name));
+        int st = mb__yread_text(c, k, "workloads", w->name, sizeof(w->name));
         if (st)
             return st;
         char field[MB_PLAN_NAME_MAX + 32];
         snprintf(field, sizeof(field), "workloads.%s", w->name);
-        if (v->type != YAML_MAPPING_NODE)
-            return yfail(c, v, field, "expected a mapping {command: [...], unit: ...}");
-        for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top;
-             q++) {
-            const yaml_node_t *qk = yaml_document_get_node(c->doc, q->key);
-            const yaml_node_t *qv = yaml_document_get_node(c->doc, q->value);
-            const char *key = scalar(qk);
+        if (v->kind != MB__Y_MAP)
+            return mb__yread_failn(c, v, field, "expected a mapping {command: [...], unit: ...}");
+        for (size_t q = 0; q < v->n; q++) {
+            const struct mb__ynode qk_at = {.line = v->key_lines[q]}, *qk = &qk_at;
+            const struct mb__ynode *qv = v->items[q];
+            const char *key = v->keys[q];
             char sub[MB_PLAN_NAME_MAX + 64];
             snprintf(sub, sizeof(sub), "%s.%s", field, key ? key : "?");
             if (!key)
-                return yfail(c, qk, field, "keys must be strings");
+                return mb__yread_failn(c, qk, field, "keys must be strings");
             if (strcmp(key, "command") == 0)
-                st = get_argv(c, qv, sub, w->argv, &w->argc);
+                st = mb__yread_argv(c, qv, sub, MB_PLAN_MAX_ARGV, w->argv, &w->argc);
             else if (strcmp(key, "gpu_args") == 0)
-                st = get_argv(c, qv, sub, w->gpu_args, &w->n_gpu_args);
+                st = mb__yread_argv(c, qv, sub, MB_PLAN_MAX_ARGV, w->gpu_args, &w->n_gpu_args);
             else if (strcmp(key, "unit") == 0)
-                st = get_string(c, qv, sub, w->unit, sizeof(w->unit));
+                st = mb__yread_text(c, qv, sub, w->unit, sizeof(w->unit));
             else
-                st = yfail(c, qk, sub, "unknown key (expected command, unit, gpu_args)");
+                st = mb__yread_failn(c, qk, sub, "unknown key (expected command, unit, gpu_args)");
             if (st)
                 return st;
         }
         if (w->argc == 0)
-            return yfail(c, v, field, "missing 'command'");
+            return mb__yread_failn(c, v, field, "missing 'command'");
         size_t first = js->n_workloads - 1;
         int put = mb__strmap_put(names, w->name, &first);
         if (put < 0)
             return mb_error_set(c->err, MB_ENOMEM, "out of memory");
         if (put > 0)
-            return yfail(c, k, field, "workload named twice");
+            return mb__yread_failn(c, k, field, "workload named twice");
     }
     return MB_OK;
 }
 
-static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+static int parse_workloads(struct mb__yread *c, const struct mb__ynode *n,
+                           struct mb_plan_jobset *js)
 {
     struct mb__strmap names = {0};
     int st = parse_workloads_in(c, n, js, &names);
@@ -586,98 +469,95 @@ static int parse_workloads(const struct yctx *c, const yaml_node_t *n, struct mb
     return st;
 }
 
-static int parse_job(const struct yctx *c, const yaml_node_t *n, size_t idx,
+static int parse_job(struct mb__yread *c, const struct mb__ynode *n, size_t idx,
                      struct mb_plan_job *job, unsigned *replicas)
 {
     char field[64];
     snprintf(field, sizeof(field), "jobs[%zu]", idx);
-    if (n->type != YAML_MAPPING_NODE)
-        return yfail(c, n, field, "expected a mapping {name, workload, work}");
+    if (n->kind != MB__Y_MAP)
+        return mb__yread_failn(c, n, field, "expected a mapping {name, workload, work}");
     memset(job, 0, sizeof(*job));
     job->deadline_s = NAN;
     job->memory_mib = NAN;
-    job->line = (unsigned)n->start_mark.line + 1;
+    job->line = n->line;
     *replicas = 1;
     bool have_work = false;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
-        const yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
-        const char *key = scalar(k);
+    for (size_t i = 0; i < n->n; i++) {
+        const struct mb__ynode k_at = {.line = n->key_lines[i]}, *k = &k_at, *v = n->items[i];
+        const char *key = n->keys[i];
         char sub[96];
         snprintf(sub, sizeof(sub), "%s.%s", field, key ? key : "?");
         int st;
         if (!key) {
-            st = yfail(c, k, field, "keys must be strings");
+            st = mb__yread_failn(c, k, field, "keys must be strings");
         } else if (strcmp(key, "name") == 0) {
-            st = get_string(c, v, sub, job->name, sizeof(job->name));
+            st = mb__yread_text(c, v, sub, job->name, sizeof(job->name));
         } else if (strcmp(key, "workload") == 0) {
-            st = get_string(c, v, sub, job->workload, sizeof(job->workload));
+            st = mb__yread_text(c, v, sub, job->workload, sizeof(job->workload));
         } else if (strcmp(key, "work") == 0) {
-            const char *s = scalar(v);
+            const char *s = mb__yread_scalar(v);
             have_work = true;
             if (s && strcmp(s, "continuous") == 0) {
                 job->continuous = true;
                 st = MB_OK;
             } else {
-                st = get_number(c, v, sub, 0, &job->work);
+                st = mb__yread_number_min(c, v, sub, 0, &job->work);
                 if (st == MB_OK && (job->work <= 0 || job->work > MAX_WORK))
-                    st = yfail(c, v, sub,
-                               "must be > 0 and at most %g (units of work) or 'continuous'",
-                               MAX_WORK);
+                    st = mb__yread_failn(
+                        c, v, sub, "must be > 0 and at most %g (units of work) or 'continuous'",
+                        MAX_WORK);
             }
         } else if (strcmp(key, "priority") == 0) {
             double pr_v;
-            st = get_number(c, v, sub, -1e6, &pr_v);
+            st = mb__yread_number_min(c, v, sub, -1e6, &pr_v);
             if (st == MB_OK && (pr_v > 1e6 || pr_v != floor(pr_v)))
-                st = yfail(c, v, sub, "expected an integer between -1000000 and 1000000");
+                st = mb__yread_failn(c, v, sub, "expected an integer between -1000000 and 1000000");
             if (st == MB_OK)
                 job->priority = (int)pr_v;
         } else if (strcmp(key, "deadline") == 0) {
-            st = get_duration(c, v, sub, &job->deadline_s);
+            st = mb__yread_seconds(c, v, sub, &job->deadline_s);
         } else if (strcmp(key, "memory_mib") == 0) {
-            st = get_number(c, v, sub, 0, &job->memory_mib);
+            st = mb__yread_number_min(c, v, sub, 0, &job->memory_mib);
         } else if (strcmp(key, "replicas") == 0) {
             double r;
-            st = get_number(c, v, sub, 1, &r);
+            st = mb__yread_number_min(c, v, sub, 1, &r);
             if (st == MB_OK && (r > 10000 || r != floor(r)))
-                st = yfail(c, v, sub, "expected an integer from 1 to 10000");
+                st = mb__yread_failn(c, v, sub, "expected an integer from 1 to 10000");
             *replicas = (unsigned)r;
         } else {
-            st = yfail(c, k, sub,
-                       "unknown key (expected name, workload, work, priority, deadline, "
-                       "memory_mib, replicas)");
+            st = mb__yread_failn(c, k, sub,
+                                 "unknown key (expected name, workload, work, priority, deadline, "
+                                 "memory_mib, replicas)");
         }
         if (st)
             return st;
     }
     if (!job->workload[0])
-        return yfail(c, n, field, "missing 'workload'");
+        return mb__yread_failn(c, n, field, "missing 'workload'");
     if (!have_work)
-        return yfail(c, n, field, "missing 'work' (a number of units, or 'continuous')");
+        return mb__yread_failn(c, n, field, "missing 'work' (a number of units, or 'continuous')");
     if (!job->name[0])
         mb__copy_str(job->name, sizeof(job->name), job->workload);
     return MB_OK;
 }
 
-static int parse_jobs_in(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js,
+static int parse_jobs_in(struct mb__yread *c, const struct mb__ynode *n, struct mb_plan_jobset *js,
                          struct mb__strmap *names)
 {
     if (js->jobs) /* as for workloads: a second list must not land in the first one's array */
-        return yfail(c, n, "jobs", "given twice");
-    if (n->type != YAML_SEQUENCE_NODE)
-        return yfail(c, n, "jobs", "expected a list of jobs");
+        return mb__yread_failn(c, n, "jobs", "given twice");
+    if (n->kind != MB__Y_SEQ)
+        return mb__yread_failn(c, n, "jobs", "expected a list of jobs");
     size_t cap = 0;
-    size_t idx = 0;
-    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
-         it++, idx++) {
-        const yaml_node_t *e = yaml_document_get_node(c->doc, *it);
+    for (size_t idx = 0; idx < n->n; idx++) {
+        const struct mb__ynode *e = n->items[idx];
         struct mb_plan_job job;
         unsigned replicas = 1;
         int st = parse_job(c, e, idx, &job, &replicas);
         if (st)
             return st;
         if (js->n_jobs + replicas > MB_PLAN_MAX_JOBS)
-            return yfail(c, e, "jobs", "more than %d jobs", MB_PLAN_MAX_JOBS);
+            return mb__yread_failn(c, e, "jobs", "more than %d jobs", MB_PLAN_MAX_JOBS);
         if (js->n_jobs + replicas > cap) {
             size_t nc = cap ? cap * 2 : 16;
             while (nc < js->n_jobs + replicas)
@@ -695,8 +575,8 @@ static int parse_jobs_in(const struct yctx *c, const yaml_node_t *n, struct mb_p
                 char nm[MB_PLAN_NAME_MAX + 16];
                 snprintf(nm, sizeof(nm), "%s-%u", job.name, r);
                 if (strlen(nm) >= sizeof(j->name))
-                    return yfail(c, e, "jobs", "name '%s' too long with its replica number",
-                                 job.name);
+                    return mb__yread_failn(c, e, "jobs",
+                                           "name '%s' too long with its replica number", job.name);
                 mb__copy_str(j->name, sizeof(j->name), nm);
             }
             size_t first = js->n_jobs;
@@ -706,18 +586,18 @@ static int parse_jobs_in(const struct yctx *c, const yaml_node_t *n, struct mb_p
             if (put > 0) {
                 char f[64];
                 snprintf(f, sizeof(f), "jobs[%zu].name", idx);
-                return yfail(c, e, f, "'%s' is also the name of the job on line %u", j->name,
-                             js->jobs[first].line);
+                return mb__yread_failn(c, e, f, "'%s' is also the name of the job on line %u",
+                                       j->name, js->jobs[first].line);
             }
             js->n_jobs++;
         }
     }
     if (js->n_jobs == 0)
-        return yfail(c, n, "jobs", "no jobs");
+        return mb__yread_failn(c, n, "jobs", "no jobs");
     return MB_OK;
 }
 
-static int parse_jobs(const struct yctx *c, const yaml_node_t *n, struct mb_plan_jobset *js)
+static int parse_jobs(struct mb__yread *c, const struct mb__ynode *n, struct mb_plan_jobset *js)
 {
     struct mb__strmap names = {0};
     int st = parse_jobs_in(c, n, js, &names);
@@ -749,6 +629,7 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
     if (st)
         return st;
     struct mb_plan_jobset *js = calloc(1, sizeof(*js));
+    struct mb__ynode *root = NULL;
     yaml_document_t doc;
     bool have_doc = false;
     if (!js) {
@@ -767,36 +648,37 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
         st = mb_error_set(err, MB_EPARSE, "%s:%u: %s", path, f.line, f.msg);
         goto fail;
     }
-    struct yctx c = {path, &doc, err};
-    yaml_node_t *root = have_doc ? yaml_document_get_root_node(&doc) : NULL;
-    if (!root || root->type != YAML_MAPPING_NODE) {
-        st = yfail(&c, root, "(top)", "expected a mapping with 'jobs:'");
+    struct mb__yread c = {
+        .path = path, .err = err, .max_depth = JOBS_MAX_DEPTH, .max_nodes = JOBS_MAX_NODES};
+    if (have_doc && (st = mb__yread_tree(&c, &doc, &root)) != MB_OK)
+        goto fail;
+    if (!root || root->kind != MB__Y_MAP) {
+        st = mb__yread_failn(&c, root, "(top)", "expected a mapping with 'jobs:'");
         goto fail;
     }
-    const yaml_node_t *jobs_node = NULL;
-    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top;
-         pr++) {
-        const yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
-        const yaml_node_t *v = yaml_document_get_node(&doc, pr->value);
-        const char *key = scalar(k);
+    const struct mb__ynode *jobs_node = NULL;
+    for (size_t i = 0; i < root->n; i++) {
+        const struct mb__ynode k_at = {.line = root->key_lines[i]}, *k = &k_at, *v = root->items[i];
+        const char *key = root->keys[i];
         if (!key) {
-            st = yfail(&c, k, "(top)", "keys must be strings");
+            st = mb__yread_failn(&c, k, "(top)", "keys must be strings");
         } else if (strcmp(key, "jobs") == 0) {
             jobs_node = v;
             st = parse_jobs(&c, v, js);
         } else if (strcmp(key, "workloads") == 0) {
             st = parse_workloads(&c, v, js);
         } else if (strcmp(key, "gpu") == 0) {
-            st = get_string(&c, v, key, js->gpu, sizeof(js->gpu));
+            st = mb__yread_text(&c, v, key, js->gpu, sizeof(js->gpu));
         } else if (strcmp(key, "count") == 0) {
             double d;
-            st = get_number(&c, v, key, 1, &d);
+            st = mb__yread_number_min(&c, v, key, 1, &d);
             if (st == MB_OK && (d > MB_PLAN_MAX_GPUS || d != floor(d)))
-                st = yfail(&c, v, key, "expected an integer from 1 to %d", MB_PLAN_MAX_GPUS);
+                st = mb__yread_failn(&c, v, key, "expected an integer from 1 to %d",
+                                     MB_PLAN_MAX_GPUS);
             if (st == MB_OK)
                 js->count = (unsigned)d;
         } else if (strcmp(key, "objective") == 0) {
-            const char *s = scalar(v);
+            const char *s = mb__yread_scalar(v);
             js->has_objective = true;
             if (s && strcmp(s, "energy") == 0)
                 js->objective = MB_PLAN_ENERGY;
@@ -805,36 +687,38 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
             else if (s && strcmp(s, "throughput") == 0)
                 js->objective = MB_PLAN_THROUGHPUT;
             else
-                st = yfail(&c, v, key, "expected energy, makespan or throughput");
+                st = mb__yread_failn(&c, v, key, "expected energy, makespan or throughput");
         } else if (strcmp(key, "makespan_cap") == 0) {
-            st = get_duration(&c, v, key, &js->makespan_cap_s);
+            st = mb__yread_seconds(&c, v, key, &js->makespan_cap_s);
         } else if (strcmp(key, "energy_cap") == 0) {
-            st = get_energy(&c, v, key, &js->energy_cap_j);
+            st = mb__yread_joules(&c, v, key, &js->energy_cap_j);
         } else {
-            st = yfail(&c, k, key,
-                       "unknown key (expected jobs, workloads, gpu, count, objective, "
-                       "makespan_cap, energy_cap)");
+            st = mb__yread_failn(&c, k, key,
+                                 "unknown key (expected jobs, workloads, gpu, count, objective, "
+                                 "makespan_cap, energy_cap)");
         }
         if (st)
             goto fail;
     }
     if (!jobs_node) {
-        st = yfail(&c, root, "jobs", "missing");
+        st = mb__yread_failn(&c, root, "jobs", "missing");
         goto fail;
     }
     if (!isnan(js->makespan_cap_s) && js->has_objective && js->objective != MB_PLAN_ENERGY) {
-        st = yfail(&c, root, "makespan_cap", "applies to the energy objective only");
+        st = mb__yread_failn(&c, root, "makespan_cap", "applies to the energy objective only");
         goto fail;
     }
     if (!isnan(js->energy_cap_j) && (!js->has_objective || js->objective != MB_PLAN_MAKESPAN)) {
-        st = yfail(&c, root, "energy_cap", "applies to 'objective: makespan' only");
+        st = mb__yread_failn(&c, root, "energy_cap", "applies to 'objective: makespan' only");
         goto fail;
     }
+    mb__ynode_free(root);
     yaml_document_delete(&doc);
     free(text);
     *out = js;
     return MB_OK;
 fail:
+    mb__ynode_free(root);
     if (have_doc)
         yaml_document_delete(&doc);
     mb_plan_jobset_destroy(js);

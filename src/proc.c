@@ -10,6 +10,8 @@
 #include <pty.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -720,4 +722,100 @@ void mb_proc_destroy(struct mb_proc *p)
     if (!p->done)
         finish(p);
     free(p);
+}
+
+/* ---- short helper commands ---- */
+
+int mb_proc_run_helper(char *const argv[], char *const extra_env[], const char *stdin_text,
+                       const char *log_path, int timeout_ms, char *why, size_t cap)
+{
+    size_t n_env = 0, n_extra = 0;
+    while (environ[n_env])
+        n_env++;
+    while (extra_env && extra_env[n_extra])
+        n_extra++;
+    char **env = calloc(n_env + n_extra + 1, sizeof(*env));
+    if (!env) {
+        snprintf(why, cap, "out of memory");
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n_env; i++) {
+        bool replaced = false;
+        for (size_t j = 0; j < n_extra; j++) {
+            size_t l = (size_t)(strchr(extra_env[j], '=') - extra_env[j]);
+            if (strncmp(environ[i], extra_env[j], l + 1) == 0)
+                replaced = true;
+        }
+        if (!replaced)
+            env[k++] = environ[i];
+    }
+    for (size_t j = 0; j < n_extra; j++)
+        env[k++] = extra_env[j];
+    env[k] = NULL;
+
+    int pfd[2] = {-1, -1};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (stdin_text) {
+        if (pipe(pfd) != 0) {
+            snprintf(why, cap, "pipe: %s", strerror(errno));
+            free(env);
+            posix_spawn_file_actions_destroy(&fa);
+            return -1;
+        }
+        posix_spawn_file_actions_adddup2(&fa, pfd[0], 0);
+        posix_spawn_file_actions_addclose(&fa, pfd[0]);
+        posix_spawn_file_actions_addclose(&fa, pfd[1]);
+    } else {
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    }
+    posix_spawn_file_actions_addopen(&fa, 1, log_path ? log_path : "/dev/null",
+                                     O_WRONLY | O_CREAT | O_APPEND, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    if (stdin_text)
+        close(pfd[0]);
+    if (e != 0) {
+        if (stdin_text)
+            close(pfd[1]);
+        snprintf(why, cap, "cannot run %s: %s", argv[0], strerror(e));
+        return -1;
+    }
+    if (stdin_text) {
+        /* A short command fits in the pipe buffer; the child may have died, so
+         * ignore EPIPE. */
+        struct sigaction ign, old;
+        memset(&ign, 0, sizeof(ign));
+        ign.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &ign, &old);
+        ssize_t w = write(pfd[1], stdin_text, strlen(stdin_text));
+        (void)w;
+        close(pfd[1]);
+        sigaction(SIGPIPE, &old, NULL);
+    }
+    int status = 0;
+    for (int waited = 0;; waited += 10) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            snprintf(why, cap, "waitpid: %s", strerror(errno));
+            return -1;
+        }
+        if (waited >= timeout_ms) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            snprintf(why, cap, "%s did not finish within %d ms", argv[0], timeout_ms);
+            return MB_PROC_HELPER_TIMEOUT;
+        }
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    snprintf(why, cap, "%s was killed by signal %d", argv[0], WTERMSIG(status));
+    return MB_PROC_HELPER_SIGNAL;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "results_json.h"
 #include "migbench/fileio.h"
 #include "migbench/results.h"
 

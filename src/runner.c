@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The cell runner: one run x one repetition, from preparing the sharing mode to
  * cell.json. */
+#define _DEFAULT_SOURCE /* realpath */
+#include "results_json.h"
 #include "migbench/runner.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 
 #include "migbench/clock.h"
 #include "migbench/layout.h"
+#include "migbench/mig.h"
 #include "migbench/meter.h"
 #include "migbench/proc.h"
 #include "migbench/progress.h"
@@ -103,9 +106,10 @@ struct cell {
     /* mode */
     struct inst inst[MB_EXP_MAX_JOBS];
     size_t n_inst;
+    struct mb_mig_ledger *ledger; /* what migbench made on this GPU (mig.h); NULL before MIG */
     double reconfigure_s;
     bool mps_up;
-    bool mps_emulated; /* an emulated GPU: no daemon, the jobs get the MPS environment */
+    bool mps_emulated; /* an emulated GPU without the control program: no daemon */
     char mps_pipe[1100], mps_log[1100];
     unsigned pct[MB_EXP_MAX_JOBS];
     /* jobs */
@@ -437,108 +441,6 @@ static void window_finish(struct cell *c, int id, int64_t t0, int64_t t1, struct
 /* ---- helper processes (MPS control)
  * ------------------------------------------------------ */
 
-/*
- * Runs argv (looked up on PATH) with extra environment entries, stdin fed from
- * stdin_text (or /dev/null), stdout and stderr appended to log_path. Waits up
- * to timeout_ms. Returns the exit code, or -1 with why filled.
- */
-static int run_helper(char *const argv[], char *const extra_env[], const char *stdin_text,
-                      const char *log_path, int timeout_ms, char *why, size_t cap)
-{
-    size_t n_env = 0, n_extra = 0;
-    while (environ[n_env])
-        n_env++;
-    while (extra_env && extra_env[n_extra])
-        n_extra++;
-    char **env = calloc(n_env + n_extra + 1, sizeof(*env));
-    if (!env) {
-        snprintf(why, cap, "out of memory");
-        return -1;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < n_env; i++) {
-        bool replaced = false;
-        for (size_t j = 0; j < n_extra; j++) {
-            size_t l = (size_t)(strchr(extra_env[j], '=') - extra_env[j]);
-            if (strncmp(environ[i], extra_env[j], l + 1) == 0)
-                replaced = true;
-        }
-        if (!replaced)
-            env[k++] = environ[i];
-    }
-    for (size_t j = 0; j < n_extra; j++)
-        env[k++] = extra_env[j];
-    env[k] = NULL;
-
-    int pfd[2] = {-1, -1};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    if (stdin_text) {
-        /* Close-on-exec: the workers of a multi-GPU run spawn at the same time, and a copy of
-         * this pipe in another worker's child would keep the daemon's stdin open. */
-        if (pipe(pfd) != 0) {
-            snprintf(why, cap, "pipe: %s", strerror(errno));
-            free(env);
-            posix_spawn_file_actions_destroy(&fa);
-            return -1;
-        }
-        fcntl(pfd[0], F_SETFD, FD_CLOEXEC); /* cannot fail on descriptors just made */
-        fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
-        posix_spawn_file_actions_adddup2(&fa, pfd[0], 0);
-        posix_spawn_file_actions_addclose(&fa, pfd[0]);
-        posix_spawn_file_actions_addclose(&fa, pfd[1]);
-    } else {
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    }
-    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid;
-    int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
-    posix_spawn_file_actions_destroy(&fa);
-    free(env);
-    if (stdin_text)
-        close(pfd[0]);
-    if (e != 0) {
-        if (stdin_text)
-            close(pfd[1]);
-        snprintf(why, cap, "cannot run %s: %s", argv[0], strerror(e));
-        return -1;
-    }
-    if (stdin_text) {
-        /* A short command fits in the pipe buffer; the child may have died, so
-         * ignore EPIPE. */
-        struct sigaction ign, old;
-        memset(&ign, 0, sizeof(ign));
-        ign.sa_handler = SIG_IGN;
-        sigaction(SIGPIPE, &ign, &old);
-        ssize_t w = write(pfd[1], stdin_text, strlen(stdin_text));
-        (void)w;
-        close(pfd[1]);
-        sigaction(SIGPIPE, &old, NULL);
-    }
-    int status = 0;
-    for (int waited = 0;; waited += 10) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR) {
-            snprintf(why, cap, "waitpid: %s", strerror(errno));
-            return -1;
-        }
-        if (waited >= timeout_ms) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            snprintf(why, cap, "%s did not finish within %d ms", argv[0], timeout_ms);
-            return -1;
-        }
-        nanosleep(&(struct timespec){0, 10000000}, NULL);
-    }
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    snprintf(why, cap, "%s was killed by signal %d", argv[0], WTERMSIG(status));
-    return -1;
-}
-
 static int mps_quit(const char *pipe_dir, const char *log_dir, char *why, size_t cap)
 {
     char pe[1200], le[1200], log[1200];
@@ -547,7 +449,7 @@ static int mps_quit(const char *pipe_dir, const char *log_dir, char *why, size_t
     snprintf(log, sizeof(log), "%s/control-client.log", log_dir[0] ? log_dir : pipe_dir);
     char *env[] = {pe, le, NULL};
     char *argv[] = {(char *)MPS_CONTROL, NULL};
-    int code = run_helper(argv, env, "quit\n", log, 15000, why, cap);
+    int code = mb_proc_run_helper(argv, env, "quit\n", log, 15000, why, cap);
     if (code > 0)
         snprintf(why, cap, "%s quit exited %d (see %.150s)", MPS_CONTROL, code, log);
     return code == 0 ? MB_OK : MB_EDEVICE;
@@ -556,48 +458,12 @@ static int mps_quit(const char *pipe_dir, const char *log_dir, char *why, size_t
 /* ---- mode preparation
  * -------------------------------------------------------------------- */
 
-static int model_profile_index(const struct mb_gpu_model *m, const char *name)
-{
-    for (size_t i = 0; i < m->n_profiles; i++)
-        if (strcasecmp(m->profiles[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
-/* The instances on the GPU now, as a layout of the model. */
-static int current_layout(struct mb_device *dev, const struct mb_gpu_model *m,
-                          struct mb_layout *out, struct mb_error *err)
-{
-    memset(out, 0, sizeof(*out));
-    struct mb_mig_instance cur[MB_MAX_MIG_INSTANCES * 2];
-    size_t n = 0;
-    int rc = mb_device_mig_instances(dev, cur, sizeof(cur) / sizeof(cur[0]), &n, err);
-    if (rc != MB_OK)
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        bool seen = false;
-        for (size_t k = 0; k < i; k++)
-            if (cur[k].gi_id == cur[i].gi_id)
-                seen = true;
-        if (seen)
-            continue;
-        int p = model_profile_index(m, cur[i].profile_name);
-        if (p < 0 || out->n == MB_LAYOUT_MAX)
-            return mb_error_set(err, MB_EDEVICE, "GPU instance %u has profile '%s', unknown to %s",
-                                cur[i].gi_id, cur[i].profile_name, m->name);
-        out->items[out->n].profile = (unsigned)p;
-        out->items[out->n].placement = cur[i].placement;
-        out->n++;
-    }
-    return MB_OK;
-}
-
 /* Where the run's layout goes beside what exists: placed[i] for job i. */
 static int plan_mig(struct mb_device *dev, const struct mb_gpu_model *m, const struct mb_exp_run *r,
                     struct mb_layout_item placed[MB_EXP_MAX_JOBS], struct mb_error *err)
 {
     struct mb_layout existing, out;
-    int rc = current_layout(dev, m, &existing, err);
+    int rc = mb_mig_current_layout(dev, m, &existing, err);
     if (rc != MB_OK)
         return rc;
     unsigned add[MB_EXP_MAX_JOBS];
@@ -632,6 +498,43 @@ static int plan_mig(struct mb_device *dev, const struct mb_gpu_model *m, const s
 static bool uses_mig(const struct mb_exp_run *r)
 {
     return r->mode == MB_MODE_MIG || r->on[0];
+}
+
+/*
+ * The ledger entry for an instance about to be made (mig.h): written before the create call, so
+ * that 'mig clear --ours' and 'run --resume' find it even when this process dies right after.
+ */
+static int ledger_intend(struct cell *c, const char *profile, unsigned driver_id,
+                         struct mb_placement placement)
+{
+    struct mb_error e;
+    if (!c->ledger && mb_mig_ledger_open(c->o->dev, c->o->device_spec, &c->ledger, &e) != MB_OK) {
+        cell_fail(c, -1, "MIG ownership ledger: %s", e.msg);
+        return MB_EIO;
+    }
+    struct mb_mig_owned o;
+    memset(&o, 0, sizeof(o));
+    o.profile_id = driver_id;
+    snprintf(o.profile, sizeof(o.profile), "%s", profile);
+    o.placement = placement;
+    o.creator = MB_MIG_BY_RUN;
+    char real[PATH_MAX];
+    snprintf(o.experiment, sizeof(o.experiment), "%s",
+             realpath(c->o->results_dir, real) ? real : c->o->results_dir);
+    if (mb_mig_ledger_intend(c->ledger, &o, &e) != MB_OK) {
+        cell_fail(c, -1, "cannot record the instance before creating it: %s", e.msg);
+        return MB_EIO;
+    }
+    return MB_OK;
+}
+
+/* Records what is known of a made instance (GI, then CI, then its UUID). */
+static void ledger_confirm(struct cell *c, const struct inst *in)
+{
+    struct mb_error e;
+    if (mb_mig_ledger_confirm(c->ledger, in->placement, in->gi_id, in->ci_made, in->ci_id, in->uuid,
+                              &e) != MB_OK)
+        emit(c, MB_RUNNER_NOTE, "MIG ownership ledger: %s", e.msg);
 }
 
 static int prepare_mig(struct cell *c)
@@ -687,13 +590,17 @@ static int prepare_mig(struct cell *c)
             cell_fail(c, -1, "the device does not offer profile %s", gp->name);
             return MB_OK;
         }
+        if (ledger_intend(c, gp->name, dprof->driver_id, in->placement) != MB_OK)
+            return MB_OK;
         if (mb_device_mig_create_gi(c->o->dev, dprof->driver_id, &in->placement, &in->gi_id, &e) !=
             MB_OK) {
             cell_fail(c, -1, "cannot create GPU instance %s at slice %u: %s", gp->name,
                       in->placement.start, e.msg);
+            mb_mig_ledger_forget(c->ledger, in->placement, NULL);
             return MB_OK;
         }
         in->gi_made = true;
+        ledger_confirm(c, in);
         cJSON *o = jevent("mig_created", c);
         if (o) {
             cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
@@ -712,6 +619,7 @@ static int prepare_mig(struct cell *c)
             return MB_OK;
         }
         in->ci_made = true;
+        ledger_confirm(c, in);
         o = jevent("mig_created", c);
         if (o) {
             cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
@@ -742,6 +650,7 @@ static int prepare_mig(struct cell *c)
                       c->inst[i].ci_id);
             return MB_OK;
         }
+        ledger_confirm(c, &c->inst[i]);
     }
     return MB_OK;
 }
@@ -778,6 +687,8 @@ static int teardown_mig(struct cell *c)
                 continue;
             }
             in->gi_made = false;
+            if (mb_mig_ledger_forget(c->ledger, in->placement, &e) != MB_OK)
+                emit(c, MB_RUNNER_NOTE, "%s", e.msg);
             cJSON *o = jevent("mig_destroyed", c);
             if (o) {
                 cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
@@ -788,6 +699,25 @@ static int teardown_mig(struct cell *c)
         }
     }
     return rc;
+}
+
+static bool on_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        return false;
+    for (const char *p = path; *p;) {
+        const char *colon = strchr(p, ':');
+        size_t l = colon ? (size_t)(colon - p) : strlen(p);
+        char cand[1200];
+        snprintf(cand, sizeof(cand), "%.*s/%s", (int)l, l ? p : ".", name);
+        if (access(cand, X_OK) == 0)
+            return true;
+        if (!colon)
+            break;
+        p = colon + 1;
+    }
+    return false;
 }
 
 static int prepare_mps(struct cell *c)
@@ -806,9 +736,9 @@ static int prepare_mps(struct cell *c)
     chmod(c->mps_pipe, 0700);
     chmod(c->mps_log, 0700);
     mb_exp_run_thread_pct(c->run, c->o->model ? c->o->model->compute_slices : 7, c->pct);
-    if (c->o->kind == MB_KIND_EMU) {
-        /* No GPU for a daemon to serve: the jobs share the emulated GPU with the MPS
-         * environment they would get, and cell.json says there was no daemon. */
+    if ((mb_device_caps(c->o->dev) & MB_CAP_EMULATED) && !on_path(MPS_CONTROL)) {
+        /* No NVIDIA utilities and no GPU for a daemon to serve: the jobs share the emulated GPU
+         * with the MPS environment they would get, and cell.json says there was no daemon. */
         c->mps_emulated = true;
         emit(c, MB_RUNNER_NOTE, "emulated GPU: no MPS daemon; the jobs get its environment");
         return MB_OK;
@@ -834,7 +764,7 @@ static int prepare_mps(struct cell *c)
     snprintf(cvd, sizeof(cvd), "CUDA_VISIBLE_DEVICES=%s", c->info.uuid);
     char *env[] = {pe, le, c->info.uuid[0] ? cvd : NULL, NULL};
     char *argv[] = {(char *)MPS_CONTROL, (char *)"-d", NULL};
-    int code = run_helper(argv, env, NULL, log, 15000, why, sizeof(why));
+    int code = mb_proc_run_helper(argv, env, NULL, log, 15000, why, sizeof(why));
     if (code != 0) {
         if (code > 0)
             snprintf(why, sizeof(why), "%s -d exited %d (see %.150s)", MPS_CONTROL, code, log);
@@ -916,7 +846,7 @@ static int setup_job(struct cell *c, size_t i)
     j->thread_pct = -1;
     j->regex_mode = j->w->progress_regex[0] != '\0';
     struct mb_error e;
-    bool gpu = c->o->kind != MB_KIND_HOST;
+    bool gpu = (mb_device_caps(c->o->dev) & MB_CAP_GPU) != 0;
     int rc = mb_experiment_job_argv(j->w, c->o->python, c->o->workloads_dir, gpu, &j->argv, &e);
     if (rc != MB_OK)
         return mb_error_set(c->err, rc, "job %s: %s", j->name, e.msg);
@@ -1020,10 +950,10 @@ static uint64_t last_step(const struct job *j)
 }
 
 /* Runs jobs js[0..n) together: spawn, warm-up, window, stop. */
-static int run_phase(struct cell *c, struct job **js, size_t n)
+/* Starts the phase's jobs, each journaled as started. */
+static int spawn_jobs(struct cell *c, struct job **js, size_t n,
+                      struct mb_proc *procs[MB_EXP_MAX_JOBS])
 {
-    const struct mb_exp_measure *m = &c->o->exp->measure;
-    struct mb_proc *procs[MB_EXP_MAX_JOBS] = {NULL};
     struct mb_error e;
     for (size_t i = 0; i < n; i++) {
         struct job *j = js[i];
@@ -1062,119 +992,87 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
         if ((rc = jappend(c, o)) != MB_OK)
             return rc;
     }
-    emit(c, MB_RUNNER_PHASE_START, NULL);
-    int64_t phase_t0 = mb_clock_monotonic_ns();
-    int64_t win_start = 0, next_check = 0;
-    int win_id = -1;
-    bool interrupted = false;
-    while (!c->failed) {
-        int prc = mb_proc_poll(procs, n, 50, &e);
-        if (prc != MB_OK && prc != MB_EINTR) {
-            cell_fail(c, -1, "supervising jobs: %s", e.msg);
-            break;
-        }
-        int64_t t = mb_clock_monotonic_ns();
-        if (*c->o->stop) {
-            interrupted = true;
-            break;
-        }
-        bool completion = m->duration.kind == MB_AMOUNT_COMPLETION;
-        for (size_t i = 0; i < n; i++) {
-            struct job *j = js[i];
-            if (j->completed)
+    return MB_OK;
+}
+
+/* Reaps finished jobs and fails those that died or stopped reporting progress. */
+static void check_jobs(struct cell *c, struct job **js, size_t n, int64_t t, bool completion)
+{
+    const struct mb_exp_measure *m = &c->o->exp->measure;
+    for (size_t i = 0; i < n; i++) {
+        struct job *j = js[i];
+        if (j->completed)
+            continue;
+        if (mb_proc_done(j->proc)) {
+            j->ended_ns = t;
+            int st = mb_proc_wait_status(j->proc);
+            if (completion && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+                /* Time-to-completion: its window ends where it finished. */
+                j->completed = true;
+                if (j->win_start_ns) {
+                    j->win_end_ns = t;
+                    j->window_closed = true;
+                }
+                emit(c, MB_RUNNER_NOTE, "job %s completed after %.1fs", j->name,
+                     (double)(t - j->started_ns) / 1e9);
                 continue;
-            if (mb_proc_done(j->proc)) {
-                j->ended_ns = t;
-                int st = mb_proc_wait_status(j->proc);
-                if (completion && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-                    /* Time-to-completion: its window ends where it finished. */
-                    j->completed = true;
-                    if (j->win_start_ns) {
-                        j->win_end_ns = t;
-                        j->window_closed = true;
-                    }
-                    emit(c, MB_RUNNER_NOTE, "job %s completed after %.1fs", j->name,
-                         (double)(t - j->started_ns) / 1e9);
-                    continue;
-                }
-                j->failed = true;
-                describe_exit(j, completion);
-                cell_fail(c, (int)j->index, "%s", j->fail);
-            } else if (t - j->last_progress_ns > m->progress_timeout_ns) {
-                j->failed = true;
-                snprintf(j->fail, sizeof(j->fail), "job %s reported no progress for %.0fs%s",
-                         j->name, (double)(t - j->last_progress_ns) / 1e9,
-                         j->regex_mode && !j->w->pty
-                             ? " (is its output block-buffered? pty: true runs it on a terminal)"
-                             : "");
-                cell_fail(c, (int)j->index, "%s", j->fail);
             }
-        }
-        if (c->failed)
-            break;
-        if (completion && all_completed(js, n))
-            break;
-        if (!win_start) {
-            bool warm;
-            if (m->warmup.kind == MB_AMOUNT_STEPS) {
-                warm = true;
-                for (size_t i = 0; i < n; i++)
-                    if (!js[i]->completed && last_step(js[i]) < m->warmup.steps)
-                        warm = false;
-            } else {
-                warm = t - phase_t0 >= m->warmup.ns;
-            }
-            if (warm) {
-                win_start = t;
-                win_id = window_begin(c, t);
-                for (size_t i = 0; i < n; i++) {
-                    if (js[i]->completed)
-                        continue; /* finished within the warm-up: no window */
-                    js[i]->win_start_ns = t;
-                    js[i]->win_start_step = last_step(js[i]);
-                }
-                emit(c, MB_RUNNER_WINDOW_START, NULL);
-            }
-        }
-        if (win_start && phase_window_started(js, n)) {
-            bool end = false;
-            if (m->duration.kind == MB_AMOUNT_TIME) {
-                end = t - win_start >= m->duration.ns;
-            } else if (m->duration.kind == MB_AMOUNT_COMPLETION) {
-                if (m->max_duration_ns > 0 && t - win_start >= m->max_duration_ns) {
-                    end = true;
-                    emit(c, MB_RUNNER_NOTE,
-                         "window reached max_duration before the jobs completed");
-                }
-            } else if (m->duration.kind == MB_AMOUNT_STEPS) {
-                end = true;
-                for (size_t i = 0; i < n; i++)
-                    if (last_step(js[i]) - js[i]->win_start_step < m->duration.steps)
-                        end = false;
-            } else if (t - win_start >= m->max_duration_ns) {
-                end = true;
-                emit(c, MB_RUNNER_NOTE, "window reached max_duration before the CI target");
-            } else if (t >= next_check && t - win_start >= 2 * NS) {
-                next_check = t + NS;
-                end = true;
-                for (size_t i = 0; i < n && end; i++) {
-                    struct mb_throughput tp;
-                    mb_progress_throughput(js[i]->prog, win_start, 0, 0, 10, &tp);
-                    if (!tp.valid || !tp.rate.ci_valid || tp.rate.mean <= 0 ||
-                        tp.rate.ci95_half >= m->ci_target * tp.rate.mean)
-                        end = false;
-                }
-            }
-            if (end)
-                break;
-        }
-        if (t >= c->next_tick_ns) {
-            c->next_tick_ns = t + NS;
-            emit(c, MB_RUNNER_TICK, NULL);
+            j->failed = true;
+            describe_exit(j, completion);
+            cell_fail(c, (int)j->index, "%s", j->fail);
+        } else if (t - j->last_progress_ns > m->progress_timeout_ns) {
+            j->failed = true;
+            snprintf(j->fail, sizeof(j->fail), "job %s reported no progress for %.0fs%s", j->name,
+                     (double)(t - j->last_progress_ns) / 1e9,
+                     j->regex_mode && !j->w->pty
+                         ? " (is its output block-buffered? pty: true runs it on a terminal)"
+                         : "");
+            cell_fail(c, (int)j->index, "%s", j->fail);
         }
     }
-    /* Stop: close every window now, then SIGTERM, SIGKILL after the grace period.
-     */
+}
+
+/* Whether the measurement window that began at win_start is over at t. */
+static bool window_over(struct cell *c, struct job **js, size_t n, int64_t t, int64_t win_start,
+                        int64_t *next_check)
+{
+    const struct mb_exp_measure *m = &c->o->exp->measure;
+    bool end = false;
+    if (m->duration.kind == MB_AMOUNT_TIME) {
+        end = t - win_start >= m->duration.ns;
+    } else if (m->duration.kind == MB_AMOUNT_COMPLETION) {
+        if (m->max_duration_ns > 0 && t - win_start >= m->max_duration_ns) {
+            end = true;
+            emit(c, MB_RUNNER_NOTE, "window reached max_duration before the jobs completed");
+        }
+    } else if (m->duration.kind == MB_AMOUNT_STEPS) {
+        end = true;
+        for (size_t i = 0; i < n; i++)
+            if (last_step(js[i]) - js[i]->win_start_step < m->duration.steps)
+                end = false;
+    } else if (t - win_start >= m->max_duration_ns) {
+        end = true;
+        emit(c, MB_RUNNER_NOTE, "window reached max_duration before the CI target");
+    } else if (t >= *next_check && t - win_start >= 2 * NS) {
+        *next_check = t + NS;
+        end = true;
+        for (size_t i = 0; i < n && end; i++) {
+            struct mb_throughput tp;
+            mb_progress_throughput(js[i]->prog, win_start, 0, 0, 10, &tp);
+            if (!tp.valid || !tp.rate.ci_valid || tp.rate.mean <= 0 ||
+                tp.rate.ci95_half >= m->ci_target * tp.rate.mean)
+                end = false;
+        }
+    }
+    return end;
+}
+
+/* Closes every window now, then SIGTERM, SIGKILL after the grace period; returns the end. */
+static int64_t stop_jobs(struct cell *c, struct job **js, size_t n,
+                         struct mb_proc *procs[MB_EXP_MAX_JOBS])
+{
+    const struct mb_exp_measure *m = &c->o->exp->measure;
+    struct mb_error e;
     int64_t t_end = mb_clock_monotonic_ns();
     emit(c, MB_RUNNER_STOPPING, NULL);
     for (size_t i = 0; i < n; i++) {
@@ -1206,6 +1104,71 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
         if (js[i]->prog)
             mb_progress_end(js[i]->prog);
     }
+    return t_end;
+}
+
+static int run_phase(struct cell *c, struct job **js, size_t n)
+{
+    const struct mb_exp_measure *m = &c->o->exp->measure;
+    struct mb_proc *procs[MB_EXP_MAX_JOBS] = {NULL};
+    struct mb_error e;
+    int src = spawn_jobs(c, js, n, procs);
+    if (src != MB_OK)
+        return src;
+    emit(c, MB_RUNNER_PHASE_START, NULL);
+    int64_t phase_t0 = mb_clock_monotonic_ns();
+    int64_t win_start = 0, next_check = 0;
+    int win_id = -1;
+    bool interrupted = false;
+    while (!c->failed) {
+        int prc = mb_proc_poll(procs, n, 50, &e);
+        if (prc != MB_OK && prc != MB_EINTR) {
+            cell_fail(c, -1, "supervising jobs: %s", e.msg);
+            break;
+        }
+        int64_t t = mb_clock_monotonic_ns();
+        if (*c->o->stop) {
+            interrupted = true;
+            break;
+        }
+        bool completion = m->duration.kind == MB_AMOUNT_COMPLETION;
+        check_jobs(c, js, n, t, completion);
+        if (c->failed)
+            break;
+        if (completion && all_completed(js, n))
+            break;
+        if (!win_start) {
+            bool warm;
+            if (m->warmup.kind == MB_AMOUNT_STEPS) {
+                warm = true;
+                for (size_t i = 0; i < n; i++)
+                    if (!js[i]->completed && last_step(js[i]) < m->warmup.steps)
+                        warm = false;
+            } else {
+                warm = t - phase_t0 >= m->warmup.ns;
+            }
+            if (warm) {
+                win_start = t;
+                win_id = window_begin(c, t);
+                for (size_t i = 0; i < n; i++) {
+                    if (js[i]->completed)
+                        continue; /* finished within the warm-up: no window */
+                    js[i]->win_start_ns = t;
+                    js[i]->win_start_step = last_step(js[i]);
+                }
+                emit(c, MB_RUNNER_WINDOW_START, NULL);
+            }
+        }
+        if (win_start && phase_window_started(js, n)) {
+            if (window_over(c, js, n, t, win_start, &next_check))
+                break;
+        }
+        if (t >= c->next_tick_ns) {
+            c->next_tick_ns = t + NS;
+            emit(c, MB_RUNNER_TICK, NULL);
+        }
+    }
+    int64_t t_end = stop_jobs(c, js, n, procs);
     if (win_start) {
         struct mb_energy en;
         window_finish(c, win_id, win_start, t_end, &en);
@@ -1292,7 +1255,8 @@ static cJSON *device_json(struct cell *c)
         cJSON_AddNullToObject(d, "sensor");
     }
     struct mb_mig_mode mm;
-    if (c->o->kind != MB_KIND_HOST && mb_device_mig_mode(c->o->dev, &mm, NULL) == MB_OK) {
+    if ((mb_device_caps(c->o->dev) & MB_CAP_GPU) &&
+        mb_device_mig_mode(c->o->dev, &mm, NULL) == MB_OK) {
         cJSON *mig = cJSON_AddObjectToObject(d, "mig");
         cJSON_AddNumberToObject(mig, "mode", mm.current);
         cJSON *arr = cJSON_AddArrayToObject(mig, "instances");
@@ -1535,6 +1499,77 @@ static double random_offset_s(uint64_t seed, unsigned rep)
     return (double)(x % 1000) / 1000.0; /* 0 .. 1 s, to decorrelate from periodic effects */
 }
 
+/* The jobs' argv and environment, CPU sets in partition mode, thread counts. */
+static int prepare_jobs(struct cell *c)
+{
+    int rc = MB_OK;
+    c->n_jobs = c->run->n_jobs;
+    for (size_t i = 0; i < c->n_jobs && !c->failed; i++)
+        if ((rc = setup_job(c, i)) != MB_OK)
+            return rc;
+    if (c->run->mode == MB_MODE_PARTITION && !c->failed) {
+        struct mb_cpuset *sets = calloc(c->n_jobs, sizeof(*sets));
+        struct mb_error e;
+        if (!sets) {
+            return mb_error_set(c->err, MB_ENOMEM, "out of memory");
+        }
+        if (mb_device_cpu_partitions(c->o->dev, (unsigned)c->n_jobs, sets, &e) != MB_OK) {
+            cell_fail(c, -1, "cannot partition the CPUs: %s", e.msg);
+        } else {
+            for (size_t i = 0; i < c->n_jobs; i++) {
+                c->jobs[i].cpus = sets[i];
+                c->jobs[i].has_cpus = true;
+            }
+        }
+        free(sets);
+    }
+    /* Every job's CPU threads match the cores it may use: a baseline that claims the whole
+     * device must not run on torch's default of fewer threads. */
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    for (size_t i = 0; i < c->n_jobs && !c->failed; i++) {
+        struct job *j = &c->jobs[i];
+        j->cores = j->has_cpus ? j->cpus.n : online > 0 ? (unsigned)online : 0;
+        if (j->cores > 0 && (rc = add_env(j, "OMP_NUM_THREADS=%u", j->cores)) != MB_OK) {
+            rc = mb_error_set(c->err, rc, "job %s: environment too large", j->name);
+            return rc;
+        }
+        /* On the host the CPU is the device being shared: OpenMP threads that spin at barriers
+         * while a co-runner (or anything else) holds a core turn every descheduled thread into
+         * a stall for the whole job (measured: resnet18 on 2 busy cores ran 2.4 images/s with
+         * 2 spinning threads, 46 with 2 passive ones, 31 with 1). Passive waiting measures the
+         * sharing, not the spin; a setting in migbench's own environment is left alone. */
+        if (!(mb_device_caps(c->o->dev) & MB_CAP_GPU) && !getenv("OMP_WAIT_POLICY") &&
+            (rc = add_env(j, "OMP_WAIT_POLICY=PASSIVE")) != MB_OK) {
+            rc = mb_error_set(c->err, rc, "job %s: environment too large", j->name);
+            return rc;
+        }
+    }
+
+    return MB_OK;
+}
+
+/* The idle baseline before the jobs start: the device's power with nothing running. */
+static void idle_baseline(struct cell *c)
+{
+    const struct mb_exp_measure *m = &c->o->exp->measure;
+    if (!c->failed && m->idle_ns > 0) {
+        int64_t a = mb_clock_monotonic_ns();
+        int id = window_begin(c, a);
+        idle_wait(c, m->idle_ns);
+        struct mb_energy e;
+        window_finish(c, id, a, mb_clock_monotonic_ns(), &e);
+        if (e.mean_power_valid && !e.refused) {
+            c->idle_power_w = e.mean_power_w;
+            c->idle_ok = true;
+            power_seen(c, e.mean_power_w);
+            if (c->o->power && !c->o->power->idle_ok) {
+                c->o->power->idle_ok = true;
+                c->o->power->idle_w = e.mean_power_w;
+            }
+        }
+    }
+}
+
 int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *cellp, bool *failed,
                        struct mb_error *err)
 {
@@ -1591,67 +1626,11 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
         rc = prepare_mps(c);
     if (rc != MB_OK)
         goto teardown;
-    c->n_jobs = c->run->n_jobs;
-    for (size_t i = 0; i < c->n_jobs && !c->failed; i++)
-        if ((rc = setup_job(c, i)) != MB_OK)
-            goto teardown;
-    if (c->run->mode == MB_MODE_PARTITION && !c->failed) {
-        struct mb_cpuset *sets = calloc(c->n_jobs, sizeof(*sets));
-        struct mb_error e;
-        if (!sets) {
-            rc = mb_error_set(err, MB_ENOMEM, "out of memory");
-            goto teardown;
-        }
-        if (mb_device_cpu_partitions(opts->dev, (unsigned)c->n_jobs, sets, &e) != MB_OK) {
-            cell_fail(c, -1, "cannot partition the CPUs: %s", e.msg);
-        } else {
-            for (size_t i = 0; i < c->n_jobs; i++) {
-                c->jobs[i].cpus = sets[i];
-                c->jobs[i].has_cpus = true;
-            }
-        }
-        free(sets);
-    }
-    /* Every job's CPU threads match the cores it may use: a baseline that claims the whole
-     * device must not run on torch's default of fewer threads. */
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    for (size_t i = 0; i < c->n_jobs && !c->failed; i++) {
-        struct job *j = &c->jobs[i];
-        j->cores = j->has_cpus ? j->cpus.n : online > 0 ? (unsigned)online : 0;
-        if (j->cores > 0 && (rc = add_env(j, "OMP_NUM_THREADS=%u", j->cores)) != MB_OK) {
-            rc = mb_error_set(err, rc, "job %s: environment too large", j->name);
-            goto teardown;
-        }
-        /* On the host the CPU is the device being shared: OpenMP threads that spin at barriers
-         * while a co-runner (or anything else) holds a core turn every descheduled thread into
-         * a stall for the whole job (measured: resnet18 on 2 busy cores ran 2.4 images/s with
-         * 2 spinning threads, 46 with 2 passive ones, 31 with 1). Passive waiting measures the
-         * sharing, not the spin; a setting in migbench's own environment is left alone. */
-        if (opts->kind == MB_KIND_HOST && !getenv("OMP_WAIT_POLICY") &&
-            (rc = add_env(j, "OMP_WAIT_POLICY=PASSIVE")) != MB_OK) {
-            rc = mb_error_set(err, rc, "job %s: environment too large", j->name);
-            goto teardown;
-        }
-    }
-
+    if ((rc = prepare_jobs(c)) != MB_OK)
+        goto teardown;
     if (!c->failed)
         start_meter(c);
-    if (!c->failed && m->idle_ns > 0) {
-        int64_t a = mb_clock_monotonic_ns();
-        int id = window_begin(c, a);
-        idle_wait(c, m->idle_ns);
-        struct mb_energy e;
-        window_finish(c, id, a, mb_clock_monotonic_ns(), &e);
-        if (e.mean_power_valid && !e.refused) {
-            c->idle_power_w = e.mean_power_w;
-            c->idle_ok = true;
-            power_seen(c, e.mean_power_w);
-            if (opts->power && !opts->power->idle_ok) {
-                opts->power->idle_ok = true;
-                opts->power->idle_w = e.mean_power_w;
-            }
-        }
-    }
+    idle_baseline(c);
     if (*opts->stop)
         interrupted = true;
 
@@ -1734,6 +1713,7 @@ out:
     for (size_t i = 0; i < MB_EXP_MAX_JOBS; i++)
         free_job(&c->jobs[i]);
     mb_meter_destroy(c->meter);
+    mb_mig_ledger_close(c->ledger);
     free(c);
     return rc;
 }
@@ -1741,23 +1721,19 @@ out:
 /* ---- preflight and cleanup
  * --------------------------------------------------------------- */
 
-static bool on_path(const char *name)
+/* Every instance a run makes is recorded first: the ledger must be writable before it starts. */
+static int ledger_writable(const struct mb_runner_opts *o, const struct mb_exp_run *r,
+                           struct mb_error *err)
 {
-    const char *path = getenv("PATH");
-    if (!path)
-        return false;
-    for (const char *p = path; *p;) {
-        const char *colon = strchr(p, ':');
-        size_t l = colon ? (size_t)(colon - p) : strlen(p);
-        char cand[1200];
-        snprintf(cand, sizeof(cand), "%.*s/%s", (int)l, l ? p : ".", name);
-        if (access(cand, X_OK) == 0)
-            return true;
-        if (!colon)
-            break;
-        p = colon + 1;
-    }
-    return false;
+    struct mb_mig_ledger *l = NULL;
+    struct mb_error e;
+    int rc = mb_mig_ledger_open(o->dev, o->device_spec, &l, &e);
+    if (rc == MB_OK)
+        rc = mb_mig_ledger_check_writable(l, &e);
+    mb_mig_ledger_close(l);
+    if (rc != MB_OK)
+        return mb_error_set(err, rc, "run '%s': %s", r->name, e.msg);
+    return MB_OK;
 }
 
 int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *cells, size_t n_cells,
@@ -1767,8 +1743,10 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
         const struct mb_exp_run *r = &o->exp->runs[cells[i].run];
         if (i > 0 && cells[i - 1].run == cells[i].run)
             continue;
-        if (r->mode == MB_MODE_MPS && o->kind != MB_KIND_EMU) {
-            if (o->kind != MB_KIND_NVML)
+        /* An emulated GPU runs mps without a daemon (prepare_mps); a measured one needs it. */
+        bool emulated = mb_device_caps(o->dev) & MB_CAP_EMULATED;
+        if (r->mode == MB_MODE_MPS && !emulated) {
+            if (!(mb_device_caps(o->dev) & MB_CAP_MPS))
                 return mb_error_set(err, MB_EUNSUPPORTED,
                                     "run '%s': mode mps needs a real GPU through the nvml backend "
                                     "(this device is %s); use --only to leave it out",
@@ -1799,8 +1777,43 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
                                     "run '%s': layout does not fit beside the instances on the "
                                     "GPU now: %s",
                                     r->name, e.msg);
+            if (ledger_writable(o, r, err) != MB_OK)
+                return MB_EIO;
         }
     }
+    return MB_OK;
+}
+
+/*
+ * What the ledger says the dead run made in this results directory and the journal may not name
+ * (it died between creating an instance and journaling it): removed, and journaled.
+ */
+static int ledger_cleanup(const struct mb_runner_opts *o, size_t *removed, struct mb_error *err)
+{
+    if (!(mb_device_caps(o->dev) & MB_CAP_MIG))
+        return MB_OK;
+    struct mb_mig_ledger *l = NULL;
+    struct mb_error e;
+    mb_error_clear(&e);
+    size_t n = 0;
+    int rc = mb_mig_ledger_open(o->dev, o->device_spec, &l, &e);
+    if (rc == MB_OK)
+        rc = mb_mig_clear_run(o->dev, l, o->results_dir, &n, &e);
+    mb_mig_ledger_close(l);
+    *removed += n;
+    cJSON *ev = cJSON_CreateObject();
+    cJSON_AddStringToObject(ev, "event", "cleanup");
+    cJSON_AddStringToObject(ev, "what", "mig_ledger");
+    cJSON_AddNumberToObject(ev, "removed", (double)n);
+    cJSON_AddBoolToObject(ev, "ok", rc == MB_OK);
+    cJSON_AddItemToObject(ev, "reason", str_or_null(rc == MB_OK ? "" : e.msg));
+    struct mb_error je;
+    int jrc = mb_journal_append(o->journal, ev, &je);
+    cJSON_Delete(ev);
+    if (rc != MB_OK)
+        return mb_error_set(err, MB_EBUSY, "%s", e.msg);
+    if (jrc != MB_OK)
+        return mb_error_set(err, MB_EIO, "%s", je.msg);
     return MB_OK;
 }
 
@@ -1890,6 +1903,8 @@ int mb_runner_cleanup(const struct mb_runner_opts *o, const struct mb_leftovers 
             rc = mb_error_set(err, MB_EBUSY, "%s", why);
         }
     }
+    if (ledger_cleanup(o, removed, err) != MB_OK && rc == MB_OK)
+        rc = err->status;
     for (size_t i = 0; i < left->n_mps; i++) {
         const struct mb_leftover_mps *l = &left->mps[i];
         char why[256] = "";

@@ -137,6 +137,8 @@ struct mb_an_job {
     struct mb_estimate s_per_step;
     struct mb_estimate j_per_unit;  /* attributed energy (default_method) / units of work */
     int64_t attr_mj[MB_ATTR_COUNT]; /* summed over the cells with energy */
+    size_t argc;                    /* the command as the run's cell recorded it (jobs[].argv) */
+    char **argv;                    /* owned, argc strings; NULL when the cell recorded none */
 };
 
 /* One run: a sharing mode and a job set, over its repetitions. */
@@ -175,7 +177,8 @@ struct mb_an_experiment {
     char uuid[MB_AN_NAME_MAX];
     char driver_version[MB_AN_NAME_MAX];
     char sensor[MB_AN_TEXT_MAX]; /* the cell's device.sensor object as "key=value, ..." */
-    int emulated;
+    int emulated;                /* device.emulated: numbers are modelled, not measured */
+    int cpu_device; /* the host CPU was the shared device (device.gpu false), not a GPU */
     struct mb_opt power_limit_w;
     size_t nruns;
     struct mb_an_run *runs; /* owned; exclusive first, then by mode and name */
@@ -231,9 +234,6 @@ int mb_analysis_load_merged(struct mb_analysis **out, const char *const *dirs, s
 
 /* Frees an analysis; NULL is a no-op. */
 void mb_analysis_destroy(struct mb_analysis *a);
-
-/* The two-sided 95% Student t quantile for df degrees of freedom (df >= 1). */
-double mb_analysis_t95(size_t df);
 
 /*
  * Splits total_mj over n parts in proportion to the non-negative integer weights (all equal

@@ -34,6 +34,37 @@ enum mb_value_status {
 /* Returns "verified", "inferred", "derived" or "unverified". */
 const char *mb_value_status_str(enum mb_value_status s);
 
+/* What the default power reading means. */
+enum mb_power_kind {
+    MB_POWER_UNKNOWN = 0,
+    MB_POWER_INSTANT,  /* a short boxcar (e.g. A100: 25 ms every 100 ms) */
+    MB_POWER_AVERAGED, /* a moving average (e.g. H100/H200: 1 s) */
+    MB_POWER_NONE,     /* the device has no power reading */
+};
+
+/* Returns "unknown", "instant", "averaged" or "none". */
+const char *mb_power_kind_str(enum mb_power_kind k);
+
+#define MB_SENSOR_SCOPE_MAX 32
+
+/*
+ * A model's power sensor as the catalog records it (the model's "sensor" object): what NVML's
+ * default power reading means, how often it and the energy counter are published. Both the nvml
+ * and the emu backend read it. Unknown numbers are 0; `known` is false when the catalog has no
+ * sensor entry for the model.
+ */
+struct mb_model_sensor {
+    bool known;
+    enum mb_power_kind power_kind;    /* MB_POWER_UNKNOWN when not given */
+    uint32_t power_avg_window_ms;     /* window of the default reading */
+    uint32_t power_update_period_ms;  /* how often a new power value is published */
+    int average_field;                /* NVML_FI_DEV_POWER_AVERAGE exists: 1, 0, -1 unknown */
+    uint32_t energy_update_period_ms; /* how often the energy counter moves */
+    char scope[MB_SENSOR_SCOPE_MAX];  /* "board", "module (GPU+CPU)"; "" unknown */
+    enum mb_value_status status;      /* the least sure of the values above */
+    char note[MB_STATUS_NOTE_MAX];    /* the catalog's status text (source, reasoning) */
+};
+
 /* A GPU-instance placement, in memory slices: occupies start .. start+size-1. */
 struct mb_placement {
     unsigned start;
@@ -82,6 +113,7 @@ struct mb_gpu_model {
     size_t n_ci_profiles;
     struct mb_ci_profile ci_profiles[MB_MAX_CI_PROFILES * 5];
     bool user_supplied; /* came from --catalog rather than the built-in data */
+    struct mb_model_sensor sensor;
 };
 
 struct mb_catalog;

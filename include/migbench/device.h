@@ -82,16 +82,7 @@ struct mb_telemetry {
     uint32_t power_limit_mw;   /* enforced limit */
 };
 
-/* What the default power reading means. */
-enum mb_power_kind {
-    MB_POWER_UNKNOWN = 0,
-    MB_POWER_INSTANT,  /* a short boxcar (e.g. A100: 25 ms every 100 ms) */
-    MB_POWER_AVERAGED, /* a moving average (e.g. H100/H200: 1 s) */
-    MB_POWER_NONE,     /* the device has no power reading */
-};
-
-/* Returns "unknown", "instant", "averaged" or "none". */
-const char *mb_power_kind_str(enum mb_power_kind k);
+/* enum mb_power_kind and mb_power_kind_str() are in catalog.h: the catalog holds each model's. */
 
 /* The sensor's semantics, recorded in every output. Unknown periods are 0 with a note. */
 struct mb_sensor_info {
@@ -200,6 +191,9 @@ enum mb_device_cap {
     MB_CAP_ENERGY_COUNTER = 1u << 6,  /* a cumulative energy counter exists */
     MB_CAP_SET_POWER_LIMIT = 1u << 7, /* the power limit can be set */
     MB_CAP_CPU_PARTITIONS = 1u << 8,  /* host: disjoint core sets as partitions */
+    /* power and utilisation are rates over the time since the previous telemetry read (or the
+     * open), as the host's RAPL and /proc/stat give them: a read soon after is not a figure */
+    MB_CAP_DELTA_TELEMETRY = 1u << 9,
 };
 
 /*
@@ -286,6 +280,15 @@ void mb_device_spec_list_free(struct mb_device_spec_list *list);
 /* Appends a copy of spec to list; MB_ERANGE past MB_MAX_DEVICES, MB_ENOMEM. For backends. */
 int mb_device_spec_list_add(struct mb_device_spec_list *list, const char *spec,
                             struct mb_error *err);
+
+/*
+ * Opens the i-th device of this machine as `devices` lists them: every NVIDIA GPU NVML reports
+ * (spec "nvml:I"), or the host (spec "host") as device 0 when there is none; never an emulated
+ * one. spec gets the device's spec. Returns MB_ENOTFOUND past the last device, or the host's
+ * open error.
+ */
+int mb_device_open_nth(size_t i, char *spec, size_t spec_cap, struct mb_device **out,
+                       struct mb_error *err);
 
 /* Closes a device; NULL is a no-op. */
 void mb_device_close(struct mb_device *dev);

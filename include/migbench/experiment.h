@@ -186,23 +186,13 @@ int mb_experiment_job_argv(const struct mb_exp_workload *w, const char *python,
 /* Frees an argv array from mb_experiment_job_argv; NULL is a no-op. */
 void mb_argv_free(char **argv);
 
-/* The kind of device an experiment runs on, for choosing and expanding runs. */
-enum mb_device_kind {
-    MB_KIND_HOST = 0,
-    MB_KIND_EMU,
-    MB_KIND_NVML,
-};
-
-/* Maps a backend name ("host", "emu", "nvml") to a kind; -1 when unknown. */
-int mb_device_kind_from_backend(const char *backend);
-
 /*
- * Whether run applies to a device of kind: its mode must make sense there (partition: host;
- * mig: emu or nvml; mps: emu or nvml; exclusive and timeslice: anywhere) and its `only:`
- * restriction must allow it. When not, a one-line reason is written to why (may be NULL).
+ * Whether run applies to a device with the MB_CAP_* bits caps (mb_device_caps): its mode must
+ * make sense there (partition: not a GPU; mig and mps: a GPU; exclusive and timeslice: anywhere)
+ * and its `only:` restriction must allow it. When not, a one-line reason is written to why (may
+ * be NULL).
  */
-bool mb_exp_run_applies(const struct mb_exp_run *run, enum mb_device_kind kind, char *why,
-                        size_t cap);
+bool mb_exp_run_applies(const struct mb_exp_run *run, uint32_t caps, char *why, size_t cap);
 
 /*
  * MPS thread percentages for run's jobs: the explicit list, else shares matched to
@@ -219,15 +209,15 @@ struct mb_cell {
 };
 
 /*
- * Expands exp into cells for a device of kind, keeping only runs named in only_runs (a
- * comma-separated list; NULL or "" for all). Runs that do not apply are skipped; for each a
- * note "run 'x' skipped: ..." is added to notes (each note a heap string; free with
+ * Expands exp into cells for a device with the MB_CAP_* bits caps, keeping only runs named in
+ * only_runs (a comma-separated list; NULL or "" for all). Runs that do not apply are skipped; for
+ * each a note "run 'x' skipped: ..." is added to notes (each note a heap string; free with
  * mb_notes_free). *cells is a heap array owned by the caller (free()). A name in only_runs that
  * is not a run: MB_EINVAL.
  */
-int mb_experiment_cells(const struct mb_experiment *exp, enum mb_device_kind kind,
-                        const char *only_runs, struct mb_cell **cells, size_t *n_cells,
-                        char ***notes, size_t *n_notes, struct mb_error *err);
+int mb_experiment_cells(const struct mb_experiment *exp, uint32_t caps, const char *only_runs,
+                        struct mb_cell **cells, size_t *n_cells, char ***notes, size_t *n_notes,
+                        struct mb_error *err);
 
 /*
  * Checks the runs that cells will run against the GPU model they run on; runs not in cells
@@ -248,8 +238,11 @@ int mb_experiment_check_cells(const struct mb_experiment *exp, const struct mb_g
 /* Frees notes from mb_experiment_cells. */
 void mb_notes_free(char **notes, size_t n);
 
-/* Repetitions per run on a device of kind (the measure setting or its default). */
-unsigned mb_experiment_repetitions(const struct mb_experiment *exp, enum mb_device_kind kind);
+/*
+ * Repetitions per run on a device with the MB_CAP_* bits caps: the measure setting, else 4 on a
+ * measured GPU and 1 on an emulated one or the host.
+ */
+unsigned mb_experiment_repetitions(const struct mb_experiment *exp, uint32_t caps);
 
 /* FNV-1a 64 over bytes, continuing from h (start with MB_FNV1A_INIT). */
 #define MB_FNV1A_INIT 0xcbf29ce484222325ULL

@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include <cjson/cJSON.h>
-
 #include "migbench/status.h"
 
 /*
@@ -27,13 +25,6 @@
  */
 int mb_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
                          struct mb_error *err);
-
-/*
- * Writes obj as formatted JSON with a final newline to path through mb_file_write_atomic.
- * Returns its statuses, or MB_ENOMEM when the text cannot be made.
- */
-int mb_file_write_json_atomic(const char *path, const cJSON *obj, mode_t mode,
-                              struct mb_error *err);
 
 /*
  * Opens path for reading as an input file from outside: without blocking (a FIFO with no writer
@@ -61,16 +52,5 @@ int mb_file_fopen_input(const char *path, FILE **out, struct mb_error *err);
  */
 int mb_file_read(const char *path, size_t max_bytes, char **out, size_t *len_out,
                  struct mb_error *err);
-
-/*
- * Parses the len bytes at text (NUL-terminated at text[len]) as JSON into a new tree at *out that
- * the caller frees with cJSON_Delete. Refuses, with source in the message: text that is not JSON
- * ("SOURCE:LINE:COLUMN: not valid JSON"), JSON nested deeper than cJSON's limit of
- * CJSON_NESTING_LIMIT levels ("SOURCE: JSON nested deeper than 1000 levels"), and a string
- * holding \u0000, which every C string reader would silently cut short. Returns MB_OK,
- * MB_EPARSE or MB_ENOMEM; on failure *out is NULL.
- */
-int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out,
-                  struct mb_error *err);
 
 #endif

@@ -38,6 +38,7 @@ struct mb_monitor_instance {
 struct mb_monitor_gpu {
     char spec[MB_MONITOR_SPEC_MAX];
     struct mb_device_info info;
+    uint32_t caps; /* MB_CAP_* of the device */
     struct mb_sensor_info sensor;
     bool tel_ok;
     struct mb_telemetry tel;

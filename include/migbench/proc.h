@@ -144,4 +144,20 @@ void mb_proc_destroy(struct mb_proc *p);
 /* CLOCK_MONOTONIC now, in ns (mb_clock_monotonic_ns). */
 int64_t mb_proc_now_ns(void);
 
+/* What mb_proc_run_helper returns when the helper gave no exit status. */
+#define MB_PROC_HELPER_FAILED (-1)  /* it could not be started or waited for */
+#define MB_PROC_HELPER_TIMEOUT (-2) /* killed after timeout_ms */
+#define MB_PROC_HELPER_SIGNAL (-3)  /* killed by a signal */
+
+/*
+ * Runs a short helper command to completion, without a shell, in this thread: argv[0] is looked
+ * up in PATH unless it contains '/'; extra_env ("NAME=value", NULL-terminated; NULL: none) is
+ * added to our environment, replacing variables of the same name; stdin reads stdin_text (NULL:
+ * /dev/null); stdout and stderr are appended to log_path (NULL: /dev/null); SIGKILL after
+ * timeout_ms. Returns the exit status (0..255), or an MB_PROC_HELPER_* code with the reason in
+ * why. It is not a job: no process group, no capture, no progress pipe (mb_proc_spawn).
+ */
+int mb_proc_run_helper(char *const argv[], char *const extra_env[], const char *stdin_text,
+                       const char *log_path, int timeout_ms, char *why, size_t cap);
+
 #endif

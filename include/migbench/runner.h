@@ -23,8 +23,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include "migbench/catalog.h"
 #include "migbench/device.h"
 #include "migbench/experiment.h"
@@ -80,9 +78,8 @@ struct mb_runner_opts {
     struct mb_device *dev;
     const char *device_spec;          /* the meter opens its own handle from it */
     const struct mb_gpu_model *model; /* the device's catalog model; NULL on the host */
-    enum mb_device_kind kind;
-    const char *results_dir; /* the experiment's results directory */
-    const char *python;      /* resolved interpreter for {python}; NULL when not needed */
+    const char *results_dir;          /* the experiment's results directory */
+    const char *python;               /* resolved interpreter for {python}; NULL when not needed */
     const char *workloads_dir;
     struct mb_journal *journal;
     volatile sig_atomic_t *stop; /* non-zero: stop now (holds the signal number) */

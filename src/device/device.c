@@ -23,21 +23,6 @@ static const struct mb_device_ops *const backends[] = {
 
 #define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))
 
-const char *mb_power_kind_str(enum mb_power_kind k)
-{
-    switch (k) {
-    case MB_POWER_INSTANT:
-        return "instant";
-    case MB_POWER_AVERAGED:
-        return "averaged";
-    case MB_POWER_NONE:
-        return "none";
-    case MB_POWER_UNKNOWN:
-        break;
-    }
-    return "unknown";
-}
-
 int mb__spec_next(const char **p, const char *what, char *key, char *val, struct mb_error *err)
 {
     const char *s = *p;
@@ -177,6 +162,26 @@ int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *er
     }
     const char *args = spec[nlen] == ':' ? spec + nlen + 1 : NULL;
     return mb__device_open_ops(ops, args, spec, out, err);
+}
+
+int mb_device_open_nth(size_t i, char *spec, size_t spec_cap, struct mb_device **out,
+                       struct mb_error *err)
+{
+    *out = NULL;
+    const struct mb_device_ops *nvml = find_backend("nvml", 4);
+    if (nvml) {
+        char args[24];
+        snprintf(args, sizeof(args), "%zu", i);
+        snprintf(spec, spec_cap, "nvml:%zu", i);
+        struct mb_error ignored;
+        if (mb__device_open_ops(nvml, args, spec, out, &ignored) == MB_OK)
+            return MB_OK;
+    }
+    /* No GPU i: the end of the GPUs, or, when there is none at all, the host as device 0. */
+    if (i > 0)
+        return mb_error_set(err, MB_ENOTFOUND, "no device %zu", i);
+    snprintf(spec, spec_cap, "host");
+    return mb__device_open_ops(&mb__host_ops, NULL, spec, out, err);
 }
 
 void mb_device_close(struct mb_device *dev)

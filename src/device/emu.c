@@ -27,6 +27,7 @@
 #include "migbench/clock.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
+#include "json_io.h"
 
 #define EMU_MAX_GI 15 /* GI ids 0..14 (mig-geometry.md §8.1) */
 #define EMU_MAX_CI 8  /* CI ids 0..7 */
@@ -43,35 +44,36 @@ struct emu_model_defaults {
     const char *model; /* catalog name */
     const char *vendor_name;
     double idle_w, max_w;
-    enum mb_power_kind sensor;
-    bool has_average; /* NVML_FI_DEV_POWER_AVERAGE exists (not on GA100) */
-    bool gpm;         /* Hopper and later */
+    bool gpm; /* Hopper and later */
     uint32_t sm_idle_mhz, sm_max_mhz, mem_mhz;
-    const char *scope;
+};
+
+/* The sensor of a model whose catalog entry has none (a --catalog model): emulation defaults. */
+static const struct mb_model_sensor generic_sensor = {
+    .known = true,
+    .power_kind = MB_POWER_AVERAGED,
+    .power_avg_window_ms = 1000,
+    .power_update_period_ms = 100,
+    .average_field = 1,
+    .scope = "board",
+    .status = MB_VALUE_UNVERIFIED,
 };
 
 static const struct emu_model_defaults model_defaults[] = {
-    {"A30-24GB", "NVIDIA A30", 30, 165, MB_POWER_INSTANT, false, false, 210, 1440, 1215, "board"},
-    {"A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB", 50, 400, MB_POWER_INSTANT, false, false, 210, 1410,
-     1215, "board"},
-    {"A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 60, 400, MB_POWER_INSTANT, false, false, 210, 1410,
-     1593, "board"},
-    {"H100-SXM5-80GB", "NVIDIA H100 80GB HBM3", 70, 700, MB_POWER_AVERAGED, true, true, 345, 1980,
-     2619, "board"},
-    {"H100-NVL-94GB", "NVIDIA H100 NVL", 60, 400, MB_POWER_AVERAGED, true, true, 345, 1785, 2619,
-     "board"},
-    {"GH200-H100-96GB", "NVIDIA GH200 480GB", 100, 900, MB_POWER_AVERAGED, true, true, 345, 1980,
-     2619, "module (GPU+CPU)"},
-    {"H200-141GB", "NVIDIA H200", 75, 700, MB_POWER_AVERAGED, true, true, 345, 1980, 3201, "board"},
-    {"B200-180GB", "NVIDIA B200", 140, 1000, MB_POWER_AVERAGED, true, true, 345, 1965, 3996,
-     "board"},
-    {"GB200-186GB", "NVIDIA GB200", 150, 1200, MB_POWER_AVERAGED, true, true, 345, 2062, 3996,
-     "board"},
+    {"A30-24GB", "NVIDIA A30", 30, 165, false, 210, 1440, 1215},
+    {"A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB", 50, 400, false, 210, 1410, 1215},
+    {"A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 60, 400, false, 210, 1410, 1593},
+    {"H100-SXM5-80GB", "NVIDIA H100 80GB HBM3", 70, 700, true, 345, 1980, 2619},
+    {"H100-NVL-94GB", "NVIDIA H100 NVL", 60, 400, true, 345, 1785, 2619},
+    {"GH200-H100-96GB", "NVIDIA GH200 480GB", 100, 900, true, 345, 1980, 2619},
+    {"H200-141GB", "NVIDIA H200", 75, 700, true, 345, 1980, 3201},
+    {"B200-180GB", "NVIDIA B200", 140, 1000, true, 345, 1965, 3996},
+    {"GB200-186GB", "NVIDIA GB200", 150, 1200, true, 345, 2062, 3996},
 };
 
 /* Used for a model from a user catalog that the table above does not know. */
-static const struct emu_model_defaults generic_defaults = {
-    NULL, NULL, 60, 400, MB_POWER_AVERAGED, true, false, 300, 1500, 1500, "board"};
+static const struct emu_model_defaults generic_defaults = {NULL,  NULL, 60,   400,
+                                                           false, 300,  1500, 1500};
 
 /* The operations that fault injection and call counting know, in one list. */
 #define EMU_OP_LIST(X)                                                                             \
@@ -175,7 +177,8 @@ struct emu {
     /* Energy counter. */
     bool counter;
     unsigned long long energy0_mj, wrap_mj, energy_update_ms;
-    /* Sensor. */
+    /* Sensor: the catalog's facts (sens), then what the options changed. */
+    struct mb_model_sensor sens;
     enum mb_power_kind sensor;
     unsigned long long update_ms, avg_ms;
     /* Clock. */
@@ -1111,6 +1114,26 @@ static void emu_close(struct mb_device *dev)
     free(e);
 }
 
+/* The sensor as the catalog states it for the model (generic_sensor when it states nothing), for
+ * what the options did not set. A window not given follows the kind when an option changed it. */
+static void sensor_defaults(struct emu *e, const struct emu_opts *o)
+{
+    e->sens = e->model->sensor.known ? e->model->sensor : generic_sensor;
+    if (e->sens.power_kind == MB_POWER_UNKNOWN)
+        e->sens.power_kind = generic_sensor.power_kind;
+    if (!e->sens.scope[0])
+        snprintf(e->sens.scope, sizeof(e->sens.scope), "%s", generic_sensor.scope);
+    if (!o->have_sensor)
+        e->sensor = e->sens.power_kind;
+    if (!o->have_update)
+        e->update_ms = e->sens.power_update_period_ms ? e->sens.power_update_period_ms : 100;
+    if (!o->have_avg)
+        e->avg_ms = e->sensor == e->sens.power_kind && e->sens.power_avg_window_ms
+                        ? e->sens.power_avg_window_ms
+                    : e->sensor == MB_POWER_AVERAGED ? 1000
+                                                     : 25;
+}
+
 int mb__emu_open(const char *args, struct mb_device **out, struct mb_error *err)
 {
     *out = NULL;
@@ -1163,12 +1186,7 @@ int mb__emu_open(const char *args, struct mb_device **out, struct mb_error *err)
                           e->max_w);
         goto fail;
     }
-    if (!o.have_sensor)
-        e->sensor = e->defs.sensor;
-    if (!o.have_update)
-        e->update_ms = 100;
-    if (!o.have_avg)
-        e->avg_ms = e->sensor == MB_POWER_AVERAGED ? 1000 : 25;
+    sensor_defaults(e, &o);
     if (o.trace[0] && e->load_fixed) {
         rc = mb_error_set(err, MB_EINVAL, "emu: give load= or trace=, not both");
         goto fail;
@@ -1283,7 +1301,7 @@ static int emu_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct
     double inst = sensor_reading(e, now, e->sensor == MB_POWER_INSTANT ? e->avg_ms : 25);
     out->power_instant_mw = to_mw(inst);
     out->valid |= MB_TEL_POWER_INSTANT;
-    if (e->sensor == MB_POWER_AVERAGED || e->defs.has_average) {
+    if (e->sensor == MB_POWER_AVERAGED || e->sens.average_field == 1) {
         double avg = sensor_reading(e, now, e->sensor == MB_POWER_AVERAGED ? e->avg_ms : 1000);
         out->power_avg_mw = to_mw(avg);
         out->valid |= MB_TEL_POWER_AVG;
@@ -1317,8 +1335,9 @@ static int emu_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct
 static uint32_t emu_caps(struct mb_device *dev)
 {
     struct emu *e = as_emu(dev);
-    uint32_t caps =
-        MB_CAP_EMULATED | MB_CAP_GPU | MB_CAP_MIG | MB_CAP_SET_MIG_MODE | MB_CAP_MPS | MB_CAP_POWER;
+    uint32_t caps = MB_CAP_EMULATED | MB_CAP_GPU | MB_CAP_MPS | MB_CAP_POWER;
+    if (e->model->n_profiles > 0)
+        caps |= MB_CAP_MIG | MB_CAP_SET_MIG_MODE;
     if (e->counter)
         caps |= MB_CAP_ENERGY_COUNTER;
     return caps;
@@ -1335,14 +1354,14 @@ static int emu_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct 
     out->power_update_period_ms = (uint32_t)e->update_ms;
     out->power_avg_window_ms = (uint32_t)e->avg_ms;
     out->has_instant = true;
-    out->has_average = e->sensor == MB_POWER_AVERAGED || e->defs.has_average;
+    out->has_average = e->sensor == MB_POWER_AVERAGED || e->sens.average_field == 1;
     out->has_energy_counter = e->counter;
     if (e->counter) {
         out->energy_update_period_ms = (uint32_t)e->energy_update_ms;
         out->energy_resolution_mj = 1;
         out->energy_wrap_mj = e->wrap_mj;
     }
-    snprintf(out->scope, sizeof(out->scope), "%s", e->defs.scope);
+    snprintf(out->scope, sizeof(out->scope), "%s", e->sens.scope);
     snprintf(out->source, sizeof(out->source),
              "emulated: %s power, %s %llu ms window every %llu ms; energy %s",
              e->trace ? "trace" : "idle+load", mb_power_kind_str(e->sensor), e->avg_ms,

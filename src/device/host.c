@@ -417,7 +417,7 @@ static int host_telemetry(struct mb_device *dev, struct mb_telemetry *out, struc
 static uint32_t host_caps(struct mb_device *dev)
 {
     const struct host *h = (const struct host *)dev;
-    uint32_t caps = MB_CAP_CPU_PARTITIONS;
+    uint32_t caps = MB_CAP_CPU_PARTITIONS | MB_CAP_DELTA_TELEMETRY;
     if (h->rapl_ok)
         caps |= MB_CAP_POWER | MB_CAP_ENERGY_COUNTER;
     return caps;

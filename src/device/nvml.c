@@ -192,6 +192,7 @@ struct nvml_dev {
     unsigned index;
     char name[MB_DEVICE_NAME_MAX];
     char model[MB_MODEL_NAME_MAX]; /* catalog model, "" when the catalog lacks it */
+    struct mb_model_sensor sens;   /* the catalog's sensor facts (known false without them) */
     unsigned arch;                 /* NVML_DEVICE_ARCH_*, or NVML_DEVICE_ARCH_UNKNOWN */
     int gpi_version; /* 3 or 2 for ProfileInfoV, 0 until known, -1 when V is unusable */
     bool profiles_cached;
@@ -437,8 +438,10 @@ static int nvml_open(const char *args, struct mb_device **out, struct mb_error *
     struct mb_catalog *cat = NULL;
     if (mb_catalog_create(&cat, NULL) == MB_OK) {
         const struct mb_gpu_model *model = NULL;
-        if (mb_catalog_find(cat, d->name, &model, NULL) == MB_OK && model)
+        if (mb_catalog_find(cat, d->name, &model, NULL) == MB_OK && model) {
             mb__copy_str(d->model, sizeof(d->model), model->name);
+            d->sens = model->sensor;
+        }
         mb_catalog_destroy(cat);
     }
     *out = &d->base;
@@ -701,29 +704,10 @@ static uint32_t nvml_caps(struct mb_device *dev)
     return caps;
 }
 
-static int nvml_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err)
+/* A GPU the catalog has no sensor facts for (or no power reading): NVML's documented rule by
+ * architecture or name. */
+static void sensor_from_rules(const struct nvml_dev *d, bool has_power, struct mb_sensor_info *out)
 {
-    struct nvml_dev *d = to_nv(dev);
-    memset(out, 0, sizeof(*out));
-    unsigned u;
-    nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
-    if (d->f.power_usage) {
-        r = d->f.power_usage(d->h, &u);
-        if (r == NVML_ERROR_GPU_IS_LOST)
-            return nv_fail(d, r, "read power", err);
-    }
-    bool has_power = r == NVML_SUCCESS;
-    nvmlFieldValue_t fv[3];
-    uint64_t v;
-    if (read_fields(d, fv) == NVML_SUCCESS) {
-        out->has_average = field_u64(&fv[0], &v);
-        out->has_instant = field_u64(&fv[1], &v);
-        out->has_energy_counter = field_u64(&fv[2], &v);
-    }
-    unsigned long long ull;
-    if (d->f.total_energy && d->f.total_energy(d->h, &ull) == NVML_SUCCESS)
-        out->has_energy_counter = true;
-
     /*
      * NVML documents nvmlDeviceGetPowerUsage as instantaneous on GA100 and older and as a 1 s
      * average on Ampere other than GA100 and everything newer. The ~100 ms publication period
@@ -768,6 +752,55 @@ static int nvml_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct
     mb__copy_str(out->scope, sizeof(out->scope), is_grace_module(d) ? "module (GPU+CPU)" : "board");
     snprintf(out->source, sizeof(out->source),
              "NVML docs (kind from %s); periods from the literature", basis);
+}
+
+/* The catalog's facts for the model, with its status word; the counter's period only when the
+ * device has a counter. */
+static void sensor_from_catalog(const struct nvml_dev *d, struct mb_sensor_info *out)
+{
+    const struct mb_model_sensor *c = &d->sens;
+    out->power_kind = c->power_kind;
+    out->power_avg_window_ms = c->power_avg_window_ms;
+    out->power_update_period_ms = c->power_update_period_ms;
+    if (out->has_energy_counter)
+        out->energy_update_period_ms = c->energy_update_period_ms;
+    out->energy_wrap_mj = 0; /* a 64-bit millijoule counter: no wrap within a GPU's life */
+    mb__copy_str(out->scope, sizeof(out->scope),
+                 c->scope[0]          ? c->scope
+                 : is_grace_module(d) ? "module (GPU+CPU)"
+                                      : "board");
+    snprintf(out->source, sizeof(out->source), "catalog %.32s (%s): NVML docs, literature",
+             d->model, mb_value_status_str(c->status));
+}
+
+static int nvml_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err)
+{
+    struct nvml_dev *d = to_nv(dev);
+    memset(out, 0, sizeof(*out));
+    unsigned u;
+    nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (d->f.power_usage) {
+        r = d->f.power_usage(d->h, &u);
+        if (r == NVML_ERROR_GPU_IS_LOST)
+            return nv_fail(d, r, "read power", err);
+    }
+    bool has_power = r == NVML_SUCCESS;
+    nvmlFieldValue_t fv[3];
+    uint64_t v;
+    if (read_fields(d, fv) == NVML_SUCCESS) {
+        out->has_average = field_u64(&fv[0], &v);
+        out->has_instant = field_u64(&fv[1], &v);
+        out->has_energy_counter = field_u64(&fv[2], &v);
+    }
+    unsigned long long ull;
+    if (d->f.total_energy && d->f.total_energy(d->h, &ull) == NVML_SUCCESS)
+        out->has_energy_counter = true;
+
+    /* The catalog's facts for a model it knows; NVML's documented rule for any other GPU. */
+    if (has_power && d->sens.known && d->sens.power_kind != MB_POWER_UNKNOWN)
+        sensor_from_catalog(d, out);
+    else
+        sensor_from_rules(d, has_power, out);
     return MB_OK;
 }
 

@@ -6,6 +6,7 @@
  */
 #include "fuzz_common.h"
 #include "migbench/catalog.h"
+#include "migbench/device.h"
 #include "migbench/experiment.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -29,12 +30,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct mb_experiment *exp = NULL;
     if (mb_experiment_parse("fuzz.yaml", (const char *)parts[0], lens[0], (const char *const *)ov,
                             n - 1, &exp, &err) == MB_OK) {
-        for (int kind = MB_KIND_HOST; kind <= MB_KIND_NVML; kind++) {
+        /* The host, an emulated GPU, a measured GPU. */
+        static const uint32_t caps[] = {MB_CAP_CPU_PARTITIONS,
+                                        MB_CAP_EMULATED | MB_CAP_GPU | MB_CAP_MIG | MB_CAP_MPS,
+                                        MB_CAP_GPU | MB_CAP_MIG | MB_CAP_MPS};
+        for (size_t kind = 0; kind < sizeof(caps) / sizeof(caps[0]); kind++) {
             struct mb_cell *cells = NULL;
             char **notes = NULL;
             size_t n_cells = 0, n_notes = 0;
-            if (mb_experiment_cells(exp, (enum mb_device_kind)kind, NULL, &cells, &n_cells, &notes,
-                                    &n_notes, &err) == MB_OK) {
+            if (mb_experiment_cells(exp, caps[kind], NULL, &cells, &n_cells, &notes, &n_notes,
+                                    &err) == MB_OK) {
                 free(cells);
                 mb_notes_free(notes, n_notes);
             }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json_io.h"
 #include "migbench/catalog.h"
 
 static char *read_all(const char *path)
@@ -301,6 +302,38 @@ static void test_ambiguous_and_unknown(void **state)
     assert_null(m);
 }
 
+/* Sensor facts per model: every built-in model has them, with a status and its note. */
+static void test_sensor_facts(void **state)
+{
+    const struct mb_catalog *cat = *state;
+    const struct mb_gpu_model *m = NULL;
+    struct mb_error err;
+    for (size_t i = 0; i < mb_catalog_count(cat); i++) {
+        const struct mb_model_sensor *s = &mb_catalog_model(cat, i)->sensor;
+        assert_true(s->known);
+        assert_true(s->power_kind == MB_POWER_INSTANT || s->power_kind == MB_POWER_AVERAGED);
+        assert_true(s->power_avg_window_ms > 0 && s->power_update_period_ms > 0);
+        assert_true(s->scope[0] != '\0');
+        assert_true(s->note[0] != '\0');
+    }
+    assert_int_equal(mb_catalog_find(cat, "A100-40GB", &m, &err), MB_OK);
+    assert_int_equal(m->sensor.power_kind, MB_POWER_INSTANT);
+    assert_int_equal(m->sensor.power_avg_window_ms, 25);
+    assert_int_equal(m->sensor.power_update_period_ms, 100);
+    assert_int_equal(m->sensor.average_field, 0);
+    assert_int_equal(m->sensor.energy_update_period_ms, 100);
+    assert_string_equal(m->sensor.scope, "board");
+    assert_int_equal(m->sensor.status, MB_VALUE_VERIFIED);
+    assert_non_null(strstr(m->sensor.note, "Yang"));
+    assert_int_equal(mb_catalog_find(cat, "H200", &m, &err), MB_OK);
+    assert_int_equal(m->sensor.power_kind, MB_POWER_AVERAGED);
+    assert_int_equal(m->sensor.power_avg_window_ms, 1000);
+    assert_int_equal(m->sensor.average_field, 1);
+    assert_int_equal(m->sensor.status, MB_VALUE_INFERRED);
+    assert_int_equal(mb_catalog_find(cat, "GH200", &m, &err), MB_OK);
+    assert_string_equal(m->sensor.scope, "module (GPU+CPU)");
+}
+
 /* ---- catalog files ---- */
 
 static const char *write_tmp(const char *body)
@@ -446,6 +479,10 @@ static void test_load_good(void **state)
     assert_int_equal(m->total_memory_mib, -1);
     assert_int_equal(m->profiles[0].sm_count, -1);
     assert_int_equal(m->profiles[0].placements_status, MB_VALUE_UNVERIFIED);
+    /* No sensor entry: nothing is known, nothing is 0-as-a-value. */
+    assert_false(m->sensor.known);
+    assert_int_equal(m->sensor.power_kind, MB_POWER_UNKNOWN);
+    assert_int_equal(m->sensor.average_field, -1);
     /* The H100 was replaced in place. */
     assert_int_equal(mb_catalog_find(cat, "H100", &m, &err), MB_OK);
     assert_true(m->user_supplied);
@@ -515,6 +552,22 @@ static void test_load_bad(void **state)
          MB_EPARSE,
          {"field 'placements_status'"}},
         {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"sensor\": {\"power_kind\": \"sometimes\"}, \"profiles\": [" GOOD_PROFILE "]}}",
+         MB_EPARSE,
+         {"model 'X'", "field 'sensor.power_kind'", "\"instant\" or \"averaged\""}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"sensor\": {\"power_avg_window_ms\": 0}, \"profiles\": [" GOOD_PROFILE "]}}",
+         MB_EPARSE,
+         {"model 'X'", "field 'power_avg_window_ms'", "out of range"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"sensor\": {\"status\": \"maybe\"}, \"profiles\": [" GOOD_PROFILE "]}}",
+         MB_EPARSE,
+         {"field 'sensor.status'"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+         " \"sensor\": [], \"profiles\": [" GOOD_PROFILE "]}}",
+         MB_EPARSE,
+         {"field 'sensor'", "expected an object"}},
+        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
          " \"profiles\": [" GOOD_PROFILE "]}, \"x\": {}}",
          MB_EPARSE,
          {"model 'x'", "appears twice"}},
@@ -555,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_tables_match_reference),
         cmocka_unit_test(test_driver_ids),
         cmocka_unit_test(test_statuses),
+        cmocka_unit_test(test_sensor_facts),
         cmocka_unit_test(test_aliases),
         cmocka_unit_test(test_ambiguous_and_unknown),
         cmocka_unit_test(test_sizes),

@@ -73,6 +73,18 @@ static void test_good_specs(void **state)
     mb_device_close(dev);
     mb_device_close(NULL);
     assert_string_equal(mb_device_backend(NULL), "none");
+
+    /* The machine's devices in order: every GPU NVML reports, else the host as the only one. */
+    char spec[32];
+    assert_int_equal(mb_device_open_nth(0, spec, sizeof(spec), &dev, &err), MB_OK);
+    assert_string_equal(spec, strcmp(mb_device_backend(dev), "host") == 0 ? "host" : "nvml:0");
+    bool host = strcmp(spec, "host") == 0;
+    mb_device_close(dev);
+    if (host) {
+        assert_int_equal(mb_device_open_nth(1, spec, sizeof(spec), &dev, &err), MB_ENOTFOUND);
+        assert_null(dev);
+    }
+    assert_int_equal(mb_device_open_nth(4096, spec, sizeof(spec), &dev, &err), MB_ENOTFOUND);
 }
 
 static void test_spec_tokenizer(void **state)

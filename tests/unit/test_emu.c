@@ -622,6 +622,32 @@ static void test_sensor_semantics(void **state)
     assert_false(t.valid & MB_TEL_POWER_AVG);
     mb_device_close(dev);
 
+    /* The sensor facts come from the catalog: GB200's scope is the Grace module, as for nvml. */
+    dev = open_ok("emu:GB200");
+    assert_int_equal(mb_device_sensor(dev, &s, &err), MB_OK);
+    assert_string_equal(s.scope, "module (GPU+CPU)");
+    assert_int_equal(s.power_kind, MB_POWER_AVERAGED);
+    mb_device_close(dev);
+    /* A --catalog model without a sensor entry: the emulator's generic sensor, unverified. */
+    snprintf(path, sizeof(path), "%s/cat.json", tmpdir);
+    write_file(path, "{\"X-TEST\": {\"compute_slices\": 1, \"memory_slices\": 1,"
+                     " \"max_gpu_instances\": 1, \"profiles\": [{\"name\": \"1g.1gb\","
+                     " \"nvml_profile_id\": 0, \"nvidia_smi_profile_id\": 19,"
+                     " \"compute_slices\": 1, \"memory_slices\": 1, \"max_count\": 1,"
+                     " \"placements\": [[0,1]]}]}}");
+    snprintf(spec, sizeof(spec), "emu:X-TEST:catalog=%s", path);
+    dev = open_ok(spec);
+    assert_int_equal(mb_device_sensor(dev, &s, &err), MB_OK);
+    assert_int_equal(s.power_kind, MB_POWER_AVERAGED);
+    assert_int_equal(s.power_avg_window_ms, 1000);
+    assert_string_equal(s.scope, "board");
+    mb_device_close(dev);
+    /* An option that changes the kind takes the window of that kind, not the catalog's. */
+    dev = open_ok("emu:A100-40GB:sensor=averaged");
+    assert_int_equal(mb_device_sensor(dev, &s, &err), MB_OK);
+    assert_int_equal(s.power_avg_window_ms, 1000);
+    mb_device_close(dev);
+
     /* MIG enabled: utilisation is unsupported, never 0. */
     dev = open_ok("emu:H100-80GB:mig=on");
     assert_int_equal(mb_device_telemetry(dev, &t, &err), MB_OK);

@@ -15,6 +15,12 @@
 
 #include "experiment_internal.h"
 #include "migbench/experiment.h"
+#include "migbench/device.h"
+
+/* The MB_CAP_* bits of the host, an emulated GPU and a measured GPU. */
+#define HOST_CAPS ((uint32_t)MB_CAP_CPU_PARTITIONS)
+#define EMU_CAPS ((uint32_t)(MB_CAP_EMULATED | MB_CAP_GPU | MB_CAP_MIG | MB_CAP_MPS))
+#define NVML_CAPS ((uint32_t)(MB_CAP_GPU | MB_CAP_MIG | MB_CAP_MPS))
 
 static const char *GOOD =
     "version: 1\n"   /* 1 */
@@ -393,7 +399,7 @@ static void test_cells(void **state)
     size_t n, nn;
     char **notes;
     /* Host: exclusive and partition apply; mig, mps and the gpu-only run are skipped. */
-    assert_int_equal(mb_experiment_cells(exp, MB_KIND_HOST, NULL, &cells, &n, &notes, &nn, &err),
+    assert_int_equal(mb_experiment_cells(exp, HOST_CAPS, NULL, &cells, &n, &notes, &nn, &err),
                      MB_OK);
     assert_int_equal(n, 6);
     assert_int_equal(cells[0].run, 0);
@@ -405,8 +411,8 @@ static void test_cells(void **state)
     free(cells);
     mb_notes_free(notes, nn);
     /* emu: partition skipped. */
-    assert_int_equal(
-        mb_experiment_cells(exp, MB_KIND_EMU, "mix,split", &cells, &n, &notes, &nn, &err), MB_OK);
+    assert_int_equal(mb_experiment_cells(exp, EMU_CAPS, "mix,split", &cells, &n, &notes, &nn, &err),
+                     MB_OK);
     assert_int_equal(n, 3);
     assert_int_equal(cells[0].run, 2);
     assert_int_equal(nn, 1);
@@ -414,14 +420,13 @@ static void test_cells(void **state)
     free(cells);
     mb_notes_free(notes, nn);
     assert_int_equal(
-        mb_experiment_cells(exp, MB_KIND_EMU, "mix,nosuch", &cells, &n, &notes, &nn, &err),
-        MB_EINVAL);
+        mb_experiment_cells(exp, EMU_CAPS, "mix,nosuch", &cells, &n, &notes, &nn, &err), MB_EINVAL);
     assert_non_null(strstr(err.msg, "'nosuch' is not a run"));
     mb_experiment_destroy(exp);
     /* Default repetitions: 4 on real GPUs, 1 elsewhere. */
     exp = parse(GOOD, NULL, 0, &err);
-    assert_int_equal(mb_experiment_repetitions(exp, MB_KIND_NVML), 4);
-    assert_int_equal(mb_experiment_repetitions(exp, MB_KIND_HOST), 1);
+    assert_int_equal(mb_experiment_repetitions(exp, NVML_CAPS), 4);
+    assert_int_equal(mb_experiment_repetitions(exp, HOST_CAPS), 1);
     mb_experiment_destroy(exp);
 }
 
@@ -461,7 +466,7 @@ static void test_check_cells(void **state)
     char **notes;
 
     /* Every run on an H200: the H100 names are wrong there. Nothing changes on failure. */
-    assert_int_equal(mb_experiment_cells(exp, MB_KIND_EMU, NULL, &cells, &n, &notes, &nn, &err),
+    assert_int_equal(mb_experiment_cells(exp, EMU_CAPS, NULL, &cells, &n, &notes, &nn, &err),
                      MB_OK);
     assert_int_equal(n, 7);
     assert_int_equal(mb_experiment_check_cells(exp, h200, cells, &n, &notes, &nn, &err), MB_EPARSE);
@@ -475,7 +480,7 @@ static void test_check_cells(void **state)
 
     /* Without the H100 run (--only), the H200 takes every size. */
     const char *portable = "alone,sizes,matched,seven,media,large";
-    assert_int_equal(mb_experiment_cells(exp, MB_KIND_EMU, portable, &cells, &n, &notes, &nn, &err),
+    assert_int_equal(mb_experiment_cells(exp, EMU_CAPS, portable, &cells, &n, &notes, &nn, &err),
                      MB_OK);
     assert_int_equal(mb_experiment_check_cells(exp, h200, cells, &n, &notes, &nn, &err), MB_OK);
     assert_int_equal(n, 6);
@@ -484,7 +489,7 @@ static void test_check_cells(void **state)
     mb_notes_free(notes, nn);
 
     /* On the host the mig runs do not run, so their names are not held to any model. */
-    assert_int_equal(mb_experiment_cells(exp, MB_KIND_HOST, NULL, &cells, &n, &notes, &nn, &err),
+    assert_int_equal(mb_experiment_cells(exp, HOST_CAPS, NULL, &cells, &n, &notes, &nn, &err),
                      MB_OK);
     assert_int_equal(mb_experiment_check_cells(exp, a30, cells, &n, &notes, &nn, &err), MB_OK);
     assert_int_equal(n, 1);
@@ -492,7 +497,7 @@ static void test_check_cells(void **state)
     mb_notes_free(notes, nn);
 
     /* An H100 has both spellings. */
-    assert_int_equal(mb_experiment_cells(exp, MB_KIND_EMU, NULL, &cells, &n, &notes, &nn, &err),
+    assert_int_equal(mb_experiment_cells(exp, EMU_CAPS, NULL, &cells, &n, &notes, &nn, &err),
                      MB_OK);
     assert_int_equal(mb_experiment_check_cells(exp, h100, cells, &n, &notes, &nn, &err), MB_OK);
     assert_int_equal(n, 7);
@@ -500,7 +505,7 @@ static void test_check_cells(void **state)
     mb_notes_free(notes, nn);
 
     /* An A30 has no 3g or 7g: those runs are skipped with the reason; 1g.2m is missing too. */
-    assert_int_equal(mb_experiment_cells(exp, MB_KIND_EMU, portable, &cells, &n, &notes, &nn, &err),
+    assert_int_equal(mb_experiment_cells(exp, EMU_CAPS, portable, &cells, &n, &notes, &nn, &err),
                      MB_OK);
     assert_int_equal(mb_experiment_check_cells(exp, a30, cells, &n, &notes, &nn, &err), MB_OK);
     assert_int_equal(n, 1);
@@ -518,13 +523,13 @@ static void test_check_cells(void **state)
 
     /* Notes already there are kept; a job too big for its instance is an error. */
     assert_int_equal(
-        mb_experiment_cells(exp, MB_KIND_HOST, "alone,sizes,large", &cells, &n, &notes, &nn, &err),
+        mb_experiment_cells(exp, HOST_CAPS, "alone,sizes,large", &cells, &n, &notes, &nn, &err),
         MB_OK);
     assert_int_equal(nn, 2);
     mb_notes_free(notes, nn);
     free(cells);
     assert_int_equal(
-        mb_experiment_cells(exp, MB_KIND_EMU, "alone,sizes,large", &cells, &n, &notes, &nn, &err),
+        mb_experiment_cells(exp, EMU_CAPS, "alone,sizes,large", &cells, &n, &notes, &nn, &err),
         MB_OK);
     assert_int_equal(mb_experiment_check_cells(exp, a100_40, cells, &n, &notes, &nn, &err),
                      MB_EPARSE);

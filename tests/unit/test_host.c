@@ -151,6 +151,13 @@ static void test_rapl_wrap(void **state)
     assert_int_equal(info.mem_total_bytes, 1000 * 1024);
     assert_true(info.cpu_count >= 1);
     assert_false(info.mig_capable);
+    /* A CPU with RAPL: power and a counter, read as deltas; no GPU, no MIG. */
+    uint32_t caps = mb_device_caps(dev);
+    assert_int_equal(
+        caps &
+            (MB_CAP_POWER | MB_CAP_ENERGY_COUNTER | MB_CAP_DELTA_TELEMETRY | MB_CAP_CPU_PARTITIONS),
+        MB_CAP_POWER | MB_CAP_ENERGY_COUNTER | MB_CAP_DELTA_TELEMETRY | MB_CAP_CPU_PARTITIONS);
+    assert_false(caps & (MB_CAP_GPU | MB_CAP_MIG | MB_CAP_EMULATED | MB_CAP_MPS));
     struct mb_mig_mode m;
     assert_int_equal(mb_device_mig_mode(dev, &m, &err), MB_EUNSUPPORTED);
     mb_device_close(dev);
@@ -190,6 +197,7 @@ static void test_no_powercap(void **state)
         struct mb_telemetry t;
         assert_int_equal(mb_device_telemetry(dev, &t, &err), MB_OK);
         assert_false(t.valid & (MB_TEL_ENERGY | MB_TEL_POWER | MB_TEL_ENERGY_DRAM));
+        assert_false(mb_device_caps(dev) & (MB_CAP_POWER | MB_CAP_ENERGY_COUNTER));
         mb_device_close(dev);
     }
 }

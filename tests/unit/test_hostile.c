@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "json_io.h"
 #include "migbench/analysis.h"
 #include "migbench/catalog.h"
 #include "migbench/device.h"

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "results_json.h"
 #include "migbench/results.h"
 
 static char dir[64];

@@ -282,6 +282,8 @@ static void test_sensor_semantics(void **state)
     assert_int_equal(s.energy_wrap_mj, 0);
     assert_string_equal(s.scope, "board");
     assert_non_null(strstr(s.source, "literature"));
+    /* A model the catalog knows: its sensor facts, named with their status. */
+    assert_non_null(strstr(s.source, "catalog H100-SXM5-80GB (verified)"));
     close_dev(dev);
 
     use_fake(0, "A100-40GB");
@@ -290,6 +292,8 @@ static void test_sensor_semantics(void **state)
     assert_int_equal(s.power_kind, MB_POWER_INSTANT);
     assert_int_equal(s.power_avg_window_ms, 25);
     assert_false(s.has_average); /* GA100 has no 1 s average field */
+    assert_int_equal(s.power_update_period_ms, 100);
+    assert_non_null(strstr(s.source, "catalog A100-SXM4-40GB"));
     close_dev(dev);
 
     use_fake(0, "GH200");

@@ -269,6 +269,40 @@ static void test_terminate(void **state)
     assert_int_equal(kill(pid, 0), -1);
 }
 
+/* Short helper commands: stdin text, extra environment, the log, exit codes, the timeout. */
+static void test_run_helper(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mb-test-helper-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char log[128], why[256];
+    snprintf(log, sizeof(log), "%s/log", dir);
+    char *cat[] = {"cat", NULL};
+    assert_int_equal(mb_proc_run_helper(cat, NULL, "quit\n", log, 5000, why, sizeof(why)), 0);
+    char *env_argv[] = {"printenv", "MB_HELPER_TEST", NULL};
+    char *env[] = {"MB_HELPER_TEST=seen", NULL};
+    assert_int_equal(mb_proc_run_helper(env_argv, env, NULL, log, 5000, why, sizeof(why)), 0);
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    char buf[64] = "";
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    assert_string_equal(buf, "quit\nseen\n");
+    char *no[] = {"false", NULL};
+    assert_int_equal(mb_proc_run_helper(no, NULL, NULL, NULL, 5000, why, sizeof(why)), 1);
+    char *slow[] = {"sleep", "10", NULL};
+    assert_int_equal(mb_proc_run_helper(slow, NULL, NULL, NULL, 100, why, sizeof(why)),
+                     MB_PROC_HELPER_TIMEOUT);
+    assert_non_null(strstr(why, "did not finish within 100 ms"));
+    char *missing[] = {"/nonexistent/helper", NULL};
+    assert_int_equal(mb_proc_run_helper(missing, NULL, NULL, NULL, 1000, why, sizeof(why)),
+                     MB_PROC_HELPER_FAILED);
+    assert_non_null(strstr(why, "cannot run /nonexistent/helper"));
+    unlink(log);
+    rmdir(dir);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -279,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_progress_pipe),
         cmocka_unit_test(test_bounded_log),
         cmocka_unit_test(test_terminate),
+        cmocka_unit_test(test_run_helper),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
+#include "json_io.h"
+#include "migbench/status.h"
+#include "report_internal.h"
 
 /* Rounded so that output does not depend on the last bits of floating-point sums. */
 static cJSON *num(int valid, double v, int decimals)

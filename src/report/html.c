@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "report.h"
+#include "report_internal.h"
 
 static const char *const palette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
                                       "#56B4E9", "#D55E00", "#F0E442"};
@@ -177,7 +176,7 @@ static void axis_x(FILE *out, double x0, double x1, double y0, double y1, double
         if (pct)
             snprintf(b, sizeof(b), "%.0f%%", v * 100);
         else
-            mb_cli_fmt_sig(b, sizeof(b), v, 3);
+            mb__fmt_sig(b, sizeof(b), v, 3);
         fprintf(out, "<path d=\"M%.1f %.1fV%.1f\" class=\"grid\"/>\n", x, y0, y1);
         text(out, x, y1 + 14, "middle", "tick", b);
     }
@@ -414,10 +413,10 @@ static void chart_energy_per_unit(FILE *out, const struct mb_an_experiment *e)
                         end += x->ci95 * scale;
                         char m1[32], c1[32];
                         snprintf(b, sizeof(b), "%s ± %s",
-                                 mb_cli_fmt_sig(m1, sizeof(m1), x->mean * scale, 3),
-                                 mb_cli_fmt_sig(c1, sizeof(c1), x->ci95 * scale, 2));
+                                 mb__fmt_sig(m1, sizeof(m1), x->mean * scale, 3),
+                                 mb__fmt_sig(c1, sizeof(c1), x->ci95 * scale, 2));
                     } else {
-                        mb_cli_fmt_sig(b, sizeof(b), x->mean * scale, 3);
+                        mb__fmt_sig(b, sizeof(b), x->mean * scale, 3);
                     }
                     text(out, left + end * sc + 6, y + 12, "start", "val", b);
                 }
@@ -554,6 +553,161 @@ static void opt_text(FILE *out, struct mb_opt o, const char *unit)
         fputs("n/a", out);
 }
 
+/* Per job: instance, throughput, normalised, time per step, J/unit. */
+static void jobs_table(FILE *out, const struct mb_an_experiment *e)
+{
+    fputs("<h3>Jobs</h3>\n<table><thead><tr><th>run</th><th>job</th><th>instance</th>"
+          "<th>throughput /s</th><th>unit</th><th>normalised</th><th>ms/step</th>"
+          "<th>J/unit</th></tr></thead><tbody>\n",
+          out);
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        for (size_t j = 0; j < r->njobs; j++) {
+            const struct mb_an_job *jb = &r->jobs[j];
+            fputs("<tr><td>", out);
+            esc(out, j == 0 ? r->name : "");
+            fputs("</td><td>", out);
+            esc(out, jb->name);
+            fputs("</td><td>", out);
+            if (jb->instance[0])
+                esc(out, jb->instance);
+            else if (jb->thread_percentage.valid)
+                fprintf(out, "%.0f%% threads", jb->thread_percentage.v);
+            else
+                fputs("whole device", out);
+            fputs("</td>", out);
+            est_cell(out, &jb->throughput, jb->throughput.mean >= 10000 ? 0 : 1, 1);
+            fputs("<td>", out);
+            fprintf(out, "%.*s", (int)strcspn(jb->unit, "/"), jb->unit);
+            fputs("</td>", out);
+            est_cell(out, &jb->normalised, 2, 1);
+            est_cell(out, &jb->s_per_step, 1, 1000);
+            est_cell(out, &jb->j_per_unit, jb->j_per_unit.mean < 0.01 ? 5 : 3, 1);
+            fputs("</tr>\n", out);
+        }
+    }
+    fputs("</tbody></table>\n", out);
+}
+
+/* Per run: cells, window, energy, power and the comparison with the baseline. */
+static void runs_table(FILE *out, const struct mb_an_experiment *e)
+{
+    fputs("<h3>Runs</h3>\n<table><thead><tr><th>run</th><th>mode</th><th>cells ok/failed</th>"
+          "<th>window s</th><th>energy J</th><th>mean W</th><th>STP</th><th>ANTT</th>"
+          "<th>energy saving %</th><th>throughput gain %</th></tr></thead><tbody>\n",
+          out);
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        fputs("<tr><td>", out);
+        esc(out, r->name);
+        fputs("</td><td>", out);
+        esc(out, r->mode);
+        if (r->layout[0]) {
+            fputs(" ", out);
+            esc(out, r->layout);
+        }
+        fprintf(out, "</td><td class=\"num\">%zu/%zu</td>", r->nok, r->nfailed);
+        est_cell(out, &r->window_s, 1, 1);
+        est_cell(out, &r->energy_j, 0, 1);
+        est_cell(out, &r->power_w, 0, 1);
+        if (strcmp(r->mode, "exclusive") == 0) {
+            fputs("<td colspan=\"4\" class=\"base\">baseline</td>", out);
+        } else {
+            est_cell(out, &r->stp, 2, 1);
+            est_cell(out, &r->antt, 2, 1);
+            est_cell(out, &r->energy_saving, 1, 100);
+            est_cell(out, &r->throughput_gain, 1, 100);
+        }
+        fputs("</tr>\n", out);
+    }
+    fputs("</tbody></table>\n", out);
+}
+
+/* Energy attribution per job under every method, with each run's notes. */
+static void attribution_table(FILE *out, const struct mb_an_experiment *e)
+{
+    fputs("<h3>Energy attribution</h3>\n<p class=\"note\">Joules per job, summed over the cells "
+          "with measured energy; every available method adds up exactly (to the millijoule) to "
+          "the measured whole-GPU energy.</p>\n<table><thead><tr><th>run</th><th>job</th>",
+          out);
+    for (int m = 0; m < MB_ATTR_COUNT; m++)
+        fprintf(out, "<th>%s</th>", mb_analysis_method_name(m));
+    fputs("</tr></thead><tbody>\n", out);
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        for (size_t j = 0; j <= r->njobs; j++) {
+            fprintf(out, "<tr%s><td>", j == r->njobs ? " class=\"total\"" : "");
+            esc(out, j == 0 ? r->name : "");
+            fputs("</td><td>", out);
+            esc(out, j < r->njobs ? r->jobs[j].name : "total");
+            fputs("</td>", out);
+            for (int m = 0; m < MB_ATTR_COUNT; m++)
+                mj_cell(out, &r->attr[m],
+                        j < r->njobs ? r->attr[m].job_mj[j] : r->attr[m].total_mj);
+            fputs("</tr>\n", out);
+        }
+    }
+    fputs("</tbody></table>\n<ul class=\"methods\">\n", out);
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        fputs("<li><b>", out);
+        esc(out, r->name);
+        fprintf(out, "</b> (default <i>%s</i>):", mb_analysis_method_name(r->default_method));
+        for (int m = 0; m < MB_ATTR_COUNT; m++)
+            if (r->attr[m].note[0] && strncmp(r->attr[m].note, "not applicable", 14) != 0) {
+                fprintf(out, " <i>%s</i>: ", mb_analysis_method_name(m));
+                esc(out, r->attr[m].note);
+                fputs(";", out);
+            }
+        if (r->static_mj >= 0)
+            fprintf(out, " static %.1f J + dynamic %.1f J.", (double)r->static_mj / 1000,
+                    (double)r->dynamic_mj / 1000);
+        else
+            fputs(" static/dynamic n/a (no idle baseline).", out);
+        fputs("</li>\n", out);
+    }
+    fputs("</ul>\n", out);
+}
+
+/* Board power of every cell over time, with the jobs' windows. */
+static void power_timelines(FILE *out, const struct mb_an_experiment *e)
+{
+    fputs("<h3>Power timelines</h3>\n<p class=\"note\">Board power per cell; the shaded band "
+          "is the measurement window; below, each job's measured window (bar) within its whole run "
+          "from start to exit (line).</p>\n"
+          "<div class=\"tls\">\n",
+          out);
+    for (size_t i = 0; i < e->nruns; i++)
+        for (size_t k = 0; k < e->runs[i].ncells; k++)
+            chart_timeline(out, e, &e->runs[i], &e->runs[i].cells[k]);
+    fputs("</div>\n", out);
+}
+
+/* Device facts and measurement quality; closes the section. */
+static void quality_list(FILE *out, const struct mb_an_experiment *e)
+{
+    fputs("<h3>Device and measurement quality</h3>\n<ul class=\"quality\">\n<li>Sensor: ", out);
+    esc_na(out, e->sensor);
+    fputs("</li>\n<li>UUID ", out);
+    esc_na(out, e->uuid);
+    fputs(", experiment sha ", out);
+    esc_na(out, e->sha);
+    fputs(", migbench ", out);
+    esc_na(out, e->migbench_version);
+    fprintf(out,
+            "</li>\n<li>%zu cells: %zu failed, %zu started but unfinished, %zu without energy, "
+            "%zu with the counter vs integrated energy gap flagged; %.0f missed sensor "
+            "updates.</li>\n",
+            e->cells_total, e->cells_failed, e->cells_unfinished, e->cells_no_energy,
+            e->cells_gap_flagged, e->missed_updates);
+    for (size_t i = 0; i < e->nnotes; i++) {
+        fputs("<li class=\"warn\">", out);
+        esc(out, e->notes[i]);
+        fputs("</li>\n", out);
+    }
+    fputs("</ul>\n</section>\n", out);
+}
+
 static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
 {
     fprintf(out, "<section id=\"exp%zu\">\n", idx);
@@ -630,143 +784,14 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
         chart_energy_per_unit(out, e);
     }
 
-    fputs("<h3>Jobs</h3>\n<table><thead><tr><th>run</th><th>job</th><th>instance</th>"
-          "<th>throughput /s</th><th>unit</th><th>normalised</th><th>ms/step</th>"
-          "<th>J/unit</th></tr></thead><tbody>\n",
-          out);
-    for (size_t i = 0; i < e->nruns; i++) {
-        const struct mb_an_run *r = &e->runs[i];
-        for (size_t j = 0; j < r->njobs; j++) {
-            const struct mb_an_job *jb = &r->jobs[j];
-            fputs("<tr><td>", out);
-            esc(out, j == 0 ? r->name : "");
-            fputs("</td><td>", out);
-            esc(out, jb->name);
-            fputs("</td><td>", out);
-            if (jb->instance[0])
-                esc(out, jb->instance);
-            else if (jb->thread_percentage.valid)
-                fprintf(out, "%.0f%% threads", jb->thread_percentage.v);
-            else
-                fputs("whole device", out);
-            fputs("</td>", out);
-            est_cell(out, &jb->throughput, jb->throughput.mean >= 10000 ? 0 : 1, 1);
-            fputs("<td>", out);
-            fprintf(out, "%.*s", (int)strcspn(jb->unit, "/"), jb->unit);
-            fputs("</td>", out);
-            est_cell(out, &jb->normalised, 2, 1);
-            est_cell(out, &jb->s_per_step, 1, 1000);
-            est_cell(out, &jb->j_per_unit, jb->j_per_unit.mean < 0.01 ? 5 : 3, 1);
-            fputs("</tr>\n", out);
-        }
+    jobs_table(out, e);
+    runs_table(out, e);
+    /* Without an energy sensor the attribution and timelines would be rows of n/a. */
+    if (!no_energy) {
+        attribution_table(out, e);
+        power_timelines(out, e);
     }
-    fputs("</tbody></table>\n", out);
-
-    fputs("<h3>Runs</h3>\n<table><thead><tr><th>run</th><th>mode</th><th>cells ok/failed</th>"
-          "<th>window s</th><th>energy J</th><th>mean W</th><th>STP</th><th>ANTT</th>"
-          "<th>energy saving %</th><th>throughput gain %</th></tr></thead><tbody>\n",
-          out);
-    for (size_t i = 0; i < e->nruns; i++) {
-        const struct mb_an_run *r = &e->runs[i];
-        fputs("<tr><td>", out);
-        esc(out, r->name);
-        fputs("</td><td>", out);
-        esc(out, r->mode);
-        if (r->layout[0]) {
-            fputs(" ", out);
-            esc(out, r->layout);
-        }
-        fprintf(out, "</td><td class=\"num\">%zu/%zu</td>", r->nok, r->nfailed);
-        est_cell(out, &r->window_s, 1, 1);
-        est_cell(out, &r->energy_j, 0, 1);
-        est_cell(out, &r->power_w, 0, 1);
-        if (strcmp(r->mode, "exclusive") == 0) {
-            fputs("<td colspan=\"4\" class=\"base\">baseline</td>", out);
-        } else {
-            est_cell(out, &r->stp, 2, 1);
-            est_cell(out, &r->antt, 2, 1);
-            est_cell(out, &r->energy_saving, 1, 100);
-            est_cell(out, &r->throughput_gain, 1, 100);
-        }
-        fputs("</tr>\n", out);
-    }
-    fputs("</tbody></table>\n", out);
-
-    if (no_energy)
-        goto quality;
-    fputs("<h3>Energy attribution</h3>\n<p class=\"note\">Joules per job, summed over the cells "
-          "with measured energy; every available method adds up exactly (to the millijoule) to "
-          "the measured whole-GPU energy.</p>\n<table><thead><tr><th>run</th><th>job</th>",
-          out);
-    for (int m = 0; m < MB_ATTR_COUNT; m++)
-        fprintf(out, "<th>%s</th>", mb_analysis_method_name(m));
-    fputs("</tr></thead><tbody>\n", out);
-    for (size_t i = 0; i < e->nruns; i++) {
-        const struct mb_an_run *r = &e->runs[i];
-        for (size_t j = 0; j <= r->njobs; j++) {
-            fprintf(out, "<tr%s><td>", j == r->njobs ? " class=\"total\"" : "");
-            esc(out, j == 0 ? r->name : "");
-            fputs("</td><td>", out);
-            esc(out, j < r->njobs ? r->jobs[j].name : "total");
-            fputs("</td>", out);
-            for (int m = 0; m < MB_ATTR_COUNT; m++)
-                mj_cell(out, &r->attr[m],
-                        j < r->njobs ? r->attr[m].job_mj[j] : r->attr[m].total_mj);
-            fputs("</tr>\n", out);
-        }
-    }
-    fputs("</tbody></table>\n<ul class=\"methods\">\n", out);
-    for (size_t i = 0; i < e->nruns; i++) {
-        const struct mb_an_run *r = &e->runs[i];
-        fputs("<li><b>", out);
-        esc(out, r->name);
-        fprintf(out, "</b> (default <i>%s</i>):", mb_analysis_method_name(r->default_method));
-        for (int m = 0; m < MB_ATTR_COUNT; m++)
-            if (r->attr[m].note[0] && strncmp(r->attr[m].note, "not applicable", 14) != 0) {
-                fprintf(out, " <i>%s</i>: ", mb_analysis_method_name(m));
-                esc(out, r->attr[m].note);
-                fputs(";", out);
-            }
-        if (r->static_mj >= 0)
-            fprintf(out, " static %.1f J + dynamic %.1f J.", (double)r->static_mj / 1000,
-                    (double)r->dynamic_mj / 1000);
-        else
-            fputs(" static/dynamic n/a (no idle baseline).", out);
-        fputs("</li>\n", out);
-    }
-    fputs("</ul>\n", out);
-
-    fputs("<h3>Power timelines</h3>\n<p class=\"note\">Board power per cell; the shaded band "
-          "is the measurement window; below, each job's measured window (bar) within its whole run "
-          "from start to exit (line).</p>\n"
-          "<div class=\"tls\">\n",
-          out);
-    for (size_t i = 0; i < e->nruns; i++)
-        for (size_t k = 0; k < e->runs[i].ncells; k++)
-            chart_timeline(out, e, &e->runs[i], &e->runs[i].cells[k]);
-    fputs("</div>\n", out);
-
-quality:
-    fputs("<h3>Device and measurement quality</h3>\n<ul class=\"quality\">\n<li>Sensor: ", out);
-    esc_na(out, e->sensor);
-    fputs("</li>\n<li>UUID ", out);
-    esc_na(out, e->uuid);
-    fputs(", experiment sha ", out);
-    esc_na(out, e->sha);
-    fputs(", migbench ", out);
-    esc_na(out, e->migbench_version);
-    fprintf(out,
-            "</li>\n<li>%zu cells: %zu failed, %zu started but unfinished, %zu without energy, "
-            "%zu with the counter vs integrated energy gap flagged; %.0f missed sensor "
-            "updates.</li>\n",
-            e->cells_total, e->cells_failed, e->cells_unfinished, e->cells_no_energy,
-            e->cells_gap_flagged, e->missed_updates);
-    for (size_t i = 0; i < e->nnotes; i++) {
-        fputs("<li class=\"warn\">", out);
-        esc(out, e->notes[i]);
-        fputs("</li>\n", out);
-    }
-    fputs("</ul>\n</section>\n", out);
+    quality_list(out, e);
 }
 
 static const char css[] =

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Renderers behind `migbench report`: one analysis, several output formats. CLI-private. */
-#ifndef MIGBENCH_CLI_REPORT_H
-#define MIGBENCH_CLI_REPORT_H
+/* What the report renderers under src/report/ share. Library-private. */
+#ifndef MIGBENCH_REPORT_INTERNAL_H
+#define MIGBENCH_REPORT_INTERNAL_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "migbench/analysis.h"
@@ -16,6 +17,12 @@ void mb__report_html(FILE *out, const struct mb_analysis *a);
 
 /* "1234.5 ± 6.7", "1234.5" (no CI) or "n/a"; values are multiplied by scale first. */
 void mb__fmt_est(char *buf, size_t cap, const struct mb_estimate *e, int decimals, double scale);
+
+/* Millijoules as joules with three decimals: "-12.345". */
+void mb__fmt_j(char *buf, size_t cap, int64_t mj);
+
+/* v with sig significant digits, trailing zeros dropped ("0.4", "150"); returns buf. */
+char *mb__fmt_sig(char *buf, size_t cap, double v, int sig);
 
 /*
  * The study's headline for a non-exclusive run with a baseline, e.g. "31% less energy (95% CI

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Output documents of the device, layout and measure verbs, built in the library so the CLI only
+ * parses arguments and prints. Each JSON writer returns a malloc'd, NUL-terminated text (free()
+ * it; NULL when out of memory) laid out exactly as the verb has always printed it: the goldens
+ * under tests/golden check the bytes. Unknown or unsupported values are null, never 0.
+ *
+ * (Issue 13 keeps these beside include/migbench/report.h, the experiment report renderers, until
+ * the two are folded into one header.)
+ */
+#ifndef MIGBENCH_REPORT_VERBS_H
+#define MIGBENCH_REPORT_VERBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "migbench/catalog.h"
+#include "migbench/device.h"
+#include "migbench/layout.h"
+#include "migbench/meter.h"
+#include "migbench/progress.h"
+#include "migbench/status.h"
+
+/* ---- devices ------------------------------------------------------------------------------- */
+
+#define MB_DEVICE_REPORT_MAX_INSTANCES 64
+
+/* Everything `devices` shows of one device; each part keeps its own status (an unsupported part
+ * is not fatal: its *_rc says why it is missing). */
+struct mb_device_report {
+    char spec[128];
+    uint32_t caps; /* MB_CAP_* */
+    struct mb_device_info info;
+    int sensor_rc;
+    struct mb_sensor_info sensor;
+    int tel_rc;
+    struct mb_telemetry tel;
+    int mode_rc;
+    struct mb_mig_mode mode;
+    int prof_rc;
+    char prof_msg[MB_ERROR_MSG_MAX];
+    size_t n_prof;
+    struct mb_device_profile prof[MB_MAX_PROFILES];
+    int inst_rc;
+    size_t n_inst;
+    struct mb_mig_instance inst[MB_DEVICE_REPORT_MAX_INSTANCES];
+    int proc_rc;
+    size_t n_proc;
+    struct mb_process proc[MB_MAX_PROCESSES];
+};
+
+/* Collects dev's report under the name spec. Fails only when the device cannot say what it is
+ * (info); a device with MB_CAP_DELTA_TELEMETRY is read twice, 200 ms apart. */
+int mb_device_report_collect(struct mb_device *dev, const char *spec, struct mb_device_report *r,
+                             struct mb_error *err);
+
+/* The `devices --json` document: {"devices": [...]}, one object per report added. */
+struct mb_devices_json;
+int mb_devices_json_create(struct mb_devices_json **out, struct mb_error *err);
+int mb_devices_json_add(struct mb_devices_json *j, const struct mb_device_report *r,
+                        struct mb_error *err);
+char *mb_devices_json_text(const struct mb_devices_json *j);
+void mb_devices_json_destroy(struct mb_devices_json *j);
+
+/* ---- layouts ------------------------------------------------------------------------------- */
+
+/* One layout on one line: {"profiles": [...], "placements": [...]}, plus "count" when count >= 0
+ * (--distinct: how many placements share the profile set). */
+char *mb_layout_json(const struct mb_gpu_model *m, const struct mb_layout *l, long long count);
+
+/* A --check verdict: valid with the placed layout, or invalid with reasons and the nearest valid
+ * layouts, each with the change that reaches it ("drop 1g.10gb; add 2g.20gb"). */
+struct mb_layout_check {
+    bool valid;
+    const struct mb_layout *placed; /* when valid */
+    const unsigned *want;           /* the asked-for profile indexes into m->profiles */
+    size_t n_want;
+    const char (*reasons)[MB_LAYOUT_REASON_MAX];
+    size_t n_reasons;
+    const struct mb_layout *nearest;
+    const char *const *changes; /* one per nearest layout */
+    size_t n_nearest;
+};
+char *mb_layout_check_json(const struct mb_gpu_model *m, const struct mb_layout_check *c);
+
+/* `layouts --list-gpus --json`: every model of cat, or only `only` when it is not NULL. */
+char *mb_catalog_json(const struct mb_catalog *cat, const struct mb_gpu_model *only);
+
+/* ---- measure ------------------------------------------------------------------------------- */
+
+/* What `measure` found for one command: the caller fills it from the meter and the progress
+ * parsers; each *_valid / have_* flag says whether the figure beside it exists. */
+struct mb_measure_report {
+    /* the invocation */
+    char **argv;             /* the command, NULL-terminated */
+    const char *device_spec; /* as given */
+    int64_t interval_ns;     /* sampling interval */
+    const char *csv;         /* the samples file, or NULL */
+    int64_t warmup_ns;       /* warm-up by time (when warmup_steps is 0) */
+    uint64_t warmup_steps;   /* warm-up by steps, or 0 */
+    /* what was measured */
+    struct mb_device_info info;
+    struct mb_sensor_info sensor;
+    bool have_idle;
+    struct mb_energy idle;
+    struct mb_energy job;
+    bool have_steady;
+    struct mb_energy steady;
+    struct mb_meter_counts counts;
+    struct mb_progress_counts pc;
+    bool progress_regex;
+    bool have_progress;
+    struct mb_progress_point first, last;
+    struct mb_throughput tp;
+    const char *unit;
+    double wall_s;
+    int exit_code;
+    bool epu_valid;
+    double epu_j;
+    bool split_valid;
+    double static_j, dynamic_j;
+};
+
+/* The `measure --json` document. */
+char *mb_measure_json(const struct mb_measure_report *r);
+
+#endif

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The verb documents built in the library (include/migbench/report_verbs.h): a device report on
+ * the emulated device, layout and --check documents, the catalog, and measure's nulls. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "migbench/report_verbs.h"
+
+static void test_device_report_emu(void **state)
+{
+    (void)state;
+    struct mb_device *dev = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_device_open("emu:A100-SXM4-40GB:mig=1", &dev, &err), MB_OK);
+    struct mb_device_report *r = malloc(sizeof(*r));
+    assert_non_null(r);
+    assert_int_equal(mb_device_report_collect(dev, "emu:A100-SXM4-40GB:mig=1", r, &err), MB_OK);
+    assert_string_equal(r->spec, "emu:A100-SXM4-40GB:mig=1");
+    assert_true(r->caps & MB_CAP_EMULATED);
+    assert_true(r->caps & MB_CAP_MIG);
+    assert_false(r->caps & MB_CAP_DELTA_TELEMETRY);
+    assert_int_equal(r->sensor_rc, MB_OK);
+    assert_int_equal(r->mode_rc, MB_OK);
+    assert_true(r->mode.current);
+    assert_int_equal(r->prof_rc, MB_OK);
+    assert_true(r->n_prof > 0);
+
+    struct mb_devices_json *j = NULL;
+    assert_int_equal(mb_devices_json_create(&j, &err), MB_OK);
+    assert_int_equal(mb_devices_json_add(j, r, &err), MB_OK);
+    char *text = mb_devices_json_text(j);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"devices\":"));
+    assert_non_null(strstr(text, "\"emulated\":\ttrue"));
+    assert_non_null(strstr(text, "\"util_gpu_pct\":"));
+    assert_null(strstr(text, "\"util_cpu_pct\":"));
+    /* The emulated device has no PCI bus: null, not "". */
+    assert_non_null(strstr(text, "\"pci_bus_id\":\tnull"));
+    free(text);
+    mb_devices_json_destroy(j);
+    free(r);
+    mb_device_close(dev);
+}
+
+static void test_layout_documents(void **state)
+{
+    (void)state;
+    struct mb_catalog *cat = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_catalog_create(&cat, &err), MB_OK);
+    const struct mb_gpu_model *m = NULL;
+    assert_int_equal(mb_catalog_find(cat, "A100-SXM4-40GB", &m, &err), MB_OK);
+    const struct mb_gi_profile *p7 = mb_model_profile(m, "7g.40gb");
+    assert_non_null(p7);
+    unsigned want[2] = {(unsigned)(p7 - m->profiles), (unsigned)(p7 - m->profiles)};
+    struct mb_layout placed;
+    assert_int_equal(mb_layout_place(m, NULL, want, 1, &placed, &err), MB_OK);
+
+    char *t = mb_layout_json(m, &placed, -1);
+    assert_non_null(t);
+    assert_string_equal(t, "{\"profiles\":[\"7g.40gb\"],\"placements\":[{\"profile\":\"7g.40gb\","
+                           "\"start\":0,\"size\":8,\"status\":\"verified\"}]}");
+    free(t);
+    t = mb_layout_json(m, &placed, 3);
+    assert_non_null(strstr(t, ",\"count\":3}"));
+    free(t);
+
+    /* Two 7g instances do not fit: invalid, with the reasons given and the change. */
+    const char reasons[1][MB_LAYOUT_REASON_MAX] = {"no room"};
+    const char *change[1] = {"drop 7g.40gb"};
+    struct mb_layout_check c = {.valid = false,
+                                .want = want,
+                                .n_want = 2,
+                                .reasons = reasons,
+                                .n_reasons = 1,
+                                .nearest = &placed,
+                                .changes = change,
+                                .n_nearest = 1};
+    t = mb_layout_check_json(m, &c);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "\"valid\":false,\"profiles\":[\"7g.40gb\",\"7g.40gb\"],"
+                              "\"placements\":null,\"reasons\":[\"no room\"],\"nearest\":[{"));
+    assert_non_null(strstr(t, "\"change\":\"drop 7g.40gb\"}]}"));
+    free(t);
+    c = (struct mb_layout_check){.valid = true, .placed = &placed, .want = want, .n_want = 1};
+    t = mb_layout_check_json(m, &c);
+    assert_non_null(strstr(t, "\"valid\":true,\"profiles\":[\"7g.40gb\"],\"placements\":[{"));
+    assert_non_null(strstr(t, "\"reasons\":[]}"));
+    free(t);
+
+    t = mb_catalog_json(cat, m);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "\"name\":\t\"A100-SXM4-40GB\""));
+    assert_null(strstr(t, "H100"));
+    free(t);
+    mb_catalog_destroy(cat);
+}
+
+static void test_measure_nulls(void **state)
+{
+    (void)state;
+    char *argv[] = {"sleep", "1", NULL};
+    struct mb_measure_report r = {.argv = argv, .device_spec = "emu:H100", .unit = "steps"};
+    snprintf(r.info.backend, sizeof(r.info.backend), "emu");
+    r.tp.valid = false;
+    snprintf(r.tp.reason, sizeof(r.tp.reason), "no progress");
+    char *t = mb_measure_json(&r);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "\"command\":\t[\"sleep\", \"1\"]"));
+    assert_non_null(strstr(t, "\"counter_j\":\tnull"));
+    assert_non_null(strstr(t, "\"idle\":\tnull"));
+    assert_non_null(strstr(t, "\"steady\":\tnull"));
+    assert_non_null(strstr(t, "\"energy_per_unit_j\":\tnull"));
+    assert_non_null(strstr(t, "\"reason\":\t\"no progress\""));
+    assert_non_null(strstr(t, "\"csv\":\tnull"));
+    free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_report_emu),
+        cmocka_unit_test(test_layout_documents),
+        cmocka_unit_test(test_measure_nulls),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
