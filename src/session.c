@@ -777,13 +777,16 @@ static void cell_event(struct mb_session *s, size_t i, double est, double after)
     s->o.on_event(s->o.ctx, &ev);
 }
 
+/* The workers' notes and cell ends reach the caller under the lock its runner events take. */
 static void node_note(void *ctx, size_t gpu, const char *line)
 {
     struct mb_session *s = ctx;
+    pthread_mutex_lock(&s->lock);
     if (s->n_gpus > 1)
         say(s, MB_SESSION_NOTE, "%s (gpu %zu)", line, gpu);
     else
         say(s, MB_SESSION_NOTE, "%s", line);
+    pthread_mutex_unlock(&s->lock);
 }
 
 static void node_cell_done(void *ctx, size_t gpu, size_t cell, int status, bool failed)
@@ -798,7 +801,9 @@ static void node_cell_done(void *ctx, size_t gpu, size_t cell, int status, bool 
                                   .run = s->exp->runs[s->sel[cell].run].name,
                                   .rep = s->sel[cell].rep,
                                   .failed = failed};
+    pthread_mutex_lock(&s->lock);
     s->o.on_event(s->o.ctx, &ev);
+    pthread_mutex_unlock(&s->lock);
 }
 
 /*

@@ -158,8 +158,8 @@ int mb_session_start(struct mb_session *s, struct mb_error *err);
 
 /*
  * Runs selected cell i (0 <= i < mb_session_cells) unless it is already done in the results
- * directory (*skipped), on the session's first GPU and in the MIG mode that GPU has. MB_EINTR when stopped (journaled as interrupted); *failed as from
- * mb_runner_run_cell.
+ * directory (*skipped), on the session's first GPU and in the MIG mode that GPU has. MB_EINTR when
+ * stopped (journaled as interrupted); *failed as from mb_runner_run_cell.
  */
 int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skipped,
                         struct mb_error *err);
