@@ -229,6 +229,22 @@ static int show(const char *spec, struct mb_device *dev, struct mb_devices_json 
     return MB_EXIT_OK;
 }
 
+/* Opens spec and shows it; returns the exit status for it. */
+static int show_one(const char *spec, struct mb_devices_json *arr, size_t *shown)
+{
+    struct mb_device *dev = NULL;
+    struct mb_error err;
+    mb_error_clear(&err);
+    int rc = mb_device_open(spec, &dev, &err);
+    if (rc != MB_OK) {
+        mb_cli_error("devices", "%s", err.msg);
+        return mb_cli_exit_for(rc);
+    }
+    int s = show(spec, dev, arr, (*shown)++);
+    mb_device_close(dev);
+    return s;
+}
+
 static int devices_run(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -295,9 +311,10 @@ static int devices_run(int argc, char **argv)
         }
     } else {
         for (size_t i = 0; i < n_specs; i++) {
-            struct mb_device *dev = NULL;
+            /* nvml:all, nvml:0,1 and emu:MODEL:count=N name several GPUs: each is shown. */
+            struct mb_device_spec_list list = {0};
             mb_error_clear(&err);
-            int rc = mb_device_open(specs[i], &dev, &err);
+            int rc = mb_device_spec_expand(specs[i], &list, &err);
             if (rc != MB_OK) {
                 mb_cli_error("devices", "%s", err.msg);
                 int s = mb_cli_exit_for(rc);
@@ -305,10 +322,12 @@ static int devices_run(int argc, char **argv)
                     status = s;
                 continue;
             }
-            int s = show(specs[i], dev, arr, shown++);
-            mb_device_close(dev);
-            if (s > status)
-                status = s;
+            for (size_t k = 0; k < list.n; k++) {
+                int s = show_one(list.specs[k], arr, &shown);
+                if (s > status)
+                    status = s;
+            }
+            mb_device_spec_list_free(&list);
         }
     }
     if (json && shown > 0) {

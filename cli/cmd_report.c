@@ -2,6 +2,7 @@
 /* migbench report: parses options, loads the results, hands them to a renderer (report.h). */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +16,8 @@ const struct mb_cmd mb_cmd_report = {
     .name = "report",
     .summary = "Analyse results: tables, CSV, JSON, Markdown or a self-contained HTML page.",
     .usage = "migbench report RESULTS_DIR... [--format table|csv|json|html|md] [-o FILE]\n"
-             "                      [--power-rule energy|time|cost:ETA|slowdown:S]",
+             "                      [--power-rule energy|time|cost:ETA|slowdown:S]\n"
+             "       migbench report DIR1 DIR2... --merge [--baseline DIR:RUN] [--force]",
     .help = "Reads one or more results directories written by 'migbench run' (an experiment\n"
             "directory, or a folder of them) and reports per-job throughput with 95% CIs,\n"
             "throughput normalised to the exclusive run, energy per unit of work, system\n"
@@ -28,6 +30,12 @@ const struct mb_cmd mb_cmd_report = {
             "  --power-rule R    power-limit axis: the rule that picks a limit besides the\n"
             "                    energy-optimal one: energy, time, cost:ETA, slowdown:S\n"
             "                    (docs/power.md)\n"
+            "      --merge       treat the directories as ONE experiment (e.g. the MIG-off and\n"
+            "                    MIG-on phases run separately): runs of the same name pool their\n"
+            "                    cells, the notes say which cells came from where; refused for\n"
+            "                    different GPU models, drivers or workload definitions\n"
+            "      --baseline DIR:RUN  with --merge: normalise to this exclusive run only\n"
+            "      --force       with --merge: merge despite those differences (noted)\n"
             "  -h, --help        show this help\n",
     .run = report_run,
 };
@@ -38,12 +46,17 @@ static int report_run(int argc, char **argv)
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
         {"power-rule", required_argument, NULL, 'p'},
+        {"merge", no_argument, NULL, 'M'},
+        {"baseline", required_argument, NULL, 'B'},
+        {"force", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     enum mb_report_format fmt = MB_REPORT_TABLE;
     const char *outpath = NULL;
     struct mb_power_rule_opts rule = {.rule = MB_PSEL_ENERGY};
+    bool merge = false;
+    struct mb_analysis_merge mopts = {0, NULL};
     optind = 1;
     opterr = 0;
     int c;
@@ -62,6 +75,15 @@ static int report_run(int argc, char **argv)
                 return mb_cli_usage_error(&mb_cmd_report, "--power-rule: %s", perr.msg);
             break;
         }
+        case 'M':
+            merge = true;
+            break;
+        case 'B':
+            mopts.baseline = optarg;
+            break;
+        case 'F':
+            mopts.force = 1;
+            break;
         case 'h':
             mb_cli_print_help(&mb_cmd_report, stdout);
             return MB_EXIT_OK;
@@ -74,12 +96,16 @@ static int report_run(int argc, char **argv)
     }
     if (optind >= argc)
         return mb_cli_usage_error(&mb_cmd_report, "expected at least one RESULTS_DIR");
+    if (!merge && (mopts.baseline || mopts.force))
+        return mb_cli_usage_error(&mb_cmd_report, "--baseline and --force go with --merge");
 
     struct mb_error err;
     mb_error_clear(&err);
     struct mb_analysis *a = NULL;
-    int st =
-        mb_analysis_load(&a, (const char *const *)(argv + optind), (size_t)(argc - optind), &err);
+    const char *const *dirs = (const char *const *)(argv + optind);
+    size_t ndirs = (size_t)(argc - optind);
+    int st = merge ? mb_analysis_load_merged(&a, dirs, ndirs, &mopts, &err)
+                   : mb_analysis_load(&a, dirs, ndirs, &err);
     if (st != MB_OK) {
         mb_cli_error("report", "%s", err.msg);
         return mb_cli_exit_for(st);

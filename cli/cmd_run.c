@@ -18,12 +18,15 @@
 #include "migbench/catalog.h"
 #include "migbench/experiment.h"
 #include "migbench/device.h"
+#include "migbench/gpuqueue.h"
 #include "migbench/layout.h"
+#include "migbench/migmode.h"
 #include "migbench/results.h"
 #include "migbench/runner.h"
 #include "migbench/session.h"
 #include "migbench/stats.h"
 #include "run_export.h"
+#include "run_phases.h"
 
 #define CMD "run"
 
@@ -43,6 +46,8 @@ struct run_args {
     bool dry_run;
     bool resume;
     const char *prometheus; /* --prometheus FILE, or NULL */
+    bool manage_mig_mode;   /* --manage-mig-mode (or the file's manage_mig_mode: true) */
+    bool pin_reps;          /* --pin-repetitions */
 };
 
 /* What the experiment will run on, as far as the dry run needs to know. */
@@ -55,12 +60,20 @@ struct target {
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
     static const struct option opts[] = {
-        {"device", required_argument, NULL, 'd'},  {"results", required_argument, NULL, 'r'},
-        {"set", required_argument, NULL, 's'},     {"dry-run", no_argument, NULL, 'n'},
-        {"resume", no_argument, NULL, 'R'},        {"only", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},          {"prometheus", required_argument, NULL, 'P'},
-        {"cells", required_argument, NULL, 'C'},   {"shard", required_argument, NULL, 'S'},
-        {"journal", required_argument, NULL, 'J'}, {NULL, 0, NULL, 0},
+        {"device", required_argument, NULL, 'd'},
+        {"results", required_argument, NULL, 'r'},
+        {"set", required_argument, NULL, 's'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"resume", no_argument, NULL, 'R'},
+        {"only", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {"prometheus", required_argument, NULL, 'P'},
+        {"cells", required_argument, NULL, 'C'},
+        {"shard", required_argument, NULL, 'S'},
+        {"manage-mig-mode", no_argument, NULL, 'M'},
+        {"pin-repetitions", no_argument, NULL, 'p'},
+        {"journal", required_argument, NULL, 'J'},
+        {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof(*a));
     optind = 1;
@@ -105,6 +118,12 @@ static int parse_args(int argc, char **argv, struct run_args *a)
             break;
         case 'J':
             a->journal = optarg;
+            break;
+        case 'M':
+            a->manage_mig_mode = true;
+            break;
+        case 'p':
+            a->pin_reps = true;
             break;
         case 'h':
             mb_cli_print_help(&mb_cmd_run, stdout);
@@ -228,7 +247,7 @@ static void print_modes(const struct mb_experiment *exp, const struct target *tp
         if (c > 0 && cells[c - 1].run == cells[c].run)
             continue;
         const struct mb_exp_run *r = &exp->runs[cells[c].run];
-        if (r->mode == MB_MODE_MIG && t.model) {
+        if ((r->mode == MB_MODE_MIG || r->on[0]) && t.model) {
             unsigned add[MB_EXP_MAX_JOBS];
             layout_indices(t.model, r, add);
             struct mb_layout placed;
@@ -274,14 +293,71 @@ static void print_modes(const struct mb_experiment *exp, const struct target *tp
             printf(" (%s)\n", r->n_thread_pct     ? "as given"
                               : r->n_match_layout ? "matched to the compute slices of match_layout"
                                                   : "equal split");
-            if (!(t.caps & MB_CAP_MPS) || (t.caps & MB_CAP_EMULATED))
+            if (t.caps & MB_CAP_EMULATED)
+                printf("  note: an emulated GPU has no MPS daemon to serve: without "
+                       "nvidia-cuda-mps-control on PATH the jobs get its environment and share "
+                       "the GPU\n");
+            else if (!(t.caps & MB_CAP_MPS))
                 printf("  note: mps runs only on the nvml backend; on this device migbench run "
                        "stops before running anything\n");
         }
     }
 }
 
-static int dry_run(const struct run_args *a, const struct mb_experiment *exp, const char *spec)
+/*
+ * The wall-clock estimate on the given GPUs: cells assigned as the run would assign them (one
+ * GPU each at a time, repetitions spread or pinned), the longest GPU's total.
+ */
+static void print_gpu_estimate(const struct run_args *a, const struct mb_experiment *exp,
+                               const struct mb_cell *cells, size_t n_cells, size_t n_gpus)
+{
+    struct mb_gpuqueue_item *items = calloc(n_cells ? n_cells : 1, sizeof(*items));
+    size_t *gpu_of = calloc(n_cells ? n_cells : 1, sizeof(*gpu_of));
+    double load[MB_MAX_DEVICES];
+    bool unknown = false;
+    for (size_t i = 0; items && i < n_cells; i++)
+        items[i] = (struct mb_gpuqueue_item){
+            cells[i].run, mb_session_cell_estimate(exp, &exp->runs[cells[i].run], &unknown)};
+    if (items && gpu_of &&
+        mb_gpuqueue_assign(items, n_cells, n_gpus, a->pin_reps, gpu_of, load, NULL) == MB_OK) {
+        double longest = 0;
+        for (size_t g = 0; g < n_gpus; g++)
+            longest = load[g] > longest ? load[g] : longest;
+        char est[32];
+        format_seconds(longest, est, sizeof(est));
+        printf("estimated duration on %zu GPUs: %s%s (one cell per GPU at a time, repetitions "
+               "%s)\n",
+               n_gpus, unknown ? "at least " : "", est,
+               a->pin_reps ? "pinned to one GPU" : "spread over the GPUs");
+    }
+    free(items);
+    free(gpu_of);
+}
+
+/* With MIG-mode phases: what each phase holds and the switches it costs. */
+static void print_phases(const struct mb_experiment *exp, const struct mb_cell *cells,
+                         size_t n_cells, bool manage)
+{
+    size_t need[2] = {0, 0};
+    for (size_t i = 0; i < n_cells; i++) {
+        int m = mb_migmode_run_needs(&exp->runs[cells[i].run]);
+        if (m >= 0)
+            need[m]++;
+    }
+    if (!need[0] || !need[1])
+        return;
+    if (manage)
+        printf("MIG-mode phases: %zu cells with MIG off, %zu with MIG on; each GPU switches "
+               "once between them and back to its original mode at the end (a GPU reset each, "
+               "not in the estimate)\n",
+               need[0], need[1]);
+    else
+        printf("note: %zu cells need MIG off and %zu need MIG on: without --manage-mig-mode "
+               "only those of the GPU's current mode run\n",
+               need[0], need[1]);
+}
+
+static int dry_run(const struct run_args *a, const struct mb_experiment *exp, const char *spec_in)
 {
     struct mb_catalog *cat = NULL;
     struct mb_cell *cells = NULL;
@@ -289,8 +365,15 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
     size_t n_cells = 0, n_notes = 0;
     struct mb_error err;
     int code = MB_EXIT_OK;
+    struct mb_device_spec_list gpus = {0};
+    if (mb_device_spec_expand(spec_in, &gpus, &err) != MB_OK) {
+        mb_cli_error(CMD, "%s", err.msg);
+        return mb_cli_exit_for(err.status);
+    }
+    const char *spec = gpus.specs[0];
     if (mb_catalog_create(&cat, &err) != MB_OK) {
         mb_cli_error(CMD, "%s", err.msg);
+        mb_device_spec_list_free(&gpus);
         return MB_EXIT_FAIL;
     }
     struct target t;
@@ -313,7 +396,7 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
     for (size_t c = 0; c < n_cells && t.model; c++) {
         size_t i = cells[c].run;
         const struct mb_exp_run *r = &exp->runs[i];
-        if (r->mode != MB_MODE_MIG || (c > 0 && cells[c - 1].run == i))
+        if ((r->mode != MB_MODE_MIG && !r->on[0]) || (c > 0 && cells[c - 1].run == i))
             continue;
         unsigned add[MB_EXP_MAX_JOBS];
         layout_indices(t.model, r, add);
@@ -385,7 +468,12 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
     if (unknown)
         printf("  (warm-up or window counted in steps or run to completion: their time depends "
                "on the jobs)\n");
+    if (gpus.n > 1)
+        print_gpu_estimate(a, exp, cells, n_cells, gpus.n);
+    if (t.caps & MB_CAP_GPU)
+        print_phases(exp, cells, n_cells, a->manage_mig_mode || exp->manage_mig_mode);
 out:
+    mb_device_spec_list_free(&gpus);
     free(cells);
     mb_notes_free(notes, n_notes);
     mb_catalog_destroy(cat);
@@ -408,6 +496,10 @@ static void install_handlers(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    /* Every write checks for errors; and with several GPUs one worker's SIGPIPE guard (around
+     * the MPS control pipe) must not be undone by another's. */
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
 }
 
 struct progress_ctx {
@@ -663,6 +755,44 @@ static int exit_for(int rc)
     return rc == MB_EINVAL ? MB_EXIT_USAGE : MB_EXIT_FAIL;
 }
 
+/*
+ * Without MIG-mode management, the cells the GPU's current MIG mode cannot run are skipped: the
+ * exact commands that run them in two phases instead. Changes nothing.
+ */
+static void two_phase_hint(const struct run_args *a, const struct mb_experiment *exp,
+                           const char *spec)
+{
+    struct mb_device_spec_list gpus = {0};
+    struct mb_device *dev = NULL;
+    struct mb_device_info info;
+    struct mb_mig_mode mm;
+    struct mb_cell *cells = NULL;
+    char **notes = NULL;
+    size_t n_cells = 0, n_notes = 0, other = 0;
+    if (mb_cli_verbosity() < 1 || mb_device_spec_expand(spec, &gpus, NULL) != MB_OK ||
+        mb_device_open(gpus.specs[0], &dev, NULL) != MB_OK ||
+        mb_device_info(dev, &info, NULL) != MB_OK || mb_device_mig_mode(dev, &mm, NULL) != MB_OK ||
+        mb_experiment_cells(exp, mb_device_caps(dev), a->only, &cells, &n_cells, &notes, &n_notes,
+                            NULL) != MB_OK)
+        goto out;
+    for (size_t i = 0; i < n_cells; i++) {
+        int need = mb_migmode_run_needs(&exp->runs[cells[i].run]);
+        other += need == 1 ? !mm.current : need == 0 && !info.emulated && mm.current;
+    }
+    if (other == 0)
+        goto out;
+    char base[PATH_MAX];
+    snprintf(base, sizeof(base), "%s%s", a->results ? "" : "results/",
+             a->results ? a->results : exp->name);
+    struct mb_cli_two_phase tp = {a->file, spec, base, info.index, info.emulated};
+    mb_cli_print_two_phase(stderr, exp, cells, n_cells, &tp);
+out:
+    free(cells);
+    mb_notes_free(notes, n_notes);
+    mb_device_close(dev);
+    mb_device_spec_list_free(&gpus);
+}
+
 /* Opens the session and checks that it can start; nothing has changed yet. */
 static int open_session(const struct run_args *a, const struct mb_experiment *exp, const char *spec,
                         struct progress_ctx *pctx, struct mb_session **s)
@@ -678,7 +808,11 @@ static int open_session(const struct run_args *a, const struct mb_experiment *ex
         .on_event = on_session_event,
         .on_runner_event = on_runner_event,
         .ctx = pctx,
+        .manage_mig_mode = a->manage_mig_mode || exp->manage_mig_mode,
+        .pin_reps = a->pin_reps,
     };
+    if (!so.manage_mig_mode)
+        two_phase_hint(a, exp, spec);
     int rc = mb_session_open(exp, &so, s, &err);
     if (rc == MB_OK)
         rc = mb_session_select(*s, a->cells, a->shard, &err);
@@ -767,10 +901,13 @@ const struct mb_cmd mb_cmd_run = {
     .usage =
         "migbench run EXP.yaml [--device SPEC] [--results DIR] [--set KEY=VALUE]...\n"
         "                    [--dry-run] [--resume] [--only RUN[,RUN...]] [--prometheus FILE]\n"
-        "                    [--cells LIST] [--shard I/N]",
+        "                    [--cells LIST] [--shard I/N] [--journal NAME] [--manage-mig-mode]\n"
+        "                    [--pin-repetitions]",
     .help = "options:\n"
             "  --device SPEC      run on this device instead of the file's (host, nvml:0,\n"
-            "                     nvml:GPU-uuid, emu:H100-80GB[:mig=on,state=PATH])\n"
+            "                     nvml:GPU-uuid, emu:H100-80GB[:mig=on,state=PATH]); several\n"
+            "                     GPUs (nvml:0,1,2,3, nvml:all, emu:H100-80GB:count=8) run\n"
+            "                     one cell each at a time, into one results directory\n"
             "  --results DIR      results directory (default results/<experiment name>)\n"
             "  --set KEY=VALUE    override a setting, e.g. measure.duration=30s (repeatable)\n"
             "  --dry-run          validate against the device's geometry and print the cells,\n"
@@ -782,6 +919,14 @@ const struct mb_cmd mb_cmd_run = {
             "                     (0-2,5) and run names; into a directory that holds the same\n"
             "                     experiment, cells already done there are skipped\n"
             "  --shard I/N        run every N-th cell from the I-th (0 <= I < N), after --cells\n"
+            "  --journal NAME     keep this invocation's own journal-NAME.jsonl in the results\n"
+            "                     directory (Slurm array tasks on other nodes; docs/slurm.md)\n"
+            "  --manage-mig-mode  switch each GPU's MIG mode between the runs that need it off\n"
+            "                     and those that need it on (phases), restoring the original at\n"
+            "                     the end and on --resume; root and an idle GPU (docs/study.md).\n"
+            "                     The same as manage_mig_mode: true in the file\n"
+            "  --pin-repetitions  keep every repetition of a run on one GPU (default: spread\n"
+            "                     over the GPUs, so that board-to-board spread shows in the CI)\n"
             "  --prometheus FILE  keep FILE as a node_exporter textfile while running: the\n"
             "                     device's live values and each run's energy, attributed per job\n"
             "                     (docs/prometheus.md)\n"

@@ -117,6 +117,8 @@ def generate(key):
     w("# Check without a GPU:  migbench run --dry-run --device emu:%s examples/study-%s.yaml" % (model_name, key))
     w("# Run a part:           migbench run --only solo-resnet50-full,solo-resnet50-%s examples/study-%s.yaml"
       % (pn(G1), key))
+    w("# Run it all (root, idle GPUs; docs/study.md):")
+    w("#                       migbench run --device nvml:all examples/study-%s.yaml" % key)
     w("# memory_mib values are ESTIMATES (see docs/workloads.md); the jobs print their measured peak.")
     w("version: 1")
     w("name: study-%s" % key)
@@ -124,6 +126,11 @@ def generate(key):
     w("python: auto")
     w("slurm:")
     w("  gpu: %s   # the nodes' GPU: migbench slurm submit numbers the cells as on it" % model_name)
+    w("# The runs need MIG off (full GPU, MPS, time-slicing) and MIG on (partitions): migbench runs")
+    w("# them in two phases, switching the MIG mode of each idle GPU in between (the driver resets")
+    w("# it), and restores the original mode at the end or on --resume. false: one mode per run of")
+    w("# migbench, and it prints the commands for the two phases.")
+    w("manage_mig_mode: true")
     w("")
     w("workloads:")
     for name, cmd, unit, gpu_args, memory, comment in WORKLOADS:

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "migbench/catalog.h"
+#include "migbench/experiment.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
 #include "text_internal.h"
@@ -26,6 +28,7 @@
 #define TELEMETRY_COLS_MAX 64
 #define RUNS_MAX 256
 #define CELLS_MAX 1024
+#define MB_MAX_GPUS_NOTED 64
 
 /* The two-sided 95% Student t quantile (stats.h); df >= 1 wherever a CI is computed. */
 static double t95(size_t df)
@@ -451,6 +454,7 @@ static int build_timeline(struct mb_an_cell *c, const struct tel_row *rows, size
 struct run_meta {
     char run[MB_AN_NAME_MAX];
     char mode[MB_AN_NAME_MAX];
+    char on[MB_AN_NAME_MAX]; /* exclusive on a MIG instance: its profile; else "" */
     size_t njobs;
     char job[MB_AN_JOBS_MAX][MB_AN_NAME_MAX];
     char workload[MB_AN_JOBS_MAX][MB_AN_NAME_MAX];
@@ -569,6 +573,31 @@ static void read_power_limit(struct mb_an_cell *c, const cJSON *pl)
         c->throttle_valid = 1;
         c->throttle_reasons = (uint64_t)bits.v;
     }
+}
+
+/*
+ * Remembers a workload's definition: a hash of its argv with directories left out, so that the
+ * same job on another machine (another interpreter path) still compares equal.
+ */
+static void record_workload(struct mb_an_experiment *e, const char *workload, const cJSON *argv)
+{
+    for (size_t i = 0; i < e->nworkloads; i++)
+        if (strcmp(e->workload_names[i], workload) == 0)
+            return;
+    if (e->nworkloads == MB_AN_WORKLOADS_MAX)
+        return;
+    uint64_t h = 0;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, argv)
+    {
+        if (!cJSON_IsString(a))
+            continue;
+        const char *base = strrchr(a->valuestring, '/');
+        base = base ? base + 1 : a->valuestring;
+        h = mb_fnv1a64(h ? h : MB_FNV1A_INIT, base, strlen(base) + 1);
+    }
+    mb__copy_str(e->workload_names[e->nworkloads], MB_AN_NAME_MAX, workload);
+    e->workload_sig[e->nworkloads++] = h;
 }
 
 /* The cell's window and energy; the energy used is the counter's, else the integrated one. */
@@ -747,6 +776,7 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
     mb__copy_str(m->run, sizeof(m->run),
                  json_str(root, "run") ? json_str(root, "run") : dirname_run);
     mb__copy_str(m->mode, sizeof(m->mode), json_str(root, "mode"));
+    mb__copy_str(m->on, sizeof(m->on), json_str(root, "on"));
     if (!m->mode[0]) {
         cJSON_Delete(root);
         return mb_error_set(err, MB_EPARSE, "%s: field 'mode': missing", path);
@@ -780,6 +810,8 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
     }
     read_device(e, cJSON_GetObjectItemCaseSensitive(root, "device"));
     read_power_limit(c, cJSON_GetObjectItemCaseSensitive(root, "power_limit"));
+    mb__copy_str(c->gpu_uuid, sizeof(c->gpu_uuid),
+                 json_str(cJSON_GetObjectItemCaseSensitive(root, "device"), "uuid"));
     parse_cell_energy(c, root);
     const cJSON *mig_inst = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "device"), "mig"),
@@ -806,6 +838,8 @@ static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
             cJSON_Delete(root);
             return st;
         }
+        record_workload(e, m->workload[i],
+                        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(jobs, (int)i), "argv"));
     }
     cJSON_Delete(root);
     return MB_OK;
@@ -1105,6 +1139,10 @@ static void fill_run_jobs(struct mb_an_run *r, struct run_meta *m)
     }
     size_t used = 0;
     r->layout[0] = '\0';
+    if (m->on[0]) {
+        snprintf(r->layout, sizeof(r->layout), "on %s", m->on);
+        return;
+    }
     for (size_t i = 0; i < m->njobs; i++) {
         char part[MB_AN_NAME_MAX + 2];
         if (strcmp(r->mode, "mig") == 0 && m->instance[i][0])
@@ -1137,6 +1175,7 @@ static int load_cell(struct mb_an_experiment *e, const char *rundir, const char 
     if (!meta)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
     memset(&cell, 0, sizeof(cell));
+    cell.origin = -1; /* claimed by the directory being loaded (claim_origin) */
     char *end;
     long dr = strtol(rep_dirname, &end, 10);
     int st = parse_cell(e, &cell, meta, cellpath, run_dirname, *end ? 0 : (int)dr, err);
@@ -1298,6 +1337,9 @@ static const struct mb_an_job *baseline_job(const struct mb_an_experiment *e,
         for (size_t i = 0; i < e->nruns; i++) {
             const struct mb_an_run *b = &e->runs[i];
             if (!is_exclusive(b->mode) || b->nok == 0 || (pass == 0) != (b == r))
+                continue;
+            /* A chosen baseline (report --baseline) is the only one, except for itself. */
+            if (pass == 1 && e->baseline_run[0] && strcmp(b->name, e->baseline_run) != 0)
                 continue;
             for (size_t k = 0; k < b->njobs; k++)
                 if (strcmp(b->jobs[k].workload, workload) == 0 && b->jobs[k].throughput.valid &&
@@ -1708,6 +1750,98 @@ static void journal_notes(struct mb_an_experiment *e)
         add_note(e, "%zu unreadable journal line(s) skipped", t.bad);
 }
 
+/*
+ * Cells that ran on several GPUs (a multi-GPU run): how many GPUs, and for each exclusive run the
+ * spread of each job's throughput between GPUs, a check of board-to-board variance.
+ */
+static void gpu_notes(struct mb_an_experiment *e)
+{
+    char gpus[MB_MAX_GPUS_NOTED][MB_AN_NAME_MAX];
+    size_t ngpus = 0;
+    for (size_t i = 0; i < e->nruns; i++)
+        for (size_t k = 0; k < e->runs[i].ncells; k++) {
+            const char *u = e->runs[i].cells[k].gpu_uuid;
+            size_t g = 0;
+            while (g < ngpus && strcmp(gpus[g], u) != 0)
+                g++;
+            if (g == ngpus && u[0] && ngpus < MB_MAX_GPUS_NOTED)
+                mb__copy_str(gpus[ngpus++], MB_AN_NAME_MAX, u);
+        }
+    if (ngpus < 2)
+        return;
+    add_note(e, "cells ran on %zu GPUs (cell.json device.uuid)", ngpus);
+    size_t shown = 0;
+    for (size_t i = 0; i < e->nruns && shown < 8; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        if (!is_exclusive(r->mode))
+            continue;
+        for (size_t j = 0; j < r->njobs && shown < 8; j++) {
+            double lo = INFINITY, hi = -INFINITY, sum = 0;
+            size_t n = 0;
+            for (size_t g = 0; g < ngpus; g++) {
+                double t = 0;
+                size_t m = 0;
+                for (size_t k = 0; k < r->ncells; k++) {
+                    const struct mb_an_cell *c = &r->cells[k];
+                    const struct mb_an_cell_job *cj = j < c->njobs ? &c->jobs[j] : NULL;
+                    if (c->ok && cj && cj->throughput.valid && strcmp(c->gpu_uuid, gpus[g]) == 0) {
+                        t += cj->throughput.v;
+                        m++;
+                    }
+                }
+                if (m == 0)
+                    continue;
+                t /= (double)m;
+                lo = t < lo ? t : lo;
+                hi = t > hi ? t : hi;
+                sum += t;
+                n++;
+            }
+            if (n < 2 || sum <= 0)
+                continue;
+            double mean = sum / (double)n;
+            add_note(e,
+                     "board spread: %s %s per-GPU throughput %.3g..%.3g (%.1f%% of the mean, "
+                     "%zu GPUs)",
+                     r->name, r->jobs[j].name, lo, hi, 100.0 * (hi - lo) / mean, n);
+            shown++;
+        }
+    }
+}
+
+/*
+ * Exclusive runs on a MIG instance (`on: mig-7g`) are not the whole GPU: how the instance differs,
+ * from the catalog, so that nobody reads its figures as the GPU's.
+ */
+static void on_notes(struct mb_an_experiment *e)
+{
+    struct mb_catalog *cat = NULL;
+    const struct mb_gpu_model *model = NULL;
+    if (mb_catalog_create(&cat, NULL) == MB_OK && e->model[0])
+        mb_catalog_find(cat, e->model, &model, NULL);
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        if (strncmp(r->layout, "on ", 3) != 0)
+            continue;
+        const struct mb_gi_profile *p = NULL;
+        if (model)
+            mb_model_profile_resolve(model, r->layout + 3, &p, NULL);
+        char sm[64] = "SMs unknown", mem[80] = "memory unknown";
+        if (p && p->sm_count > 0 && model->sm_full_gpu > 0)
+            snprintf(sm, sizeof(sm), "%d of the GPU's %d SMs", p->sm_count, model->sm_full_gpu);
+        else if (p && p->sm_count > 0)
+            snprintf(sm, sizeof(sm), "%d SMs (the whole GPU's count unknown)", p->sm_count);
+        if (p && p->memory_mib > 0 && model->total_memory_mib > 0)
+            snprintf(mem, sizeof(mem), "%lld of %lld MiB", (long long)p->memory_mib,
+                     (long long)model->total_memory_mib);
+        add_note(e,
+                 "%s: exclusive on a %s MIG instance, not the whole GPU: %s, %s (catalog); its "
+                 "figures are relative to that instance",
+                 r->name, r->layout + 3, sm, mem);
+    }
+    mb_catalog_destroy(cat);
+}
+
 static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
 {
     if (e->nruns > 1)
@@ -1730,7 +1864,22 @@ static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
                 aggregate_run(e, &e->runs[i]);
     quality_notes(e);
     journal_notes(e);
+    gpu_notes(e);
+    on_notes(e);
     return MB_OK;
+}
+
+/* The cells loaded last came from dir: they get its origin index. */
+static void claim_origin(struct mb_an_experiment *e, const char *dir)
+{
+    if (e->norigins == MB_AN_ORIGINS_MAX)
+        return;
+    mb__copy_str(e->origins[e->norigins], MB_AN_PATH_MAX, dir);
+    for (size_t i = 0; i < e->nruns; i++)
+        for (size_t k = 0; k < e->runs[i].ncells; k++)
+            if (e->runs[i].cells[k].origin < 0)
+                e->runs[i].cells[k].origin = (int)e->norigins;
+    e->norigins++;
 }
 
 static int add_experiment(struct mb_analysis *a, const char *dir, struct mb_error *err)
@@ -1745,6 +1894,7 @@ static int add_experiment(struct mb_analysis *a, const char *dir, struct mb_erro
     int st = load_experiment(e, dir, err);
     if (st != MB_OK)
         return st;
+    claim_origin(e, dir);
     if (e->nruns == 0)
         return mb_error_set(err, MB_ENOTFOUND, "%s: no cell.json found under <run>/<rep>/", dir);
     if (!e->name[0]) {
@@ -1817,6 +1967,165 @@ int mb_analysis_load(struct mb_analysis **out, const char *const *dirs, size_t n
                               "<run>/<rep>/cell.json)",
                               dir);
     }
+    if (st != MB_OK) {
+        mb_analysis_destroy(a);
+        return st;
+    }
+    *out = a;
+    return MB_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Merged reports                                                                            */
+
+/* Appends "; what" style differences between a and b to diff (cap bytes). */
+static void add_diff(char *diff, size_t cap, const char *what, const char *a, const char *b)
+{
+    size_t used = strlen(diff);
+    snprintf(diff + used, cap - used, "%s%s (%s vs %s)", used ? "; " : "", what,
+             a[0] ? a : "unknown", b[0] ? b : "unknown");
+}
+
+/* What keeps b from being the same experiment setting as a: GPU model, driver, workloads. */
+static void compare_experiments(const struct mb_an_experiment *a, const struct mb_an_experiment *b,
+                                char *diff, size_t cap)
+{
+    diff[0] = '\0';
+    if (strcmp(a->model, b->model) != 0 || strcmp(a->backend, b->backend) != 0)
+        add_diff(diff, cap, "GPU models", a->model[0] ? a->model : a->device_name,
+                 b->model[0] ? b->model : b->device_name);
+    if (strcmp(a->driver_version, b->driver_version) != 0)
+        add_diff(diff, cap, "drivers", a->driver_version, b->driver_version);
+    for (size_t i = 0; i < a->nworkloads; i++)
+        for (size_t k = 0; k < b->nworkloads; k++)
+            if (strcmp(a->workload_names[i], b->workload_names[k]) == 0 && a->workload_sig[i] &&
+                b->workload_sig[k] && a->workload_sig[i] != b->workload_sig[k])
+                add_diff(diff, cap, "workload definitions", a->workload_names[i],
+                         "another command of the same name");
+}
+
+/* "DIR:RUN" -> the run, which must be an exclusive run of one of the directories. */
+static int pick_baseline(const struct mb_analysis *sep, const char *const *dirs, size_t ndirs,
+                         const char *spec, char *run, struct mb_error *err)
+{
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || !colon[1])
+        return mb_error_set(err, MB_EINVAL, "--baseline %s: expected DIR:RUN", spec);
+    size_t dlen = (size_t)(colon - spec);
+    for (size_t d = 0; d < ndirs; d++) {
+        if (strlen(dirs[d]) != dlen || strncmp(dirs[d], spec, dlen) != 0)
+            continue;
+        const struct mb_an_experiment *e = &sep->exps[d];
+        for (size_t i = 0; i < e->nruns; i++)
+            if (strcmp(e->runs[i].name, colon + 1) == 0) {
+                if (!is_exclusive(e->runs[i].mode))
+                    return mb_error_set(err, MB_EINVAL,
+                                        "--baseline %s: run '%s' is %s, not exclusive", spec,
+                                        colon + 1, e->runs[i].mode);
+                mb__copy_str(run, MB_AN_NAME_MAX, colon + 1);
+                return MB_OK;
+            }
+        return mb_error_set(err, MB_EINVAL, "--baseline %s: %.*s has no run '%s'", spec, (int)dlen,
+                            spec, colon + 1);
+    }
+    return mb_error_set(err, MB_EINVAL, "--baseline %s: %.*s is not one of the merged directories",
+                        spec, (int)dlen, spec);
+}
+
+/* Notes on where cells came from: per directory, and each run that pools several. */
+static void origin_notes(struct mb_an_experiment *e)
+{
+    for (size_t d = 0; d < e->norigins; d++) {
+        size_t cells = 0, runs = 0;
+        for (size_t i = 0; i < e->nruns; i++) {
+            size_t here = 0;
+            for (size_t k = 0; k < e->runs[i].ncells; k++)
+                here += e->runs[i].cells[k].origin == (int)d;
+            cells += here;
+            runs += here > 0;
+        }
+        add_note(e, "merged: %zu cells of %zu runs from %s", cells, runs, e->origins[d]);
+    }
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        for (size_t k = 1; k < r->ncells; k++)
+            if (r->cells[k].origin != r->cells[0].origin) {
+                add_note(e, "merged: run %s pools cells from several directories", r->name);
+                break;
+            }
+    }
+}
+
+/* Loads every directory into e, one after another; runs of the same name pool their cells. */
+static int load_merged(struct mb_an_experiment *e, const struct mb_analysis *sep,
+                       const char *const *dirs, size_t ndirs, struct mb_error *err)
+{
+    for (size_t d = 0; d < ndirs; d++) {
+        int st = load_experiment(e, dirs[d], err);
+        if (st != MB_OK)
+            return st;
+        claim_origin(e, dirs[d]);
+        e->emulated = e->emulated || sep->exps[d].emulated;
+    }
+    if (!e->name[0])
+        mb__copy_str(e->name, sizeof(e->name), sep->exps[0].name);
+    return MB_OK;
+}
+
+int mb_analysis_load_merged(struct mb_analysis **out, const char *const *dirs, size_t ndirs,
+                            const struct mb_analysis_merge *opts, struct mb_error *err)
+{
+    *out = NULL;
+    if (ndirs < 2 || ndirs > MB_AN_ORIGINS_MAX)
+        return mb_error_set(err, MB_EINVAL, "--merge takes 2 to %d results directories, not %zu",
+                            MB_AN_ORIGINS_MAX, ndirs);
+    struct mb_analysis *sep = NULL, *a = NULL;
+    int st = mb_analysis_load(&sep, dirs, ndirs, err);
+    if (st != MB_OK)
+        return st;
+    if (sep->nexp != ndirs) {
+        st = mb_error_set(err, MB_EINVAL,
+                          "--merge: give each experiment's results directory (%zu directories "
+                          "hold %zu experiments)",
+                          ndirs, sep->nexp);
+        goto out;
+    }
+    char diffs[MB_AN_ORIGINS_MAX][MB_AN_TEXT_MAX];
+    for (size_t d = 1; d < ndirs; d++) {
+        compare_experiments(&sep->exps[0], &sep->exps[d], diffs[d], sizeof(diffs[d]));
+        if (diffs[d][0] && !(opts && opts->force)) {
+            st = mb_error_set(err, MB_EINVAL,
+                              "cannot merge %s with %s: different %s; --force merges anyway "
+                              "(the report then says so)",
+                              dirs[d], dirs[0], diffs[d]);
+            goto out;
+        }
+    }
+    char baseline[MB_AN_NAME_MAX] = "";
+    if (opts && opts->baseline &&
+        (st = pick_baseline(sep, dirs, ndirs, opts->baseline, baseline, err)) != MB_OK)
+        goto out;
+    a = calloc(1, sizeof(*a));
+    struct mb_an_experiment *e = a ? calloc(1, sizeof(*e)) : NULL;
+    if (!e) {
+        st = mb_error_set(err, MB_ENOMEM, "out of memory");
+        goto out;
+    }
+    a->exps = e;
+    a->nexp = 1;
+    mb__copy_str(e->dir, sizeof(e->dir), dirs[0]);
+    mb__copy_str(e->baseline_run, sizeof(e->baseline_run), baseline);
+    if ((st = load_merged(e, sep, dirs, ndirs, err)) != MB_OK ||
+        (st = analyse_experiment(e, err)) != MB_OK)
+        goto out;
+    origin_notes(e);
+    for (size_t d = 1; d < ndirs; d++)
+        if (diffs[d][0])
+            add_note(e, "merged with --force despite different %s (%s)", diffs[d], dirs[d]);
+    if (baseline[0])
+        add_note(e, "baseline: run %s only (--baseline %s)", baseline, opts->baseline);
+out:
+    mb_analysis_destroy(sep);
     if (st != MB_OK) {
         mb_analysis_destroy(a);
         return st;

@@ -527,12 +527,45 @@ static int get_power_limits(struct mb__yread *c, const struct mb__ynode *n, cons
     return MB_OK;
 }
 
+/*
+ * `on: mig-7g` (exclusive only): the jobs run one after another on one MIG instance of that size
+ * instead of the whole GPU, a baseline for a GPU that cannot leave MIG mode; `on: gpu` is the
+ * default.
+ */
+static int parse_run_on(struct mb__yread *c, const struct mb__ynode *n, const char *field,
+                        struct mb_exp_run *r)
+{
+    unsigned kl = 0;
+    const struct mb__ynode *v = mb__ymap_get(n, "on", &kl);
+    if (!v)
+        return MB_OK;
+    char f[FIELD_MAX], on[MB_PROFILE_NAME_MAX + 8];
+    fieldf(f, "%s.on", field);
+    int rc = mb__yread_string(c, v, f, on, sizeof(on));
+    if (rc)
+        return rc;
+    if (r->mode != MB_MODE_EXCLUSIVE)
+        return mb__yread_fail(c, kl ? kl : v->line, v->origin, f,
+                              "only for mode: exclusive (this run is %s)",
+                              mb_exp_mode_str(r->mode));
+    if (strcmp(on, "gpu") == 0)
+        return MB_OK;
+    if (strncmp(on, "mig-", 4) != 0 || !on[4] || strlen(on + 4) >= MB_PROFILE_NAME_MAX)
+        return mb__yread_fail(c, v->line, v->origin, f,
+                              "'%s': expected gpu or mig-SIZE (e.g. mig-7g, the largest instance)",
+                              on);
+    snprintf(r->on, sizeof(r->on), "%s", on + 4);
+    snprintf(r->layout[0], sizeof(r->layout[0]), "%s", on + 4);
+    r->n_layout = 1;
+    return MB_OK;
+}
+
 static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
                      const struct mb__ynode *n)
 {
-    static const char *const keys[] = {"name",         "mode",         "jobs",
-                                       "layout",       "only",         "thread_percentage",
-                                       "match_layout", "power_limits", NULL};
+    static const char *const keys[] = {
+        "name",         "mode",         "jobs", "layout", "only", "thread_percentage",
+        "match_layout", "power_limits", "on",   NULL};
     struct mb_exp_run *r = &exp->runs[idx];
     r->line = n->line;
     char field[FIELD_MAX], f[FIELD_MAX];
@@ -678,7 +711,7 @@ static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
         if ((rc = get_power_limits(c, v, f, r->power_limits, &r->n_power_limits)))
             return rc;
     }
-    return MB_OK;
+    return parse_run_on(c, n, field, r);
 }
 
 static int parse_measure(struct mb__yread *c, const struct mb__ynode *n, struct mb_exp_measure *m)
@@ -816,8 +849,9 @@ static int parse_slurm(struct mb__yread *c, const struct mb__ynode *n, struct mb
 
 static int parse_root(struct mb__yread *c, const struct mb__ynode *root, struct mb_experiment *exp)
 {
-    static const char *const keys[] = {"version", "name",    "device", "python",       "workloads",
-                                       "runs",    "measure", "slurm",  "power_limits", NULL};
+    static const char *const keys[] = {
+        "version", "name",  "device",       "python",          "workloads", "runs",
+        "measure", "slurm", "power_limits", "manage_mig_mode", NULL};
     if (!root)
         return mb__yread_fail(c, 1, NULL, NULL,
                               "the file is empty (expected version: 1, name, workloads, "
@@ -848,6 +882,9 @@ static int parse_root(struct mb__yread *c, const struct mb__ynode *root, struct 
         return rc;
     if (!exp->python[0])
         return mb__yread_fail(c, v ? v->line : 0, v ? v->origin : NULL, "python", "empty");
+    if ((v = mb__ymap_get(root, "manage_mig_mode", NULL)) &&
+        (rc = mb__yread_bool(c, v, "manage_mig_mode", &exp->manage_mig_mode)))
+        return rc;
     if (!(v = mb__ymap_get(root, "workloads", NULL)))
         return mb__yread_fail(c, root->line, NULL, "workloads", "missing");
     if ((rc = mb__yread_want(c, v, MB__Y_MAP, "workloads", "a mapping of workload names")))
@@ -1289,8 +1326,10 @@ bool mb_exp_run_applies(const struct mb_exp_run *run, uint32_t caps, char *why, 
     const char *reason = NULL;
     if (run->mode == MB_MODE_PARTITION && gpu)
         reason = "mode partition is for the host CPU";
-    else if ((run->mode == MB_MODE_MIG || run->mode == MB_MODE_MPS) && !gpu)
-        reason = run->mode == MB_MODE_MIG ? "mode mig needs a GPU" : "mode mps needs a GPU";
+    else if ((run->mode == MB_MODE_MIG || run->mode == MB_MODE_MPS || run->on[0]) && !gpu)
+        reason = run->mode == MB_MODE_MPS ? "mode mps needs a GPU"
+                 : run->on[0]             ? "exclusive on a MIG instance needs a GPU"
+                                          : "mode mig needs a GPU";
     else if (run->only && !(run->only & (gpu ? MB_ONLY_GPU : MB_ONLY_HOST)))
         reason = gpu ? "only: host" : "only: gpu";
     if (reason && why)

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@ struct mb_journal {
     int fd;
     int append_fd; /* shared journals: "<path>.lock", held exclusively around each append */
     char path[1024];
+    /* Workers of a multi-GPU run share one journal: each line is written and fsync'd whole. */
+    pthread_mutex_t lock;
 };
 
 /* Takes (op LOCK_EX or LOCK_UN) the append lock of a shared journal; a no-op for an owned one. */
@@ -79,9 +82,11 @@ static int journal_open(const char *path, bool shared, struct mb_journal **out,
         return mb_error_set(err, MB_ERANGE, "journal path too long");
     }
     snprintf(j->path, sizeof(j->path), "%s", path);
+    pthread_mutex_init(&j->lock, NULL);
     j->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (j->fd < 0) {
         int e = errno;
+        pthread_mutex_destroy(&j->lock);
         free(j);
         return mb_error_set(err, MB_EIO, "%s: cannot open journal: %s", path, strerror(e));
     }
@@ -137,6 +142,7 @@ void mb_journal_close(struct mb_journal *j)
         close(j->fd);
     if (j->append_fd >= 0)
         close(j->append_fd);
+    pthread_mutex_destroy(&j->lock);
     free(j);
 }
 
@@ -163,11 +169,13 @@ int mb_journal_append(struct mb_journal *j, cJSON *obj, struct mb_error *err)
         /* One write() of the whole line: with O_APPEND it lands in one piece or not at all,
          * unless the disk fills or the machine dies, which the reader tolerates. */
         text[len] = '\n';
+        pthread_mutex_lock(&j->lock);
         if (append_lock(j, LOCK_EX) != 0 || write_all(j->fd, text, len + 1) != 0 ||
             fsync(j->fd) != 0)
             rc =
                 mb_error_set(err, MB_EIO, "%s: cannot write journal: %s", j->path, strerror(errno));
         append_lock(j, LOCK_UN);
+        pthread_mutex_unlock(&j->lock);
     }
     cJSON_free(text);
     return rc;

@@ -671,9 +671,14 @@ int mb_mig_clear_run(struct mb_device *dev, struct mb_mig_ledger *l, const char 
     int rc = mb_mig_ledger_load(l, err);
     if (rc != MB_OK)
         return rc;
+    /* Nothing recorded, or MIG not active (a GPU with MIG off holds no instance, and its
+     * instances cannot even be listed): nothing of the dead run can be on it. */
+    struct mb_mig_mode mode;
+    if (l->n == 0 || (mb_device_mig_mode(dev, &mode, NULL) == MB_OK && !mode.current))
+        return MB_OK;
     struct mb_mig_gi gis[MB_MIG_MAX_GIS];
     size_t n = 0;
-    if (l->n && (rc = mb_mig_list(dev, gis, MB_MIG_MAX_GIS, &n, err)) != MB_OK)
+    if ((rc = mb_mig_list(dev, gis, MB_MIG_MAX_GIS, &n, err)) != MB_OK)
         return rc;
     int first = MB_OK;
     for (size_t k = 0; k < n; k++) {

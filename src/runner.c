@@ -110,6 +110,7 @@ struct cell {
     struct mb_mig_ledger *ledger; /* what migbench made on this GPU (mig.h); NULL before MIG */
     double reconfigure_s;
     bool mps_up;
+    bool mps_emulated; /* an emulated GPU without the control program: no daemon */
     char mps_pipe[1100], mps_log[1100];
     unsigned pct[MB_EXP_MAX_JOBS];
     /* jobs */
@@ -523,6 +524,12 @@ static int plan_mig(struct mb_device *dev, const struct mb_gpu_model *m, const s
     return MB_OK;
 }
 
+/* The run's jobs run on MIG instances: mode mig, or exclusive `on: mig-SIZE`. */
+static bool uses_mig(const struct mb_exp_run *r)
+{
+    return r->mode == MB_MODE_MIG || r->on[0];
+}
+
 /*
  * The ledger entry for an instance about to be made (mig.h): written before the create call, so
  * that 'mig clear --ours' and 'run --resume' find it even when this process dies right after.
@@ -724,6 +731,25 @@ static int teardown_mig(struct cell *c)
     return rc;
 }
 
+static bool on_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        return false;
+    for (const char *p = path; *p;) {
+        const char *colon = strchr(p, ':');
+        size_t l = colon ? (size_t)(colon - p) : strlen(p);
+        char cand[1200];
+        snprintf(cand, sizeof(cand), "%.*s/%s", (int)l, l ? p : ".", name);
+        if (access(cand, X_OK) == 0)
+            return true;
+        if (!colon)
+            break;
+        p = colon + 1;
+    }
+    return false;
+}
+
 static int prepare_mps(struct cell *c)
 {
     struct mb_error e;
@@ -740,6 +766,13 @@ static int prepare_mps(struct cell *c)
     chmod(c->mps_pipe, 0700);
     chmod(c->mps_log, 0700);
     mb_exp_run_thread_pct(c->run, c->o->model ? c->o->model->compute_slices : 7, c->pct);
+    if ((mb_device_caps(c->o->dev) & MB_CAP_EMULATED) && !on_path(MPS_CONTROL)) {
+        /* No NVIDIA utilities and no GPU for a daemon to serve: the jobs share the emulated GPU
+         * with the MPS environment they would get, and cell.json says there was no daemon. */
+        c->mps_emulated = true;
+        emit(c, MB_RUNNER_NOTE, "emulated GPU: no MPS daemon; the jobs get its environment");
+        return MB_OK;
+    }
     /* Journal first: if we die between starting the daemon and journaling it,
      * --resume must still know to tell it to quit (quitting a daemon that never
      * started is harmless). */
@@ -854,11 +887,13 @@ static int setup_job(struct cell *c, size_t i)
     rc = mb_progress_create(&po, &j->prog, &e);
     if (rc != MB_OK)
         return mb_error_set(c->err, rc, "job %s: %s", j->name, e.msg);
-    switch (r->mode) {
+    /* exclusive `on: mig-7g`: every job on the run's one instance, one after another. */
+    size_t k = r->on[0] ? 0 : i;
+    switch (uses_mig(r) ? MB_MODE_MIG : r->mode) {
     case MB_MODE_MIG:
-        j->instance = (int)i;
+        j->instance = (int)k;
         rc = add_env(j, "CUDA_VISIBLE_DEVICES=%s%s",
-                     strncmp(c->inst[i].uuid, "MIG-", 4) == 0 ? "" : "MIG-", c->inst[i].uuid);
+                     strncmp(c->inst[k].uuid, "MIG-", 4) == 0 ? "" : "MIG-", c->inst[k].uuid);
         break;
     case MB_MODE_MPS:
         j->thread_pct = (int)c->pct[i];
@@ -1465,12 +1500,15 @@ static cJSON *cell_json(struct cell *c, double started_unix, double offset_s)
             cJSON_AddItemToArray(arr, cJSON_CreateNumber(c->pct[i]));
         cJSON_AddStringToObject(mp, "pipe_dir", c->mps_pipe);
         cJSON_AddStringToObject(mp, "log_dir", c->mps_log);
+        cJSON_AddStringToObject(mp, "daemon",
+                                c->mps_emulated ? "none (emulated GPU)" : MPS_CONTROL);
     } else {
         cJSON_AddNullToObject(o, "mps");
     }
-    cJSON_AddItemToObject(
-        o, "reconfigure_seconds",
-        num_or_null(c->run->mode == MB_MODE_MIG && c->n_inst > 0, c->reconfigure_s));
+    cJSON_AddItemToObject(o, "reconfigure_seconds",
+                          num_or_null(uses_mig(c->run) && c->n_inst > 0, c->reconfigure_s));
+    if (c->run->on[0])
+        cJSON_AddStringToObject(o, "on", c->n_inst > 0 ? c->inst[0].profile : c->run->on);
     cJSON_AddItemToObject(o, "energy", energy_json(c));
     cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
     for (size_t i = 0; i < c->n_jobs; i++)
@@ -1635,8 +1673,10 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
     if ((rc = mb_results_mkdirs(jobs_dir, 0755, err)) != MB_OK)
         goto out;
     cJSON *o = jevent("cell_started", c);
-    if (o)
+    if (o) {
         cJSON_AddStringToObject(o, "mode", mb_exp_mode_str(c->run->mode));
+        cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid); /* which GPU, on a multi-GPU run */
+    }
     if ((rc = jappend(c, o)) != MB_OK)
         goto out;
     emit(c, MB_RUNNER_CELL_START, NULL);
@@ -1655,7 +1695,7 @@ int mb_runner_run_cell(const struct mb_runner_opts *opts, const struct mb_cell *
         goto teardown;
 
     /* Mode. */
-    if (c->run->mode == MB_MODE_MIG)
+    if (uses_mig(c->run))
         rc = prepare_mig(c);
     else if (c->run->mode == MB_MODE_MPS)
         rc = prepare_mps(c);
@@ -1709,7 +1749,7 @@ teardown:;
             mb_proc_wait(c->jobs[i].proc, -1, NULL);
         }
     int trc = MB_OK;
-    if (c->run->mode == MB_MODE_MIG)
+    if (uses_mig(c->run))
         trc = teardown_mig(c);
     else if (c->run->mode == MB_MODE_MPS)
         trc = teardown_mps(c);
@@ -1736,6 +1776,7 @@ teardown:;
         goto out;
     o = jevent(c->failed ? "cell_failed" : "cell_finished", c);
     if (o) {
+        cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
         cJSON_AddNumberToObject(o, "seconds", (double)(mb_clock_monotonic_ns() - c->t0_ns) / 1e9);
         if (c->failed)
             cJSON_AddStringToObject(o, "reason", c->fail);
@@ -1757,25 +1798,6 @@ out:
 
 /* ---- preflight and cleanup
  * --------------------------------------------------------------- */
-
-static bool on_path(const char *name)
-{
-    const char *path = getenv("PATH");
-    if (!path)
-        return false;
-    for (const char *p = path; *p;) {
-        const char *colon = strchr(p, ':');
-        size_t l = colon ? (size_t)(colon - p) : strlen(p);
-        char cand[1200];
-        snprintf(cand, sizeof(cand), "%.*s/%s", (int)l, l ? p : ".", name);
-        if (access(cand, X_OK) == 0)
-            return true;
-        if (!colon)
-            break;
-        p = colon + 1;
-    }
-    return false;
-}
 
 /* Every instance a run makes is recorded first: the ledger must be writable before it starts. */
 static int ledger_writable(const struct mb_runner_opts *o, const struct mb_exp_run *r,
@@ -1799,9 +1821,10 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
         const struct mb_exp_run *r = &o->exp->runs[cells[i].run];
         if (i > 0 && cells[i - 1].run == cells[i].run)
             continue;
-        if (r->mode == MB_MODE_MPS) {
-            if (!(mb_device_caps(o->dev) & MB_CAP_MPS) ||
-                (mb_device_caps(o->dev) & MB_CAP_EMULATED))
+        /* An emulated GPU runs mps without a daemon (prepare_mps); a measured one needs it. */
+        bool emulated = mb_device_caps(o->dev) & MB_CAP_EMULATED;
+        if (r->mode == MB_MODE_MPS && !emulated) {
+            if (!(mb_device_caps(o->dev) & MB_CAP_MPS))
                 return mb_error_set(err, MB_EUNSUPPORTED,
                                     "run '%s': mode mps needs a real GPU through the nvml backend "
                                     "(this device is %s); use --only to leave it out",
@@ -1812,7 +1835,7 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
                                     "driver utilities)",
                                     r->name, MPS_CONTROL);
         }
-        if (r->mode == MB_MODE_MIG) {
+        if (uses_mig(r)) {
             struct mb_mig_mode mm;
             struct mb_error e;
             if (mb_device_mig_mode(o->dev, &mm, &e) != MB_OK)

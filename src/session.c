@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,17 @@
 #include <unistd.h>
 
 #include "migbench/powercap.h"
+#include "migbench/migmode.h"
+#include "migbench/multirun.h"
 #include "migbench/results.h"
+
+struct mb_session;
+
+/* A worker's context for the runner's events on several GPUs. */
+struct gpu_ev {
+    struct mb_session *s;
+    size_t gpu;
+};
 
 struct mb_session {
     struct mb_visible vis; /* CUDA_VISIBLE_DEVICES resolved (follow_visible) */
@@ -47,6 +58,15 @@ struct mb_session {
     struct mb_runner_opts ro;
     char ledger[PATH_MAX]; /* the power-limit record; "" when limits cannot be set here */
     const char *helper;    /* MIGBENCH_POWER_HELPER, or NULL */
+    /* Every GPU of the session; gpus[0] is dev, and gro[0] differs from ro only in its events. */
+    struct mb_device_spec_list specs;
+    size_t n_gpus;
+    struct mb_device *gpus[MB_MAX_DEVICES];
+    struct mb_device_info ginfo[MB_MAX_DEVICES];
+    struct mb_runner_power gpower[MB_MAX_DEVICES];
+    struct mb_runner_opts gro[MB_MAX_DEVICES];
+    struct gpu_ev gev[MB_MAX_DEVICES];
+    pthread_mutex_t lock; /* the callbacks, from the workers */
 };
 
 static void say(struct mb_session *s, enum mb_session_event_kind kind, const char *fmt, ...)
@@ -80,6 +100,11 @@ size_t mb_session_cells(const struct mb_session *s, const struct mb_cell **cells
 const struct mb_experiment *mb_session_experiment(const struct mb_session *s)
 {
     return s->exp;
+}
+
+size_t mb_session_gpus(const struct mb_session *s)
+{
+    return s->n_gpus;
 }
 
 struct mb_device *mb_session_device(const struct mb_session *s)
@@ -196,18 +221,20 @@ int mb_session_resolve_tools(const struct mb_experiment *exp, const struct mb_ce
 static void filter_by_mig_mode(struct mb_session *s)
 {
     struct mb_mig_mode mm;
-    if (!(s->caps & MB_CAP_GPU) || mb_device_mig_mode(s->dev, &mm, NULL) != MB_OK)
-        return;
+    if (s->o.manage_mig_mode || !(s->caps & MB_CAP_GPU) ||
+        mb_device_mig_mode(s->dev, &mm, NULL) != MB_OK)
+        return; /* with phases every cell runs, each in its mode */
     bool measured = !(s->caps & MB_CAP_EMULATED);
     size_t k = 0;
     for (size_t i = 0; i < s->n_all; i++) {
         const struct mb_exp_run *r = &s->exp->runs[s->all[i].run];
         const char *why = NULL;
-        if (r->mode == MB_MODE_MIG && !mm.current)
+        int need = mb_migmode_run_needs(r);
+        if (need == 1 && !mm.current)
             why = mm.pending ? "MIG mode is enabled but pending a GPU reset"
                              : "MIG mode is disabled on the GPU (nvidia-smi -mig 1 and a reset "
                                "enable it)";
-        else if (r->mode != MB_MODE_MIG && measured && mm.current)
+        else if (need == 0 && measured && mm.current)
             why = "MIG mode is enabled on the GPU; whole-GPU runs need it disabled";
         if (!why)
             s->all[k++] = s->all[i];
@@ -241,18 +268,39 @@ static void follow_visible(struct mb_session *s)
     s->o.device_spec = s->vis.spec;
 }
 
+/* Every GPU the spec names (one, usually); they must be one kind of device and one model. */
+static int open_gpus(struct mb_session *s, struct mb_error *err)
+{
+    int rc = mb_device_spec_expand(s->o.device_spec, &s->specs, err);
+    if (rc != MB_OK)
+        return rc;
+    for (size_t g = 0; g < s->specs.n; g++) {
+        const char *sp = s->specs.specs[g];
+        struct mb_error e;
+        if ((rc = mb_device_open(sp, &s->gpus[g], err)) != MB_OK)
+            return rc;
+        s->n_gpus = g + 1;
+        if (mb_device_info(s->gpus[g], &s->ginfo[g], &e) != MB_OK)
+            return mb_error_set(err, MB_EDEVICE, "device %s: %s", sp, e.msg);
+        const struct mb_device_info *i0 = &s->ginfo[0], *ig = &s->ginfo[g];
+        if (strcmp(i0->backend, ig->backend) != 0 || strcmp(i0->model, ig->model) != 0)
+            return mb_error_set(err, MB_EINVAL,
+                                "--device %s: %s is a %s (%s), %s a %s (%s): one run compares "
+                                "GPUs of one model; run them separately",
+                                s->o.device_spec, sp, ig->model, ig->backend, s->specs.specs[0],
+                                i0->model, i0->backend);
+    }
+    return MB_OK;
+}
+
 static int open_device(struct mb_session *s, struct mb_error *err)
 {
     follow_visible(s);
-    const char *spec = s->o.device_spec;
-    struct mb_error e;
     int rc = mb_catalog_create(&s->cat, err);
-    if (rc != MB_OK)
+    if (rc != MB_OK || (rc = open_gpus(s, err)) != MB_OK)
         return rc;
-    if ((rc = mb_device_open(spec, &s->dev, err)) != MB_OK)
-        return rc;
-    if (mb_device_info(s->dev, &s->info, &e) != MB_OK)
-        return mb_error_set(err, MB_EDEVICE, "device %s: %s", spec, e.msg);
+    s->dev = s->gpus[0];
+    s->info = s->ginfo[0];
     s->caps = mb_device_caps(s->dev);
     if ((s->caps & MB_CAP_GPU) && s->info.model[0] &&
         mb_catalog_find(s->cat, s->info.model, &s->model, NULL) != MB_OK) {
@@ -459,6 +507,48 @@ static int open_results(struct mb_session *s, struct mb_error *err)
     return MB_OK;
 }
 
+/* Several GPUs or phases: the runner's notes, and a line when a cell starts, with the GPU. */
+static void gpu_runner_event(void *ctx, const struct mb_runner_event *ev)
+{
+    const struct gpu_ev *ge = ctx;
+    struct mb_session *s = ge->s;
+    if (!s->o.on_runner_event || (ev->kind != MB_RUNNER_NOTE && ev->kind != MB_RUNNER_CELL_START))
+        return;
+    char text[768];
+    if (ev->kind == MB_RUNNER_CELL_START)
+        snprintf(text, sizeof(text), "started");
+    else
+        snprintf(text, sizeof(text), "%s", ev->text ? ev->text : "");
+    if (s->n_gpus > 1) {
+        size_t used = strlen(text);
+        snprintf(text + used, sizeof(text) - used, " (gpu %zu)", ge->gpu);
+    }
+    struct mb_runner_event copy = *ev;
+    copy.kind = MB_RUNNER_NOTE;
+    copy.text = text;
+    pthread_mutex_lock(&s->lock);
+    s->o.on_runner_event(s->o.ctx, &copy);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Each GPU's runner options: the session's, with its own device, spec, cool-down state. */
+static void gpu_runner_opts(struct mb_session *s)
+{
+    bool lines = s->n_gpus > 1 || s->o.manage_mig_mode;
+    for (size_t g = 0; g < s->n_gpus; g++) {
+        s->gro[g] = s->ro;
+        s->gro[g].dev = s->gpus[g];
+        s->gro[g].device_spec = s->specs.specs[g];
+        s->gro[g].power = g == 0 ? &s->power : &s->gpower[g];
+        s->gro[g].seed = s->ro.seed + g;
+        s->gev[g] = (struct gpu_ev){s, g};
+        if (lines) {
+            s->gro[g].on_event = gpu_runner_event;
+            s->gro[g].ctx = &s->gev[g];
+        }
+    }
+}
+
 int mb_session_open(const struct mb_experiment *exp, const struct mb_session_opts *opts,
                     struct mb_session **out, struct mb_error *err)
 {
@@ -468,6 +558,7 @@ int mb_session_open(const struct mb_experiment *exp, const struct mb_session_opt
         return mb_error_set(err, MB_ENOMEM, "out of memory");
     s->exp = exp;
     s->o = *opts;
+    pthread_mutex_init(&s->lock, NULL);
     int rc = open_device(s, err);
     if (rc == MB_OK)
         rc = open_cells(s, err);
@@ -496,6 +587,7 @@ int mb_session_open(const struct mb_experiment *exp, const struct mb_session_opt
         .power_ledger = s->ledger[0] ? s->ledger : NULL,
         .power_helper = s->helper,
     };
+    gpu_runner_opts(s);
     *out = s;
     return MB_OK;
 }
@@ -510,7 +602,10 @@ void mb_session_close(struct mb_session *s)
     free(s->all);
     free(s->sel);
     free(s->sel_index);
-    mb_device_close(s->dev);
+    for (size_t g = 0; g < s->n_gpus; g++)
+        mb_device_close(s->gpus[g]); /* gpus[0] is dev */
+    mb_device_spec_list_free(&s->specs);
+    pthread_mutex_destroy(&s->lock);
     mb_catalog_destroy(s->cat);
     free(s);
 }
@@ -632,6 +727,10 @@ static int journal_started(struct mb_session *s, struct mb_error *err)
     for (size_t i = 0; ov && i < s->exp->n_overrides; i++)
         cJSON_AddItemToArray(ov, cJSON_CreateString(s->exp->overrides[i]));
     cJSON_AddStringToObject(ev, "device", s->o.device_spec);
+    cJSON *gl = cJSON_AddArrayToObject(ev, "gpus");
+    for (size_t g = 0; gl && g < s->n_gpus; g++)
+        cJSON_AddItemToArray(gl, cJSON_CreateString(s->specs.specs[g]));
+    cJSON_AddBoolToObject(ev, "manage_mig_mode", s->o.manage_mig_mode);
     cJSON_AddStringToObject(ev, "backend", s->info.backend);
     cJSON_AddNumberToObject(ev, "cells", (double)s->n_sel);
     if (s->selected) {
@@ -644,6 +743,33 @@ static int journal_started(struct mb_session *s, struct mb_error *err)
     cJSON_AddStringToObject(ev, "migbench_version", MB_VERSION_STRING);
     int rc = mb_journal_append(s->journal, ev, err);
     cJSON_Delete(ev);
+    return rc;
+}
+
+/* The leftovers of each GPU from its own handle; MPS daemons (the host's) once. */
+static int cleanup_gpus(struct mb_session *s, const struct mb_leftovers *left, size_t *removed,
+                        struct mb_error *err)
+{
+    if (s->n_gpus == 1)
+        return mb_runner_cleanup(&s->gro[0], left, removed, err);
+    struct mb_leftovers *mine = malloc(sizeof(*mine));
+    if (!mine)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    int rc = MB_OK;
+    for (size_t g = 0; g < s->n_gpus && rc == MB_OK; g++) {
+        memset(mine, 0, sizeof(*mine));
+        for (size_t i = 0; i < left->n_mig; i++)
+            if (strcmp(left->mig[i].gpu_uuid, s->ginfo[g].uuid) == 0)
+                mine->mig[mine->n_mig++] = left->mig[i];
+        if (g == 0) {
+            mine->n_mps = left->n_mps;
+            memcpy(mine->mps, left->mps, sizeof(left->mps));
+        }
+        size_t n = 0;
+        rc = mb_runner_cleanup(&s->gro[g], mine, &n, err);
+        *removed += n;
+    }
+    free(mine);
     return rc;
 }
 
@@ -661,7 +787,7 @@ static int resume_cleanup(struct mb_session *s, struct mb_error *err)
                 "resume: removing %zu MIG instance%s and %zu MPS daemon%s left by the "
                 "interrupted run",
                 left->n_mig, left->n_mig == 1 ? "" : "s", left->n_mps, left->n_mps == 1 ? "" : "s");
-        rc = mb_runner_cleanup(&s->ro, left, &removed, err);
+        rc = cleanup_gpus(s, left, &removed, err);
     }
     free(left);
     if (rc != MB_OK) {
@@ -672,9 +798,28 @@ static int resume_cleanup(struct mb_session *s, struct mb_error *err)
     return MB_OK;
 }
 
+/*
+ * Each GPU's check of the selected cells. With MIG-mode phases only the cells of the mode a GPU
+ * has now can be checked there; the others are checked by the runner after the switch.
+ */
 static int preflight(struct mb_session *s, struct mb_error *err)
 {
-    int rc = mb_runner_preflight(&s->ro, s->sel, s->n_sel, err);
+    struct mb_cell *now = malloc((s->n_sel ? s->n_sel : 1) * sizeof(*now));
+    if (!now)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    int rc = MB_OK;
+    for (size_t g = 0; g < s->n_gpus && rc == MB_OK; g++) {
+        struct mb_mig_mode mm = {0, 0};
+        bool mig = mb_device_mig_mode(s->gpus[g], &mm, NULL) == MB_OK;
+        size_t k = 0;
+        for (size_t i = 0; i < s->n_sel; i++) {
+            int need = mb_migmode_run_needs(&s->exp->runs[s->sel[i].run]);
+            if (!s->o.manage_mig_mode || !mig || need < 0 || need == mm.current)
+                now[k++] = s->sel[i];
+        }
+        rc = k ? mb_runner_preflight(&s->gro[g], now, k, err) : MB_OK;
+    }
+    free(now);
     return rc == MB_EUNSUPPORTED ? mb_error_restatus(err, MB_EINVAL) : rc;
 }
 
@@ -722,6 +867,8 @@ int mb_session_start(struct mb_session *s, struct mb_error *err)
             MB_OK)
         return rc;
     s->ro.journal = s->journal;
+    for (size_t g = 0; g < s->n_gpus; g++)
+        s->gro[g].journal = s->journal;
     if ((rc = power_recover(s, err)) != MB_OK)
         return rc;
     if (s->o.resume) {
@@ -810,9 +957,106 @@ static void cell_event(struct mb_session *s, size_t i, double est, double after)
     s->o.on_event(s->o.ctx, &ev);
 }
 
+/* The workers' notes and cell ends reach the caller under the lock its runner events take. */
+static void node_note(void *ctx, size_t gpu, const char *line)
+{
+    struct mb_session *s = ctx;
+    pthread_mutex_lock(&s->lock);
+    if (s->n_gpus > 1)
+        say(s, MB_SESSION_NOTE, "%s (gpu %zu)", line, gpu);
+    else
+        say(s, MB_SESSION_NOTE, "%s", line);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void node_cell_done(void *ctx, size_t gpu, size_t cell, int status, bool failed)
+{
+    struct mb_session *s = ctx;
+    (void)gpu;
+    if (status != MB_OK || !s->o.on_event)
+        return;
+    struct mb_session_event ev = {.kind = MB_SESSION_CELL_DONE,
+                                  .cell = cell,
+                                  .n_cells = s->n_sel,
+                                  .run = s->exp->runs[s->sel[cell].run].name,
+                                  .rep = s->sel[cell].rep,
+                                  .failed = failed};
+    pthread_mutex_lock(&s->lock);
+    s->o.on_event(s->o.ctx, &ev);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * The selected cells on every GPU at once, in MIG-mode phases with manage_mig_mode; an
+ * interruption restores the switched GPUs and is journaled.
+ */
+static int run_node(struct mb_session *s, struct mb_session_summary *sum, struct mb_error *err)
+{
+    double *est = calloc(s->n_sel ? s->n_sel : 1, sizeof(*est));
+    if (!est)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    bool unknown = false;
+    for (size_t i = 0; i < s->n_sel; i++)
+        est[i] = mb_session_cell_estimate(s->exp, &s->exp->runs[s->sel[i].run], &unknown);
+    struct mb_multirun_opts mo = {.exp = s->exp,
+                                  .cells = s->sel,
+                                  .n_cells = s->n_sel,
+                                  .gpus = s->gro,
+                                  .n_gpus = s->n_gpus,
+                                  .journal = s->journal,
+                                  .old_journal = s->events,
+                                  .resume = s->o.resume || s->selected,
+                                  .manage_mig_mode = s->o.manage_mig_mode,
+                                  .pin_reps = s->o.pin_reps,
+                                  .est_s = est,
+                                  .stop = s->o.stop,
+                                  .note = node_note,
+                                  .cell_done = node_cell_done,
+                                  .ctx = s};
+    struct mb_multirun_result res;
+    int rc = mb_multirun(&mo, NULL, &res);
+    free(est);
+    sum->ok = res.ok;
+    sum->failed = res.failed;
+    sum->skipped = res.skipped;
+    if (res.interrupted) {
+        int sig = *s->o.stop ? *s->o.stop : SIGINT;
+        const struct mb_cell *c = &s->sel[res.interrupted_cell];
+        journal_interrupted(s, sig, c);
+        sum->signal = sig;
+        return mb_error_set(err, MB_EINTR, "interrupted by signal %d%s", sig,
+                            res.phased.restores ? " (MIG modes restored)" : "");
+    }
+    if (rc != MB_OK) {
+        if (err)
+            *err = res.phased.err;
+        return mb_error_prefix(err, "gpu %zu: ", res.phased.failed_gpu);
+    }
+    return MB_OK;
+}
+
+static void journal_finished(struct mb_session *s, const struct mb_session_summary *sum)
+{
+    cJSON *ev = cJSON_CreateObject();
+    if (ev) {
+        cJSON_AddStringToObject(ev, "event", "experiment_finished");
+        cJSON_AddNumberToObject(ev, "ok", (double)sum->ok);
+        cJSON_AddNumberToObject(ev, "failed", (double)sum->failed);
+        cJSON_AddNumberToObject(ev, "skipped", (double)sum->skipped);
+        mb_journal_append(s->journal, ev, NULL);
+        cJSON_Delete(ev);
+    }
+}
+
 int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct mb_error *err)
 {
     memset(sum, 0, sizeof(*sum));
+    if (s->n_gpus > 1 || s->o.manage_mig_mode) {
+        int rc = run_node(s, sum, err);
+        if (rc == MB_OK)
+            journal_finished(s, sum);
+        return rc;
+    }
     double total = 0;
     for (size_t i = 0; i < s->n_sel; i++) {
         bool unknown = false;
@@ -845,14 +1089,6 @@ int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct 
             s->o.on_event(s->o.ctx, &ev);
         }
     }
-    cJSON *ev = cJSON_CreateObject();
-    if (ev) {
-        cJSON_AddStringToObject(ev, "event", "experiment_finished");
-        cJSON_AddNumberToObject(ev, "ok", (double)sum->ok);
-        cJSON_AddNumberToObject(ev, "failed", (double)sum->failed);
-        cJSON_AddNumberToObject(ev, "skipped", (double)sum->skipped);
-        mb_journal_append(s->journal, ev, NULL);
-        cJSON_Delete(ev);
-    }
+    journal_finished(s, sum);
     return MB_OK;
 }

@@ -23,6 +23,8 @@
 #define MB_AN_JOBS_MAX 16
 #define MB_AN_NOTES_MAX 64
 #define MB_AN_TIMELINE_MAX 600
+#define MB_AN_ORIGINS_MAX 16   /* results directories one merged report takes */
+#define MB_AN_WORKLOADS_MAX 64 /* workload definitions compared when merging */
 
 /* An optional measured value: `v` is meaningful only when `valid` is non-zero. */
 struct mb_opt {
@@ -124,6 +126,8 @@ struct mb_an_cell {
     struct mb_opt enforced_w;      /* the limit in force during the cell */
     int throttle_valid;            /* throttle reasons were read in the window */
     uint64_t throttle_reasons;     /* every reason bit seen in the window */
+    int origin; /* index into the experiment's origins (merged reports); 0 otherwise */
+    char gpu_uuid[MB_AN_NAME_MAX]; /* the GPU the cell ran on, "" when not recorded */
 };
 
 /* One job of a run, aggregated over the run's successful repetitions. */
@@ -192,6 +196,15 @@ struct mb_an_experiment {
     double missed_updates;
     size_t nnotes;
     char notes[MB_AN_NOTES_MAX][MB_AN_TEXT_MAX]; /* measurement-quality remarks, in order */
+    /* Merged reports (mb_analysis_load_merged): the results directories, in the order given. */
+    size_t norigins; /* 1 for an ordinary experiment */
+    char origins[MB_AN_ORIGINS_MAX][MB_AN_PATH_MAX];
+    char baseline_run[MB_AN_NAME_MAX]; /* the only run normalisation uses; "" any exclusive run */
+    /* Workload definitions seen in the cells: name and a hash of the job's argv (program and
+     * argument names without directories), 0 when a cell did not record one. */
+    size_t nworkloads;
+    char workload_names[MB_AN_WORKLOADS_MAX][MB_AN_NAME_MAX];
+    uint64_t workload_sig[MB_AN_WORKLOADS_MAX];
 };
 
 /* The analysis of one or more results directories. Owned by the caller; free with destroy. */
@@ -209,6 +222,24 @@ struct mb_analysis {
  */
 int mb_analysis_load(struct mb_analysis **out, const char *const *dirs, size_t ndirs,
                      struct mb_error *err);
+
+/* How mb_analysis_load_merged combines results directories. */
+struct mb_analysis_merge {
+    int force;            /* merge different GPU models, drivers or workload definitions (noted) */
+    const char *baseline; /* "DIR:RUN": normalise to this exclusive run only; NULL: any */
+};
+
+/*
+ * Loads results directories dirs[0..ndirs-1] (2..MB_AN_ORIGINS_MAX, each one experiment, such as
+ * the MIG-off and MIG-on phases run by hand) as ONE experiment in (*out)->exps[0]: runs with the
+ * same name pool their cells, each cell keeps its origin, and the notes say which cells came
+ * from where. Directories of different GPU models, drivers or workload definitions (the same
+ * workload name with another command) are refused with MB_EINVAL naming the difference, unless
+ * opts->force, which the notes then state. A baseline that names no given directory or no
+ * exclusive run there: MB_EINVAL. Other errors as mb_analysis_load.
+ */
+int mb_analysis_load_merged(struct mb_analysis **out, const char *const *dirs, size_t ndirs,
+                            const struct mb_analysis_merge *opts, struct mb_error *err);
 
 /* Frees an analysis; NULL is a no-op. */
 void mb_analysis_destroy(struct mb_analysis *a);

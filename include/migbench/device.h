@@ -203,6 +203,15 @@ char *mb_throttle_reasons_str(uint64_t reasons, char *out, size_t cap);
 
 struct mb_device;
 
+/* Most devices one spec may expand to (mb_device_spec_expand). */
+#define MB_MAX_DEVICES 64
+
+/* Single-device specs, each a heap string owned by the list (mb_device_spec_list_free). */
+struct mb_device_spec_list {
+    size_t n;
+    char *specs[MB_MAX_DEVICES];
+};
+
 /*
  * What a device can do, as bits (mb_device_caps). Code above the device layer tests these bits,
  * never a backend's name.
@@ -274,6 +283,19 @@ struct mb_device_ops {
      */
     int (*visible_parent)(struct mb_device *dev, const char *id, char *gpu_uuid, size_t cap,
                           struct mb_error *err);
+    /*
+     * Sets the MIG mode and makes it current now, as nvmlDeviceSetMigMode does when the driver
+     * can unbind and reset an idle GPU. MB_EBUSY (the message names the PIDs) when the GPU is in
+     * use, MB_ERESET_REQUIRED when activation needs a reset the driver cannot do (a passthrough
+     * VM); in both cases the new mode is left pending, as NVML leaves it.
+     */
+    int (*mig_switch_mode)(struct mb_device *dev, int enable, struct mb_error *err);
+    /*
+     * Not a device operation: splits the part of a spec after "name:" that names several devices
+     * ("0,1,2,3", "all", "H100-80GB:count=8") into single-device specs appended to out. NULL:
+     * every spec of this backend names one device.
+     */
+    int (*expand)(const char *args, struct mb_device_spec_list *out, struct mb_error *err);
 };
 
 /* Every backend embeds this as its first member. */
@@ -287,6 +309,24 @@ struct mb_device {
  * MB_EINVAL with the spec named in err.
  */
 int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *err);
+
+/*
+ * Expands a spec that may name several devices into single-device specs, in device order:
+ * "nvml:0,1,2,3" -> nvml:0 ... nvml:3; "nvml:all" -> every GPU the driver reports;
+ * "emu:MODEL:count=N[,...]" -> N emulated GPUs with index=0..N-1 (from index=K if given), each
+ * with its own UUID and, when state=PATH is given, its own state file (PATH with ".I" inserted
+ * before a ".json" suffix, else appended). Any other spec comes back as the one entry. out is
+ * caller-owned and must be freed with mb_device_spec_list_free, also after a failure. Bad lists:
+ * MB_EINVAL naming the spec; nvml:all with no driver: the nvml open error.
+ */
+int mb_device_spec_expand(const char *spec, struct mb_device_spec_list *out, struct mb_error *err);
+
+/* Frees the strings of a list filled by mb_device_spec_expand and empties it; NULL is a no-op. */
+void mb_device_spec_list_free(struct mb_device_spec_list *list);
+
+/* Appends a copy of spec to list; MB_ERANGE past MB_MAX_DEVICES, MB_ENOMEM. For backends. */
+int mb_device_spec_list_add(struct mb_device_spec_list *list, const char *spec,
+                            struct mb_error *err);
 
 /*
  * Opens the i-th device of this machine as `devices` lists them: every NVIDIA GPU NVML reports
@@ -332,6 +372,7 @@ int mb_device_mig_activity(struct mb_device *dev, unsigned gi_id, struct mb_mig_
                            struct mb_error *err);
 int mb_device_cpu_partitions(struct mb_device *dev, unsigned n, struct mb_cpuset *out,
                              struct mb_error *err);
+int mb_device_mig_switch_mode(struct mb_device *dev, int enable, struct mb_error *err);
 
 /*
  * Reads the power limit, its range, default and the throttle reasons into out; fields the device

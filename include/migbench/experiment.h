@@ -108,6 +108,9 @@ struct mb_exp_run {
     unsigned power_limits_line;
     char power_limit[MB_EXP_POWER_TEXT_MAX]; /* "default", "80%", "250W"; "" without the axis */
     char base_run[MB_EXP_NAME_MAX];          /* the run as written; "" without the axis */
+    /* exclusive with `on: mig-SIZE`: "" on the whole GPU, else the MIG size the jobs run on one
+     * after another (e.g. "7g"); such a run also has n_layout 1 and layout[0] == on. */
+    char on[MB_PROFILE_NAME_MAX];
 };
 
 struct mb_exp_measure {
@@ -158,6 +161,9 @@ struct mb_experiment {
     char power_limits[MB_EXP_MAX_POWER_LIMITS][MB_EXP_POWER_TEXT_MAX];
     unsigned power_limits_line;
     struct mb_exp_slurm slurm;
+    /* manage_mig_mode: true: migbench may switch the GPU's MIG mode between phases (runs that
+     * need MIG off, runs that need it on) and restores the original at the end. */
+    bool manage_mig_mode;
 };
 
 /*

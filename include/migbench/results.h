@@ -8,7 +8,8 @@
  * The journal records every MIG instance and MPS daemon a run creates before the run goes on,
  * so that a later `--resume` can remove exactly what a dead run left behind.
  *
- * Threads: a struct mb_journal is used by one thread at a time.
+ * Threads: a struct mb_journal may be shared by threads (the workers of a multi-GPU run): each
+ * mb_journal_append writes and fsyncs its line whole, under the journal's lock.
  */
 #ifndef MIGBENCH_RESULTS_H
 #define MIGBENCH_RESULTS_H

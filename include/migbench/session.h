@@ -22,8 +22,16 @@
  * experiment (same file and --set options: same sha) is joined when a selection is given or
  * with resume; cells already done there are skipped. Only resume removes what a dead run left.
  *
+ * Several GPUs (a device spec such as "nvml:0,1,2,3", "nvml:all" or "emu:H100-80GB:count=4",
+ * mb_device_spec_expand) make one session: mb_session_run runs one cell per GPU at a time
+ * (migbench/multirun.h), repetitions spread over the GPUs unless pin_reps. With manage_mig_mode
+ * the cells run in MIG-mode phases on each GPU, the original mode journaled and restored at the
+ * end (and by a resumed run); the MIG-mode filter is then not applied.
+ *
  * The library never prints: what the CLI shows comes through the events callback.
- * Threads: a session belongs to one thread; the stop flag may be set from a signal handler.
+ * Threads: a session belongs to one thread; the stop flag may be set from a signal handler. On
+ * several GPUs or with phases, the callbacks are called from worker threads, one at a time, and
+ * the runner's events arrive as NOTE events only (no live progress from several cells at once).
  */
 #ifndef MIGBENCH_SESSION_H
 #define MIGBENCH_SESSION_H
@@ -75,6 +83,8 @@ struct mb_session_opts {
     mb_session_event_fn on_event;       /* may be NULL */
     mb_runner_event_fn on_runner_event; /* the runner's progress events; may be NULL */
     void *ctx;                          /* passed to both callbacks */
+    bool manage_mig_mode;               /* MIG-mode phases (switch, journal, restore) */
+    bool pin_reps;                      /* several GPUs: a run's repetitions on one GPU */
 };
 
 /* What mb_session_run did. */
@@ -108,7 +118,11 @@ int mb_session_select(struct mb_session *s, const char *list, const char *shard,
 size_t mb_session_cells(const struct mb_session *s, const struct mb_cell **cells,
                         const size_t **index);
 
-/* The experiment, the device, its MB_CAP_* bits, its catalog model (NULL when none). */
+/* The number of GPUs the session runs on (1 unless the device spec names several). */
+size_t mb_session_gpus(const struct mb_session *s);
+
+/* The experiment, the device (the first GPU), its MB_CAP_* bits, its catalog model (NULL when
+ * none). */
 const struct mb_experiment *mb_session_experiment(const struct mb_session *s);
 struct mb_device *mb_session_device(const struct mb_session *s);
 uint32_t mb_session_caps(const struct mb_session *s);
@@ -149,8 +163,8 @@ int mb_session_start(struct mb_session *s, struct mb_error *err);
 
 /*
  * Runs selected cell i (0 <= i < mb_session_cells) unless it is already done in the results
- * directory (*skipped). MB_EINTR when stopped (journaled as interrupted); *failed as from
- * mb_runner_run_cell.
+ * directory (*skipped), on the session's first GPU and in the MIG mode that GPU has. MB_EINTR when
+ * stopped (journaled as interrupted); *failed as from mb_runner_run_cell.
  */
 int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skipped,
                         struct mb_error *err);

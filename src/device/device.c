@@ -480,3 +480,52 @@ done:
         out->resolved = false;
     return rc;
 }
+
+int mb_device_mig_switch_mode(struct mb_device *dev, int enable, struct mb_error *err)
+{
+    CALL(dev, mig_switch_mode, err, enable, err);
+}
+
+void mb_device_spec_list_free(struct mb_device_spec_list *list)
+{
+    if (!list)
+        return;
+    for (size_t i = 0; i < list->n; i++)
+        free(list->specs[i]);
+    list->n = 0;
+}
+
+int mb_device_spec_list_add(struct mb_device_spec_list *list, const char *spec,
+                            struct mb_error *err)
+{
+    if (list->n == MB_MAX_DEVICES)
+        return mb_error_set(err, MB_ERANGE, "more than %d devices in one spec", MB_MAX_DEVICES);
+    char *copy = strdup(spec);
+    if (!copy)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    list->specs[list->n++] = copy;
+    return MB_OK;
+}
+
+int mb_device_spec_expand(const char *spec, struct mb_device_spec_list *out, struct mb_error *err)
+{
+    if (!out)
+        return mb_error_set(err, MB_EINVAL, "mb_device_spec_expand: NULL out");
+    out->n = 0;
+    if (!spec || !spec[0])
+        return mb_error_set(err, MB_EINVAL, "empty device spec");
+    size_t nlen = strcspn(spec, ":");
+    const struct mb_device_ops *ops = find_backend(spec, nlen);
+    if (!ops || !ops->expand || spec[nlen] != ':')
+        return mb_device_spec_list_add(out, spec, err);
+    int rc = ops->expand(spec + nlen + 1, out, err);
+    if (rc != MB_OK) {
+        if (err && !strstr(err->msg, spec))
+            mb_error_prefix(err, "device spec '%s': ", spec);
+        mb_device_spec_list_free(out);
+        return rc;
+    }
+    if (out->n == 0)
+        return mb_error_set(err, MB_ENOTFOUND, "device spec '%s' names no device", spec);
+    return MB_OK;
+}

@@ -44,6 +44,7 @@
 #define EMU_MAX_GI 15 /* GI ids 0..14 (mig-geometry.md §8.1) */
 #define EMU_MAX_CI 8  /* CI ids 0..7 */
 #define EMU_MAX_FAULTS 16
+#define EMU_MAX_BUSY 16
 #define EMU_MAX_SEGMENTS 256
 #define EMU_TRACE_MAX 100000
 #define EMU_STATE_MAX (4u << 20) /* a state file larger than this is not ours */
@@ -107,7 +108,8 @@ static const struct emu_model_defaults generic_defaults = {NULL,  NULL, 60,   40
     X(reset)                                                                                       \
     X(power_limit)                                                                                 \
     X(set_power_limit)                                                                             \
-    X(speed)
+    X(speed)                                                                                       \
+    X(mig_switch_mode)
 
 enum emu_op {
 #define EMU_OP_ENUM(n) OP_##n,
@@ -158,8 +160,10 @@ struct emu_state {
 struct emu_fault {
     enum emu_op op;
     unsigned long long nth;
-    int status;
+    int status; /* EMU_CRASH: the process is killed instead */
 };
+
+#define EMU_CRASH (-1)
 
 /* A stretch of time with constant load (power model without a trace). */
 struct emu_segment {
@@ -211,6 +215,12 @@ struct emu {
     unsigned long long calls;
     bool lost_set;
     unsigned long long lost_after;
+    /* MIG-mode activation: reset=unavailable (a passthrough VM), busy=PID+PID (clients that
+     * hold the GPU without being compute processes: a monitoring agent, a display server). */
+    bool no_reset;
+    size_t n_busy;
+    unsigned busy[EMU_MAX_BUSY];
+    bool crash_midway; /* crash=mig_switch_mode:N: killed after staging, before activating */
 };
 
 static struct emu *as_emu(struct mb_device *dev)
@@ -825,11 +835,20 @@ static int op_begin(struct emu *e, enum emu_op op, struct mb_error *err)
         return mb_error_set(err, MB_EGONE,
                             "emu: the GPU has fallen off the bus (injected: lost_after=%llu)",
                             e->lost_after);
-    for (size_t i = 0; i < e->n_faults; i++)
-        if (e->faults[i].op == op && e->faults[i].nth == e->op_calls[op])
-            return mb_error_set(err, e->faults[i].status,
-                                "emu: %s (injected failure of %s call %llu)",
-                                mb_status_str(e->faults[i].status), op_names[op], e->faults[i].nth);
+    for (size_t i = 0; i < e->n_faults; i++) {
+        if (e->faults[i].op != op || e->faults[i].nth != e->op_calls[op])
+            continue;
+        if (e->faults[i].status == EMU_CRASH) {
+            /* A crash for tests of recovery: a switch dies halfway, anything else at once. */
+            if (op == OP_mig_switch_mode) {
+                e->crash_midway = true;
+                continue;
+            }
+            raise(SIGKILL);
+        }
+        return mb_error_set(err, e->faults[i].status, "emu: %s (injected failure of %s call %llu)",
+                            mb_status_str(e->faults[i].status), op_names[op], e->faults[i].nth);
+    }
     if (!e->state_path[0]) {
         if (prune_dead(e))
             update_load(e);
@@ -938,7 +957,9 @@ static int parse_fault(struct emu *e, const char *val, struct mb_error *err)
     if (mb__spec_u64("fail", c1 + 1, &nth, err) || nth == 0)
         return mb_error_set(err, MB_EINVAL, "option fail=%s: N must be a call number >= 1", val);
     int status;
-    if (parse_status_word(c2 + 1, &status) != 0)
+    if (strcmp(c2 + 1, "crash") == 0)
+        status = EMU_CRASH;
+    else if (parse_status_word(c2 + 1, &status) != 0)
         return mb_error_set(err, MB_EINVAL,
                             "option fail=%s: unknown error '%s' (e.g. noresources, busy, inval, "
                             "unsupported, perm, gone, io, device, notfound)",
@@ -1043,6 +1064,33 @@ done:
         e->n_trace = 0;
     }
     return rc;
+}
+
+/* busy=PID[+PID...]: clients that hold the GPU, so that MIG-mode activation answers busy. */
+static int parse_busy(struct emu *e, const char *val, struct mb_error *err)
+{
+    const char *p = val;
+    while (*p) {
+        char pid[16];
+        size_t len = strcspn(p, "+");
+        unsigned long long u;
+        if (len == 0 || len >= sizeof(pid))
+            return mb_error_set(err, MB_EINVAL, "option busy=%s: expected PID[+PID...]", val);
+        memcpy(pid, p, len);
+        pid[len] = '\0';
+        if (mb__spec_u64("busy", pid, &u, err) || u == 0 || u > 0x7fffffff)
+            return mb_error_set(err, MB_EINVAL, "option busy=%s: expected PID[+PID...]", val);
+        if (e->n_busy == EMU_MAX_BUSY)
+            return mb_error_set(err, MB_EINVAL, "option busy=%s: at most %d PIDs", val,
+                                EMU_MAX_BUSY);
+        e->busy[e->n_busy++] = (unsigned)u;
+        p += len;
+        if (*p == '+')
+            p++;
+    }
+    if (e->n_busy == 0)
+        return mb_error_set(err, MB_EINVAL, "option busy=: expected PID[+PID...]");
+    return MB_OK;
 }
 
 struct emu_opts {
@@ -1154,6 +1202,26 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
                                 val);
     } else if (strcmp(key, "fail") == 0) {
         return parse_fault(e, val, err);
+    } else if (strcmp(key, "crash") == 0) {
+        char f[MB__SPEC_VAL_MAX + 8];
+        snprintf(f, sizeof(f), "%.*s:crash", MB__SPEC_VAL_MAX - 1, val);
+        return parse_fault(e, f, err);
+    } else if (strcmp(key, "reset") == 0) {
+        if (strcmp(val, "ok") == 0)
+            e->no_reset = false;
+        else if (strcmp(val, "unavailable") == 0)
+            e->no_reset = true;
+        else
+            return mb_error_set(err, MB_EINVAL, "option reset=%s: expected ok or unavailable", val);
+    } else if (strcmp(key, "busy") == 0) {
+        return parse_busy(e, val, err);
+    } else if (strcmp(key, "count") == 0) {
+        /* Several GPUs are several devices: mb_device_spec_expand splits the spec first. */
+        if (strcmp(val, "1") != 0)
+            return mb_error_set(err, MB_EINVAL,
+                                "option count=%s names several GPUs: expand the spec into one "
+                                "spec per GPU first (mb_device_spec_expand)",
+                                val);
     } else if (strcmp(key, "lost_after") == 0) {
         if (mb__spec_u64(key, val, &e->lost_after, err))
             return MB_EINVAL;
@@ -1163,7 +1231,7 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
                             "unknown emu option '%s' (known: mig, index, state, catalog, idle_w, "
                             "max_w, min_limit_w, limit_w, limit_perm, load, trace, energy0_mj, "
                             "wrap_mj, energy_update_ms, counter, sensor, update_ms, avg_ms, clock, "
-                            "fail, lost_after)",
+                            "fail, crash, lost_after, reset, busy, count)",
                             key);
     }
     return MB_OK;
@@ -1519,6 +1587,82 @@ int mb__emu_reset(struct mb_device *dev, struct mb_error *err)
     e->st.mig_current = e->st.mig_pending;
     memset(e->st.gi, 0, sizeof(e->st.gi));
     return op_end(e, MB_OK, true, err);
+}
+
+/* "12, 34": the PIDs of the clients that hold the GPU, then of its compute processes. */
+static void pid_list(const struct emu *e, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < e->n_busy + e->st.n_procs && used < cap; i++) {
+        unsigned pid = i < e->n_busy ? e->busy[i] : e->st.procs[i - e->n_busy].pid;
+        int w = snprintf(out + used, cap - used, "%s%u", used ? ", " : "", pid);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/*
+ * Whether the driver could activate a staged mode now by unbinding and resetting the GPU: not in
+ * a VM without reset, not while anything holds the GPU, not while instances exist.
+ */
+static int activation_check(const struct emu *e, int enable, struct mb_error *err)
+{
+    const char *mode = enable ? "enabled" : "disabled";
+    if (e->no_reset)
+        return mb_error_set(
+            err, MB_ERESET_REQUIRED,
+            "emu %s: MIG mode %s is pending: activating it needs a GPU reset that "
+            "cannot be done here (reset=unavailable, as in a passthrough VM); reset "
+            "the GPU from the host or reboot",
+            e->model->name, mode);
+    if (e->n_busy || e->st.n_procs) {
+        char pids[256];
+        pid_list(e, pids, sizeof(pids));
+        return mb_error_set(err, MB_EBUSY,
+                            "emu %s: MIG mode %s is pending: the GPU is in use by PIDs %s; stop "
+                            "them and set the mode again",
+                            e->model->name, mode, pids);
+    }
+    if (any_gi(e))
+        return mb_error_set(err, MB_EBUSY,
+                            "emu %s: MIG mode %s is pending: GPU instances still exist",
+                            e->model->name, mode);
+    return MB_OK;
+}
+
+static int emu_mig_switch_mode(struct mb_device *dev, int enable, struct mb_error *err)
+{
+    struct emu *e = as_emu(dev);
+    if (enable != 0 && enable != 1)
+        return mb_error_set(err, MB_EINVAL, "emu: MIG mode must be 0 or 1, not %d", enable);
+    int rc = op_begin(e, OP_mig_switch_mode, err);
+    if (rc)
+        return rc;
+    if (!enable && any_gi(e))
+        return op_end(e,
+                      mb_error_set(err, MB_EBUSY,
+                                   "emu %s: cannot disable MIG mode while GPU instances exist",
+                                   e->model->name),
+                      false, err);
+    bool changed = e->st.mig_pending != enable;
+    e->st.mig_pending = enable;
+    if (e->crash_midway) {
+        op_end(e, MB_OK, changed, err); /* the staged mode is saved, as a driver would keep it */
+        raise(SIGKILL);
+    }
+    int arc = MB_OK;
+    if (e->st.mig_current != enable) {
+        arc = activation_check(e, enable, err);
+        if (arc == MB_OK) {
+            e->st.mig_current = enable;
+            changed = true;
+        }
+    }
+    /* A refused activation leaves the mode pending, saved like any other change. */
+    rc = op_end(e, MB_OK, changed, err);
+    return rc != MB_OK ? rc : arc;
 }
 
 static unsigned gi_count(const struct emu *e, unsigned driver_id, bool *me_used, unsigned *total,
@@ -2232,6 +2376,77 @@ double mb__emu_energy_j(struct mb_device *dev)
     return energy_at(e, emu_now(e));
 }
 
+/* GPU i's state file: PATH with ".i" before a ".json" suffix, else appended. */
+static int state_for(const char *path, unsigned i, char *out, size_t cap, struct mb_error *err)
+{
+    size_t len = strlen(path);
+    int w;
+    if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+        w = snprintf(out, cap, "%.*s.%u.json", (int)(len - 5), path, i);
+    else
+        w = snprintf(out, cap, "%s.%u", path, i);
+    if (w < 0 || (size_t)w >= cap)
+        return mb_error_set(err, MB_EINVAL, "option state=: path too long");
+    return MB_OK;
+}
+
+/* "MODEL:count=N[,index=K][,state=PATH][,...]" -> N specs with index=K+i and their own state. */
+static int emu_expand(const char *args, struct mb_device_spec_list *out, struct mb_error *err)
+{
+    char rest[2048] = "", state[MB__SPEC_VAL_MAX] = "";
+    unsigned long long count = 1, base = 0;
+    bool have_count = false;
+    size_t mlen = args ? strcspn(args, ":,") : 0;
+    if (!args || mlen == 0 || mlen >= MB_MODEL_NAME_MAX + 64)
+        return mb_error_set(err, MB_EINVAL, "emu: a model is required, e.g. emu:H100-80GB");
+    const char *p = args + mlen;
+    char key[MB__SPEC_KEY_MAX], val[MB__SPEC_VAL_MAX];
+    int rc;
+    while ((rc = mb__spec_next(&p, args, key, val, err)) == MB_OK) {
+        if (strcmp(key, "count") == 0) {
+            have_count = true;
+            if (mb__spec_u64(key, val, &count, err) || count < 1 || count > MB_MAX_DEVICES)
+                return mb_error_set(err, MB_EINVAL, "option count=%s: expected 1..%d", val,
+                                    MB_MAX_DEVICES);
+        } else if (strcmp(key, "index") == 0) {
+            if (mb__spec_u64(key, val, &base, err) || base > 63)
+                return mb_error_set(err, MB_EINVAL, "option index=%s: expected 0..63", val);
+        } else if (strcmp(key, "state") == 0) {
+            snprintf(state, sizeof(state), "%s", val);
+        } else {
+            size_t used = strlen(rest);
+            int w = snprintf(rest + used, sizeof(rest) - used, ",%s=%s", key, val);
+            if (w < 0 || (size_t)w >= sizeof(rest) - used)
+                return mb_error_set(err, MB_EINVAL, "emu:%s: options too long", args);
+        }
+    }
+    if (rc != MB_ENOTFOUND)
+        return rc;
+    if (!have_count) {
+        char spec[4096];
+        snprintf(spec, sizeof(spec), "emu:%s", args);
+        return mb_device_spec_list_add(out, spec, err);
+    }
+    if (base + count > 64)
+        return mb_error_set(err, MB_EINVAL, "emu:%s: GPU indices run past 63", args);
+    for (unsigned i = 0; i < count; i++) {
+        char spec[4096], st[MB__SPEC_VAL_MAX + 32] = "";
+        unsigned index = (unsigned)base + i;
+        if (state[0]) {
+            char path[MB__SPEC_VAL_MAX];
+            if (count == 1)
+                snprintf(path, sizeof(path), "%s", state);
+            else if ((rc = state_for(state, index, path, sizeof(path), err)) != MB_OK)
+                return rc;
+            snprintf(st, sizeof(st), ",state=%s", path);
+        }
+        snprintf(spec, sizeof(spec), "emu:%.*s:index=%u%s%s", (int)mlen, args, index, st, rest);
+        if ((rc = mb_device_spec_list_add(out, spec, err)) != MB_OK)
+            return rc;
+    }
+    return MB_OK;
+}
+
 const struct mb_device_ops mb__emu_ops = {
     .version = MB_DEVICE_OPS_VERSION,
     .name = "emu",
@@ -2254,4 +2469,6 @@ const struct mb_device_ops mb__emu_ops = {
     .mig_activity = emu_mig_activity,
     .power_limit = emu_power_limit,
     .set_power_limit = emu_set_power_limit,
+    .mig_switch_mode = emu_mig_switch_mode,
+    .expand = emu_expand,
 };

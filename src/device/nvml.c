@@ -940,6 +940,68 @@ static int nvml_mig_set_mode(struct mb_device *dev, int enable, struct mb_error 
     return MB_OK;
 }
 
+/* "12, 34" or "none listed": the compute processes NVML lists on the GPU, for a busy message. */
+static void busy_pids(struct mb_device *dev, char *out, size_t cap)
+{
+    struct mb_process procs[MB_MAX_PROCESSES];
+    size_t n = 0, used = 0;
+    snprintf(out, cap,
+             "none listed: a client that is not a compute process holds it, such as "
+             "nvidia-persistenced, a monitoring agent or a display server");
+    if (dev->ops->processes(dev, procs, MB_MAX_PROCESSES, &n, NULL) != MB_OK || n == 0)
+        return;
+    for (size_t i = 0; i < n && used < cap; i++) {
+        int w = snprintf(out + used, cap - used, "%s%u", i ? ", " : "", procs[i].pid);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/*
+ * Sets the MIG mode and asks for it now: the driver activates it by unbinding and resetting the
+ * GPU when it can (migbench itself never resets a GPU). Busy GPU and reset-required are failures
+ * here, with what the user must do; the mode then stays pending, as NVML leaves it.
+ */
+static int nvml_mig_switch_mode(struct mb_device *dev, int enable, struct mb_error *err)
+{
+    struct nvml_dev *d = to_nv(dev);
+    if (!d->f.set_mig_mode || !d->f.get_mig_mode)
+        return nv_missing(d, "switch MIG mode", "nvmlDeviceSetMigMode", err);
+    const char *what = enable ? "enable MIG mode" : "disable MIG mode";
+    nvmlReturn_t act = NVML_SUCCESS;
+    nvmlReturn_t r =
+        d->f.set_mig_mode(d->h, enable ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE, &act);
+    if (r != NVML_SUCCESS)
+        return nv_fail(d, r, what, err);
+    if (act == NVML_ERROR_IN_USE) {
+        char pids[384];
+        busy_pids(dev, pids, sizeof(pids));
+        return mb_error_set(err, MB_EBUSY,
+                            "nvml:%u: %s: the driver cannot activate it while the GPU is in use "
+                            "(PIDs: %s); stop them and retry; the change is pending (NVML %d: %s)",
+                            d->index, what, pids, act, nv_str(d, act));
+    }
+    if (act == NVML_ERROR_RESET_REQUIRED)
+        return mb_error_set(err, MB_ERESET_REQUIRED,
+                            "nvml:%u: %s: activation needs a GPU reset the driver cannot do here "
+                            "(as in a passthrough VM); reset the GPU from the host or reboot "
+                            "(NVML %d: %s)",
+                            d->index, what, act, nv_str(d, act));
+    if (act != NVML_SUCCESS)
+        return nv_fail(d, act, what, err);
+    unsigned cur = 0, pend = 0;
+    r = d->f.get_mig_mode(d->h, &cur, &pend);
+    if (r != NVML_SUCCESS)
+        return nv_fail(d, r, "read MIG mode after the switch", err);
+    unsigned want = enable ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    if (cur != want)
+        return mb_error_set(err, MB_EDEVICE,
+                            "nvml:%u: %s: NVML reported success but the current mode is still %s",
+                            d->index, what, cur == NVML_DEVICE_MIG_ENABLE ? "enabled" : "disabled");
+    return MB_OK;
+}
+
 /*
  * Explains a MIG operation that failed because MIG is off or only pending; otherwise maps r as
  * usual. NVML answers NOT_SUPPORTED both for "no MIG on this GPU" and "MIG not enabled (yet)".
@@ -1826,6 +1888,77 @@ static int nvml_visible_parent(struct mb_device *dev, const char *id, char *gpu_
     return MB_OK;
 }
 
+/* The number of GPUs the driver reports, through a library load of its own. */
+static int count_gpus(unsigned *count, struct mb_error *err)
+{
+    struct nvml_dev *d = calloc(1, sizeof(*d));
+    if (!d)
+        return mb_error_set(err, MB_ENOMEM, "nvml: out of memory");
+    d->base.ops = &mb__nvml_ops;
+    int rc = load_library(d, err);
+    if (rc == MB_OK) {
+        nvmlReturn_t r = d->f.init();
+        if (r != NVML_SUCCESS) {
+            rc = nv_fail(d, r, "initialise NVML", err);
+        } else {
+            d->initialised = true;
+            r = d->f.device_count(count);
+            if (r != NVML_SUCCESS)
+                rc = nv_fail(d, r, "count GPUs", err);
+        }
+    }
+    nvml_close(&d->base);
+    return rc;
+}
+
+/* "all" -> every GPU; "0,1,GPU-..." -> one spec each; anything else is one GPU, as given. */
+static int nvml_expand(const char *args, struct mb_device_spec_list *out, struct mb_error *err)
+{
+    char spec[MB_UUID_MAX + 16];
+    if (strcmp(args, "all") == 0) {
+        unsigned count = 0;
+        int rc = count_gpus(&count, err);
+        if (rc != MB_OK)
+            return rc;
+        if (count == 0)
+            return mb_error_set(err, MB_ENOTFOUND, "nvml:all: the driver reports no NVIDIA GPU");
+        for (unsigned i = 0; i < count && rc == MB_OK; i++) {
+            snprintf(spec, sizeof(spec), "nvml:%u", i);
+            rc = mb_device_spec_list_add(out, spec, err);
+        }
+        return rc;
+    }
+    if (!strchr(args, ',')) { /* one GPU: the spec as given, opened (and judged) later */
+        size_t len = strlen(args) + sizeof("nvml:");
+        char *one = malloc(len);
+        if (!one)
+            return mb_error_set(err, MB_ENOMEM, "out of memory");
+        snprintf(one, len, "nvml:%s", args);
+        int rc = mb_device_spec_list_add(out, one, err);
+        free(one);
+        return rc;
+    }
+    const char *p = args;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= MB_UUID_MAX)
+            return mb_error_set(err, MB_EINVAL,
+                                "nvml:%s: expected GPU indices or UUIDs separated by commas", args);
+        snprintf(spec, sizeof(spec), "nvml:%.*s", (int)len, p);
+        for (size_t i = 0; i < out->n; i++)
+            if (strcmp(out->specs[i], spec) == 0)
+                return mb_error_set(err, MB_EINVAL, "nvml:%s: GPU %.*s is named twice", args,
+                                    (int)len, p);
+        int rc = mb_device_spec_list_add(out, spec, err);
+        if (rc != MB_OK)
+            return rc;
+        p += len;
+        if (!*p)
+            return MB_OK;
+        p++;
+    }
+}
+
 const struct mb_device_ops mb__nvml_ops = {
     .version = MB_DEVICE_OPS_VERSION,
     .name = "nvml",
@@ -1850,4 +1983,6 @@ const struct mb_device_ops mb__nvml_ops = {
     .power_limit = nvml_power_limit,
     .set_power_limit = nvml_set_power_limit,
     .visible_parent = nvml_visible_parent,
+    .mig_switch_mode = nvml_mig_switch_mode,
+    .expand = nvml_expand,
 };

@@ -152,4 +152,15 @@ run 0 "$MIGBENCH" devices --device host
 expect_out '^ +CPU utilisation (n/a|[0-9]+%)'
 ! grep -q '^ *utilisation' "$TMP/out" || fail "host devices: a GPU utilisation line"
 
+# Several GPUs in one spec: each shown, with its own index and UUID.
+run 0 "$MIGBENCH" devices --device emu:H100-80GB:count=3,index=2 --json
+$PY - "$TMP/out" <<'PYEOF' || fail "emu count=3: three devices"
+import json, sys
+d = json.load(open(sys.argv[1]))["devices"]
+assert [x["index"] for x in d] == [2, 3, 4], [x["index"] for x in d]
+assert len({x["uuid"] for x in d}) == 3
+PYEOF
+run 2 "$MIGBENCH" devices --device emu:H100-80GB:count=0
+expect_err "count=0: expected 1..64"
+
 finish

@@ -39,6 +39,13 @@ uuid=$($PY -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"]; asser
 run 0 "$MIGBENCH" devices --device "nvml:$uuid"
 expect_out 'A100'
 expect_out 'power instant'
+# nvml:all and a list name every GPU the driver reports, in the order given.
+run 0 "$MIGBENCH" devices --device nvml:all --json
+$PY -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"]; assert [x["index"] for x in d]==[0,1], d' "$TMP/out" || fail "nvml:all: two GPUs expected"
+run 0 "$MIGBENCH" devices --device nvml:1,0 --json
+$PY -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"]; assert [x["index"] for x in d]==[1,0], d' "$TMP/out" || fail "nvml:1,0: two GPUs expected"
+run 2 "$MIGBENCH" devices --device nvml:0,0
+expect_err 'named twice'
 
 # An old driver (the legacy fake): fallbacks, and no separate instant/averaged readings.
 export MIGBENCH_NVML_LIBRARY="$LEGACY" MIGBENCH_FAKE_NVML_SPEC="H100-80GB:mig=on"

@@ -12,7 +12,10 @@
  * (no _v2/_v3 entry points, no ProfileInfoV, no field values, no GPM) like an old driver.
  *
  * Environment:
- *   MIGBENCH_FAKE_NVML_SPEC       ';'-separated emu specs, one per GPU ("H100-80GB:mig=on").
+ *   MIGBENCH_FAKE_NVML_SPEC       ';'-separated emu specs, one per GPU ("H100-80GB:mig=on"),
+ *                                 at most 8. nvmlDeviceSetMigMode activates the mode when the
+ *                                 emulated GPU is idle; options reset=unavailable and
+ *                                 busy=PID+PID make activation answer RESET_REQUIRED / IN_USE.
  *   MIGBENCH_FAKE_NVML_FAIL       ','-separated FUNC:N:CODE; the Nth call (1-based) of FUNC, or
  *                                 every call with N = '*', returns NVML code CODE.
  *   MIGBENCH_FAKE_NVML_INIT_FAIL  nvmlInit returns this NVML code.
@@ -40,7 +43,7 @@
 #include "migbench/device.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define FAKE_MAX_GPUS 4
+#define FAKE_MAX_GPUS 8
 #define FAKE_MAX_FAULTS 16
 #define FAKE_MAX_GI 15
 #define FAKE_MAX_CI 8
@@ -867,15 +870,16 @@ FAKE_FN(nvmlDeviceSetMigMode, (nvmlDevice_t h, unsigned mode, nvmlReturn_t *act)
     struct fake_gpu *gpu = parent_of(h);
     if (!gpu || !act || mode > 1)
         return NVML_ERROR_INVALID_ARGUMENT;
+    /* Staging answers for itself (instances in the way); activation goes in activationStatus:
+     * the emulator resets an idle GPU, answers busy while PIDs hold it, and reset-required with
+     * its reset=unavailable option, as a passthrough VM does. */
     int rc = mb_device_mig_set_mode(gpu->emu, (int)mode, NULL);
     if (rc != MB_OK)
         return to_nvml(rc);
-    struct mb_mig_mode m;
-    rc = mb_device_mig_mode(gpu->emu, &m, NULL);
-    if (rc != MB_OK)
-        return to_nvml(rc);
-    /* The emulator, like a GPU that cannot be reset here, leaves the change pending. */
-    *act = m.current != m.pending ? NVML_ERROR_RESET_REQUIRED : NVML_SUCCESS;
+    rc = mb_device_mig_switch_mode(gpu->emu, (int)mode, NULL);
+    *act = rc == MB_EBUSY             ? NVML_ERROR_IN_USE
+           : rc == MB_ERESET_REQUIRED ? NVML_ERROR_RESET_REQUIRED
+                                      : to_nvml(rc);
     return NVML_SUCCESS;
 }
 

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <cmocka.h>
 
@@ -446,6 +447,53 @@ static void test_task_journals(void **state)
     mb_analysis_destroy(a);
 }
 
+static bool has_note(const struct mb_an_experiment *e, const char *text)
+{
+    for (size_t i = 0; i < e->nnotes; i++)
+        if (strstr(e->notes[i], text))
+            return true;
+    return false;
+}
+
+/* A multi-GPU run: the GPUs are counted and the board-to-board spread of exclusive runs noted. */
+static void test_gpus_and_board_spread(void **state)
+{
+    (void)state;
+    static const char *const gpu[4] = {"GPU-a", "GPU-b", "GPU-a", "GPU-b"};
+    static const int tp[4] = {100, 110, 100, 110};
+    for (int rep = 0; rep < 4; rep++) {
+        char rel[64], text[512];
+        snprintf(rel, sizeof(rel), "node/solo/%d/cell.json", rep);
+        snprintf(text, sizeof(text),
+                 "{\"run\":\"solo\",\"mode\":\"exclusive\",\"rep\":%d,\"status\":\"ok\","
+                 "\"device\":{\"backend\":\"emu\",\"uuid\":\"%s\"},"
+                 "\"jobs\":[{\"name\":\"a\",\"argv\":[\"/usr/bin/python3\",\"x.py\"],"
+                 "\"throughput\":{\"mean\":%d}}]}",
+                 rep, gpu[rep], tp[rep]);
+        write_file(rel, text);
+    }
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/node", tmpdir);
+    const char *dirs[] = {dir};
+    struct mb_analysis *a = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_analysis_load(&a, dirs, 1, &err), MB_OK);
+    const struct mb_an_experiment *e = &a->exps[0];
+    assert_string_equal(e->runs[0].cells[1].gpu_uuid, "GPU-b");
+    assert_true(has_note(e, "cells ran on 2 GPUs"));
+    /* 100 and 110 around a mean of 105: 9.5% of it. */
+    assert_true(has_note(e, "board spread: solo a per-GPU throughput 100..110 (9.5% of the mean"));
+    assert_int_equal(e->nworkloads, 1);
+    assert_int_equal(e->norigins, 1);
+    assert_int_equal(e->runs[0].cells[3].origin, 0);
+    mb_analysis_destroy(a);
+
+    /* The same GPU for every cell: nothing to say. */
+    a = load_exp();
+    assert_false(has_note(&a->exps[0], "GPUs"));
+    mb_analysis_destroy(a);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -488,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_solo_baselines),
         cmocka_unit_test(test_task_journals),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_gpus_and_board_spread),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

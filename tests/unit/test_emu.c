@@ -699,6 +699,133 @@ static void test_faults(void **state)
     mb_device_close(dev);
 }
 
+static void expect_mode(struct mb_device *dev, int current, int pending)
+{
+    struct mb_mig_mode m;
+    assert_int_equal(mb_device_mig_mode(dev, &m, NULL), MB_OK);
+    assert_int_equal(m.current, current);
+    assert_int_equal(m.pending, pending);
+}
+
+/* Activation (NVML's unbind/reset of an idle GPU): only with no process, holder or instance. */
+static void test_mig_switch_mode(void **state)
+{
+    (void)state;
+    char spec[256];
+    snprintf(spec, sizeof(spec), "emu:H100-80GB:state=%s/switch.json", tmpdir);
+    struct mb_device *dev = open_ok(spec);
+    struct mb_error err;
+    mb_error_clear(&err);
+    /* A process on the GPU: busy, with its PID; the mode stays pending, in the state file too. */
+    assert_int_equal(mb__emu_attach_process(dev, 5150, -1, -1, MIB, "train", &err), MB_OK);
+    assert_int_equal(mb_device_mig_switch_mode(dev, 1, &err), MB_EBUSY);
+    assert_non_null(strstr(err.msg, "5150"));
+    assert_non_null(strstr(err.msg, "pending"));
+    struct mb_device *other = open_ok(spec);
+    expect_mode(other, 0, 1);
+    mb_device_close(other);
+    assert_int_equal(mb__emu_detach_process(dev, 5150, &err), MB_OK);
+    assert_int_equal(mb_device_mig_switch_mode(dev, 1, &err), MB_OK);
+    expect_mode(dev, 1, 1);
+    /* Instances are in the way of disabling. */
+    unsigned gi = create_gi(dev, 19, -1, 0);
+    assert_int_equal(mb_device_mig_switch_mode(dev, 0, &err), MB_EBUSY);
+    assert_non_null(strstr(err.msg, "GPU instances exist"));
+    expect_mode(dev, 1, 1);
+    assert_int_equal(mb_device_mig_destroy_gi(dev, gi, &err), MB_OK);
+    assert_int_equal(mb_device_mig_switch_mode(dev, 0, &err), MB_OK);
+    expect_mode(dev, 0, 0);
+    /* Asking for the current mode is a no-op success. */
+    assert_int_equal(mb_device_mig_switch_mode(dev, 0, &err), MB_OK);
+    assert_int_equal(mb_device_mig_switch_mode(dev, 3, &err), MB_EINVAL);
+    mb_device_close(dev);
+
+    /* Clients that hold the GPU without being compute processes. */
+    dev = open_ok("emu:A100-40GB:busy=77+78");
+    assert_int_equal(mb_device_mig_switch_mode(dev, 1, &err), MB_EBUSY);
+    assert_non_null(strstr(err.msg, "77, 78"));
+    expect_mode(dev, 0, 1);
+    struct mb_process ps[4];
+    size_t n = 9;
+    assert_int_equal(mb_device_processes(dev, ps, 4, &n, &err), MB_OK);
+    assert_int_equal(n, 0);
+    mb_device_close(dev);
+
+    /* A passthrough VM: the reset cannot be done here. */
+    dev = open_ok("emu:H100-80GB:mig=on:reset=unavailable");
+    assert_int_equal(mb_device_mig_switch_mode(dev, 0, &err), MB_ERESET_REQUIRED);
+    assert_non_null(strstr(err.msg, "reboot"));
+    expect_mode(dev, 1, 0);
+    mb_device_close(dev);
+
+    /* Injected failures reach it like any operation. */
+    dev = open_ok("emu:H100-80GB:fail=mig_switch_mode:1:perm");
+    assert_int_equal(mb_device_mig_switch_mode(dev, 1, &err), MB_EPERM);
+    expect_mode(dev, 0, 0);
+    mb_device_close(dev);
+
+    assert_int_equal(open_rc("emu:H100-80GB:busy=x", &err), MB_EINVAL);
+    assert_int_equal(open_rc("emu:H100-80GB:busy=1+", &err), MB_OK);
+    assert_int_equal(open_rc("emu:H100-80GB:reset=maybe", &err), MB_EINVAL);
+    assert_int_equal(open_rc("emu:H100-80GB:count=2", &err), MB_EINVAL);
+    assert_non_null(strstr(err.msg, "mb_device_spec_expand"));
+    assert_int_equal(open_rc("emu:H100-80GB:count=1", &err), MB_OK);
+}
+
+/* emu:MODEL:count=N: N GPUs, each with its own index, UUID and state file. */
+static void test_spec_expand(void **state)
+{
+    (void)state;
+    char spec[256], want[512];
+    snprintf(spec, sizeof(spec), "emu:H100-80GB:count=4,mig=on,state=%s/node.json,index=2", tmpdir);
+    struct mb_device_spec_list l = {0};
+    struct mb_error err;
+    assert_int_equal(mb_device_spec_expand(spec, &l, &err), MB_OK);
+    assert_int_equal(l.n, 4);
+    snprintf(want, sizeof(want), "emu:H100-80GB:index=2,state=%s/node.2.json,mig=on", tmpdir);
+    assert_string_equal(l.specs[0], want);
+    char uuids[4][MB_UUID_MAX];
+    for (size_t i = 0; i < l.n; i++) {
+        struct mb_device *dev = open_ok(l.specs[i]);
+        struct mb_device_info info;
+        assert_int_equal(mb_device_info(dev, &info, &err), MB_OK);
+        assert_int_equal(info.index, 2 + i);
+        snprintf(uuids[i], sizeof(uuids[i]), "%s", info.uuid);
+        for (size_t k = 0; k < i; k++)
+            assert_string_not_equal(uuids[k], uuids[i]);
+        /* An instance on this GPU lands in its own state file only. */
+        create_gi(dev, 19, -1, 0);
+        mb_device_close(dev);
+        char path[256];
+        snprintf(path, sizeof(path), "%s/node.%zu.json", tmpdir, 2 + i);
+        assert_int_equal(access(path, R_OK), 0);
+    }
+    mb_device_spec_list_free(&l);
+    assert_int_equal(l.n, 0);
+
+    /* Options with ':' inside survive; a spec without count is returned as it is. */
+    assert_int_equal(
+        mb_device_spec_expand("emu:A100-40GB:count=2,fail=create_gi:2:noresources", &l, &err),
+        MB_OK);
+    assert_string_equal(l.specs[1], "emu:A100-40GB:index=1,fail=create_gi:2:noresources");
+    mb_device_close(open_ok(l.specs[1]));
+    mb_device_spec_list_free(&l);
+    assert_int_equal(mb_device_spec_expand("emu:A100-40GB:mig=on", &l, &err), MB_OK);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.specs[0], "emu:A100-40GB:mig=on");
+    mb_device_spec_list_free(&l);
+    assert_int_equal(mb_device_spec_expand("host", &l, &err), MB_OK);
+    assert_string_equal(l.specs[0], "host");
+    mb_device_spec_list_free(&l);
+
+    assert_int_equal(mb_device_spec_expand("emu:H100-80GB:count=0", &l, &err), MB_EINVAL);
+    assert_non_null(strstr(err.msg, "count=0"));
+    assert_int_equal(mb_device_spec_expand("emu:H100-80GB:count=65", &l, &err), MB_EINVAL);
+    assert_int_equal(mb_device_spec_expand("emu:H100-80GB:count=8,index=60", &l, &err), MB_EINVAL);
+    assert_int_equal(l.n, 0);
+    assert_int_equal(mb_device_spec_expand("", &l, &err), MB_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -717,6 +844,8 @@ int main(void)
         cmocka_unit_test(test_sensor_semantics),
         cmocka_unit_test(test_load_follows_processes),
         cmocka_unit_test(test_faults),
+        cmocka_unit_test(test_mig_switch_mode),
+        cmocka_unit_test(test_spec_expand),
     };
     return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }

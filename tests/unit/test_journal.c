@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The journal (append, torn lines, leftovers) and atomic result files. */
+/* The journal (append, torn lines, leftovers, shared by threads) and atomic result files.
+ * Starts threads: MB_TEST_THREADS. */
 #define _XOPEN_SOURCE 700
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,13 +361,76 @@ static void test_atomic_cell(void **state)
     assert_int_equal(mb_results_mkdirs(clash, 0755, &err), MB_EIO);
 }
 
+/* The workers of a multi-GPU run append to one journal at once: every line arrives whole. */
+struct appender {
+    struct mb_journal *j;
+    int id;
+    int failures;
+};
+
+static void *append_many(void *arg)
+{
+    struct appender *a = arg;
+    for (int i = 0; i < 200; i++) {
+        cJSON *ev = cJSON_CreateObject();
+        cJSON_AddStringToObject(ev, "event", "cell_started");
+        cJSON_AddNumberToObject(ev, "gpu", a->id);
+        cJSON_AddNumberToObject(ev, "i", i);
+        /* Long enough that a torn or interleaved write would show. */
+        char pad[600];
+        memset(pad, 'a' + a->id, sizeof(pad) - 1);
+        pad[sizeof(pad) - 1] = '\0';
+        cJSON_AddStringToObject(ev, "pad", pad);
+        if (mb_journal_append(a->j, ev, NULL) != MB_OK)
+            a->failures++;
+        cJSON_Delete(ev);
+    }
+    return NULL;
+}
+
+static void test_shared_by_threads(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof(path), "%s/threads.jsonl", dir);
+    struct mb_journal *j = NULL;
+    assert_int_equal(mb_journal_open(path, &j, NULL), MB_OK);
+    pthread_t t[4];
+    struct appender a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (struct appender){j, i, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, append_many, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(a[i].failures, 0);
+    }
+    mb_journal_close(j);
+    cJSON *events = NULL;
+    size_t skipped = 9;
+    assert_int_equal(mb_journal_read(path, &events, &skipped, NULL), MB_OK);
+    assert_int_equal(skipped, 0);
+    assert_int_equal(cJSON_GetArraySize(events), 800);
+    int next[4] = {0};
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, events)
+    {
+        int gpu = (int)cJSON_GetObjectItem(ev, "gpu")->valuedouble;
+        /* Each worker's lines in its own order, its padding intact. */
+        assert_int_equal((int)cJSON_GetObjectItem(ev, "i")->valuedouble, next[gpu]++);
+        const char *pad = cJSON_GetObjectItem(ev, "pad")->valuestring;
+        assert_int_equal(strspn(pad, (char[]){(char)('a' + gpu), 0}), 599);
+    }
+    cJSON_Delete(events);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_and_read), cmocka_unit_test(test_torn_line),
         cmocka_unit_test(test_write_failure),   cmocka_unit_test(test_leftovers),
         cmocka_unit_test(test_atomic_cell),     cmocka_unit_test(test_shared_journal),
-        cmocka_unit_test(test_cell_claim),
+        cmocka_unit_test(test_cell_claim),      cmocka_unit_test(test_shared_by_threads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -408,7 +408,8 @@ static void test_profiles_legacy_unversioned(void **state)
 static void test_profiles_mig_off_and_pending(void **state)
 {
     (void)state;
-    use_fake(0, with_state("H100-80GB"));
+    /* A GPU the driver cannot reset (a passthrough VM): setting the mode leaves it pending. */
+    use_fake(0, with_state("H100-80GB:reset=unavailable"));
     struct mb_device *dev = open_ok("nvml:0");
     struct mb_device_profile ps[MB_MAX_PROFILES];
     size_t n = 0;
@@ -758,6 +759,127 @@ static void test_processes_on_mig(void **state)
     close_dev(dev);
 }
 
+/* ---- MIG-mode switch --------------------------------------------------------------------------
+ */
+
+static void expect_mode(struct mb_device *dev, int current, int pending)
+{
+    struct mb_mig_mode mode;
+    assert_int_equal(mb_device_mig_mode(dev, &mode, NULL), MB_OK);
+    assert_int_equal(mode.current, current);
+    assert_int_equal(mode.pending, pending);
+}
+
+/* An idle GPU: the driver activates the mode at once, both ways. */
+static void test_switch_mode_success(void **state)
+{
+    (void)state;
+    use_fake(0, with_state("H100-80GB"));
+    struct mb_device *dev = open_ok("nvml:0");
+    struct mb_error err;
+    mb_error_clear(&err);
+    assert_int_equal(mb_device_mig_switch_mode(dev, 1, &err), MB_OK);
+    expect_mode(dev, 1, 1);
+    unsigned gi, ci;
+    assert_int_equal(mb_device_mig_create_gi(dev, 19, NULL, &gi, &err), MB_OK);
+    assert_int_equal(mb_device_mig_create_ci(dev, gi, -1, &ci, &err), MB_OK);
+    /* Instances are in the way of disabling: NVML refuses to stage it. */
+    assert_int_equal(mb_device_mig_switch_mode(dev, 0, &err), MB_EBUSY);
+    expect_mode(dev, 1, 1);
+    assert_int_equal(mb_device_mig_destroy_ci(dev, gi, ci, &err), MB_OK);
+    assert_int_equal(mb_device_mig_destroy_gi(dev, gi, &err), MB_OK);
+    assert_int_equal(mb_device_mig_switch_mode(dev, 0, &err), MB_OK);
+    expect_mode(dev, 0, 0);
+    close_dev(dev);
+}
+
+/* A compute process on the GPU: IN_USE, named with its PID; the mode is left pending. */
+static void test_switch_mode_busy(void **state)
+{
+    (void)state;
+    use_fake(0, with_state("H100-80GB"));
+    setenv("MIGBENCH_FAKE_NVML_PROCS", "4321:-1:-1:512", 1);
+    struct mb_device *dev = open_ok("nvml:0");
+    struct mb_error err;
+    mb_error_clear(&err);
+    assert_int_equal(mb_device_mig_switch_mode(dev, 1, &err), MB_EBUSY);
+    assert_non_null(strstr(err.msg, "in use"));
+    assert_non_null(strstr(err.msg, "4321"));
+    assert_non_null(strstr(err.msg, "stop them"));
+    expect_mode(dev, 0, 1);
+    close_dev(dev);
+
+    /* Held by a client that is not a compute process: no PID to name, and the message says so. */
+    use_fake(0, "H100-80GB:busy=99");
+    dev = open_ok("nvml:0");
+    assert_int_equal(mb_device_mig_switch_mode(dev, 1, &err), MB_EBUSY);
+    assert_non_null(strstr(err.msg, "not a compute process"));
+    close_dev(dev);
+}
+
+/* A passthrough VM: RESET_REQUIRED, with what the user must do. */
+static void test_switch_mode_reset_required(void **state)
+{
+    (void)state;
+    use_fake(0, with_state("H100-80GB:reset=unavailable"));
+    struct mb_device *dev = open_ok("nvml:0");
+    struct mb_error err;
+    mb_error_clear(&err);
+    assert_int_equal(mb_device_mig_switch_mode(dev, 1, &err), MB_ERESET_REQUIRED);
+    assert_non_null(strstr(err.msg, "reset"));
+    assert_non_null(strstr(err.msg, "reboot"));
+    expect_mode(dev, 0, 1);
+    /* Staging the original mode again leaves the GPU as it was found. */
+    assert_int_equal(mb_device_mig_set_mode(dev, 0, &err), MB_OK);
+    expect_mode(dev, 0, 0);
+    close_dev(dev);
+
+    /* No permission is the function's own answer, mapped as such. */
+    use_fake(0, "H100-80GB");
+    setenv("MIGBENCH_FAKE_NVML_FAIL", "nvmlDeviceSetMigMode:1:4", 1);
+    dev = open_ok("nvml:0");
+    assert_int_equal(mb_device_mig_switch_mode(dev, 1, &err), MB_EPERM);
+    assert_non_null(strstr(err.msg, "root"));
+    expect_mode(dev, 0, 0);
+    close_dev(dev);
+}
+
+/* nvml:all and nvml:0,1 expand through the driver's GPU count. */
+static void test_spec_expand(void **state)
+{
+    (void)state;
+    use_fake(0, "H100-80GB;H100-80GB;A100-40GB");
+    struct mb_device_spec_list l = {0};
+    struct mb_error err;
+    assert_int_equal(mb_device_spec_expand("nvml:all", &l, &err), MB_OK);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.specs[0], "nvml:0");
+    assert_string_equal(l.specs[2], "nvml:2");
+    mb_device_spec_list_free(&l);
+    assert_int_equal(mb_device_spec_expand("nvml:2,0", &l, &err), MB_OK);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.specs[0], "nvml:2");
+    assert_string_equal(l.specs[1], "nvml:0");
+    mb_device_spec_list_free(&l);
+    /* One GPU, or none named (GPU 0): the spec as given. */
+    assert_int_equal(mb_device_spec_expand("nvml:GPU-x", &l, &err), MB_OK);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.specs[0], "nvml:GPU-x");
+    mb_device_spec_list_free(&l);
+    assert_int_equal(mb_device_spec_expand("nvml:", &l, &err), MB_OK);
+    assert_string_equal(l.specs[0], "nvml:");
+    mb_device_spec_list_free(&l);
+    assert_int_equal(mb_device_spec_expand("nvml:0,,1", &l, &err), MB_EINVAL);
+    assert_non_null(strstr(err.msg, "nvml:0,,1"));
+    assert_int_equal(mb_device_spec_expand("nvml:1,1", &l, &err), MB_EINVAL);
+    assert_non_null(strstr(err.msg, "twice"));
+    assert_int_equal(l.n, 0);
+
+    setenv("MIGBENCH_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+    assert_int_equal(mb_device_spec_expand("nvml:all", &l, &err), MB_ELIB);
+    assert_int_equal(l.n, 0);
+}
+
 /* ---- GPM ---------------------------------------------------------------------------------------
  */
 
@@ -903,6 +1025,10 @@ int main(void)
         cmocka_unit_test_teardown(test_error_mapping, test_teardown),
         cmocka_unit_test_teardown(test_init_failures, test_teardown),
         cmocka_unit_test_teardown(test_missing_library, test_teardown),
+        cmocka_unit_test_teardown(test_switch_mode_success, test_teardown),
+        cmocka_unit_test_teardown(test_switch_mode_busy, test_teardown),
+        cmocka_unit_test_teardown(test_switch_mode_reset_required, test_teardown),
+        cmocka_unit_test_teardown(test_spec_expand, test_teardown),
         cmocka_unit_test_teardown(test_processes_retry, test_teardown),
         cmocka_unit_test_teardown(test_processes_retry_legacy, test_teardown),
         cmocka_unit_test_teardown(test_processes_on_mig, test_teardown),

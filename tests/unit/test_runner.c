@@ -164,9 +164,15 @@ static void test_mps_cell(void **state)
     free(left);
     cJSON_Delete(events);
 
-    /* Preflight refuses mps on anything but a measured GPU (the emulator is not one). */
+    /* Preflight: an emulated GPU runs mps (without a daemon when the NVIDIA utilities are not
+     * there, see run_emu.sh); the host cannot. */
+    assert_int_equal(mb_runner_preflight(&o, &cell, 1, &err), MB_OK);
+    struct mb_device *host;
+    assert_int_equal(mb_device_open("host", &host, &err), MB_OK);
+    o.dev = host;
     assert_int_equal(mb_runner_preflight(&o, &cell, 1, &err), MB_EUNSUPPORTED);
     assert_non_null(strstr(err.msg, "nvml backend"));
+    mb_device_close(host);
     mb_device_close(dev);
     mb_experiment_destroy(exp);
 }
