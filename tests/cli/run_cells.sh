@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # migbench run --cells / --shard on an emulated H100: an experiment run as two invocations into
 # one results directory (cells 0-2, then 3-5; or shards 0/2 and 1/2) reports the same as one
-# invocation, measured values aside; a second invocation while the first still writes the
-# directory is refused and corrupts nothing; bad selections are usage errors.
+# invocation, measured values aside; two selections run at the same time into one directory
+# (a running cell is skipped elsewhere, --resume is refused meanwhile); bad selections are usage
+# errors.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 M="$MIGBENCH"
 FX="$MB_BINARY_DIR/fixtures"
@@ -35,6 +36,8 @@ def mask(v, key=""):
         return {k: mask(x, k) for k, x in v.items()}
     if isinstance(v, list):
         return [mask(x, key) for x in v]
+    if v is None and key == "ci95":
+        return "<num>"  # a CI needs two rates: null when load left a job of a cell without one
     if isinstance(v, bool) or v is None:
         return v
     if isinstance(v, (int, float)):
