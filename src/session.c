@@ -321,7 +321,11 @@ static int power_open(struct mb_session *s, char ***notes, size_t *n_notes, stru
     s->helper = getenv("MIGBENCH_POWER_HELPER");
     if (s->helper && !s->helper[0])
         s->helper = NULL;
-    if (s->caps & MB_CAP_SET_POWER_LIMIT) {
+    if (s->n_gpus > 1)
+        snprintf(why, sizeof(why),
+                 "the power-limit axis runs on one GPU at a time; give one GPU "
+                 "with --device");
+    else if (s->caps & MB_CAP_SET_POWER_LIMIT) {
         struct mb_error e;
         if (mb_powercap_ledger_path(s->o.device_spec, s->info.uuid, getenv("MIGBENCH_STATE_DIR"),
                                     s->ledger, sizeof(s->ledger), &e) == MB_OK)
