@@ -14,11 +14,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "migbench/catalog.h"
 #include "migbench/device.h"
 #include "migbench/layout.h"
 #include "migbench/meter.h"
+#include "migbench/plan_io.h"
 #include "migbench/progress.h"
 #include "migbench/status.h"
 
@@ -128,5 +130,22 @@ struct mb_measure_report {
 
 /* The `measure --json` document. */
 char *mb_measure_json(const struct mb_measure_report *r);
+
+/* ---- plan ---------------------------------------------------------------------------------- */
+
+/* The text of `migbench plan`: the plan (layouts, queues, jobs, predicted totals, notes). */
+void mb_plan_text_write(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p);
+
+/* The --power-limits table that follows the plan: each limit's energy and makespan. */
+void mb_plan_caps_text_write(FILE *out, const struct mb_plan *p,
+                             const struct mb_plan_cap_result *res, size_t n);
+
+/* The --pareto front: one line per plan, with GPU 0's layout. */
+void mb_plan_pareto_text_write(FILE *out, const struct mb_plan_context *c,
+                               struct mb_plan *const *front, size_t n_front, unsigned count);
+
+/* The --verify comparison of the plan file plan against the results directory verify. */
+void mb_plan_check_text_write(FILE *out, const struct mb_plan_check *ck, const char *plan,
+                              const char *verify);
 
 #endif
