@@ -120,6 +120,62 @@ static void test_measure_nulls(void **state)
     assert_non_null(strstr(t, "\"reason\":\t\"no progress\""));
     assert_non_null(strstr(t, "\"csv\":\tnull"));
     free(t);
+
+    /* Nothing measured: derive fills nothing, the summary says n/a. */
+    mb_measure_report_derive(&r);
+    assert_false(r.epu_valid);
+    assert_false(r.split_valid);
+    size_t len = 0;
+    FILE *f = open_memstream(&t, &len);
+    assert_non_null(f);
+    mb_measure_text_write(f, &r);
+    assert_int_equal(fclose(f), 0);
+    assert_non_null(strstr(t, "\n Measurement of 'sleep 1':\n\n  device        ? (emu backend)\n"));
+    assert_non_null(strstr(t, "  energy        n/a counter, n/a integrated, gap n/a\n"));
+    assert_non_null(strstr(t, "  mean power    n/a\n"));
+    assert_non_null(strstr(t, "  throughput    n/a (no progress)\n"));
+    assert_non_null(strstr(t, "  energy/unit   n/a\n  exit status   0\n\n"));
+    assert_null(strstr(t, "idle power"));
+    free(t);
+}
+
+static void test_measure_derive(void **state)
+{
+    (void)state;
+    char *argv[] = {"train", NULL};
+    struct mb_measure_report r = {.argv = argv, .unit = "images", .warmup_steps = 5};
+    double j = 0;
+    assert_false(mb_energy_best(&r.job, &j));
+    r.job.integral_valid = true;
+    r.job.integral_j = 900;
+    assert_true(mb_energy_best(&r.job, &j) && j == 900);
+    r.job.counter_valid = true; /* the counter wins over the integral */
+    r.job.counter_j = 1000;
+    r.job.duration_s = 10;
+    r.have_idle = true;
+    r.idle.mean_power_valid = true;
+    r.idle.mean_power_w = 40;
+    r.have_steady = true;
+    r.steady.mean_power_valid = true;
+    r.steady.mean_power_w = 150;
+    r.tp.valid = true;
+    r.tp.rate.mean = 300;
+    r.tp.batches = 4;
+    r.tp.duration_s = 8;
+    mb_measure_report_derive(&r);
+    assert_true(r.epu_valid && r.epu_j == 0.5);
+    assert_true(r.split_valid && r.static_j == 400 && r.dynamic_j == 600);
+    char *t = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&t, &len);
+    assert_non_null(f);
+    mb_measure_text_write(f, &r);
+    assert_int_equal(fclose(f), 0);
+    assert_non_null(strstr(t, "; static 400.000 J, dynamic 600.000 J\n"));
+    assert_non_null(strstr(t, "  throughput    300.000 images/s (95% CI, 4 batches over 8.000 s, "
+                              "after 5 warm-up steps)\n"));
+    assert_non_null(strstr(t, "  energy/unit   0.5 J/image (steady window)\n"));
+    free(t);
 }
 
 int main(void)
@@ -128,6 +184,7 @@ int main(void)
         cmocka_unit_test(test_device_report_emu),
         cmocka_unit_test(test_layout_documents),
         cmocka_unit_test(test_measure_nulls),
+        cmocka_unit_test(test_measure_derive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
