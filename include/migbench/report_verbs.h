@@ -91,6 +91,26 @@ char *mb_layout_check_json(const struct mb_gpu_model *m, const struct mb_layout_
 /* `layouts --list-gpus --json`: every model of cat, or only `only` when it is not NULL. */
 char *mb_catalog_json(const struct mb_catalog *cat, const struct mb_gpu_model *only);
 
+/* The text of `layouts`. The listing's header ("# model: ... slices", "# profiles: ...", notes on
+ * values that are not verified) for the profiles in mask (bit i: m->profiles[i]). */
+void mb_layouts_header_write(FILE *f, const struct mb_gpu_model *m, uint32_t mask);
+/* One listed layout, numbered n: the memory-slice picture and profile@start:size placements. */
+void mb_layout_line_write(FILE *f, const struct mb_gpu_model *m, const struct mb_layout *l,
+                          size_t n);
+/* The layout's profile names, comma-separated ("3g.40gb,2g.20gb"), no newline. */
+void mb_layout_profiles_csv_write(FILE *f, const struct mb_gpu_model *m, const struct mb_layout *l);
+/* "# placements of ...: inferred ..." notes for the profiles in mask that are not verified. */
+void mb_layout_status_notes_write(FILE *f, const struct mb_gpu_model *m, uint32_t mask);
+/* The change from the request want to layout l: "drop 1g.10gb; add 2 x 2g.20gb" ("" when none). */
+void mb_layout_diff_str(const struct mb_gpu_model *m, const unsigned *want, size_t n_want,
+                        const struct mb_layout *l, char *buf, size_t cap);
+/* A --check verdict as text: the placement and creation order, or the reasons and the nearest
+ * valid layouts with their changes. */
+void mb_layout_check_text_write(FILE *f, const struct mb_gpu_model *m,
+                                const struct mb_layout_check *c);
+/* `layouts --list-gpus`: one line per model of cat, or only's profile table. */
+void mb_catalog_text_write(FILE *f, const struct mb_catalog *cat, const struct mb_gpu_model *only);
+
 /* ---- measure ------------------------------------------------------------------------------- */
 
 /* What `measure` found for one command: the caller fills it from the meter and the progress

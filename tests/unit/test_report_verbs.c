@@ -99,6 +99,41 @@ static void test_layout_documents(void **state)
     assert_non_null(strstr(t, "\"name\":\t\"A100-SXM4-40GB\""));
     assert_null(strstr(t, "H100"));
     free(t);
+
+    /* The text forms: the change string, both verdicts, a listed line, the catalog. */
+    char d[64];
+    mb_layout_diff_str(m, want, 2, &placed, d, sizeof(d));
+    assert_string_equal(d, "drop 7g.40gb");
+    mb_layout_diff_str(m, want, 1, &placed, d, sizeof(d));
+    assert_string_equal(d, "");
+    size_t len = 0;
+    FILE *f = open_memstream(&t, &len);
+    assert_non_null(f);
+    mb_layout_check_text_write(f, m, &c);
+    c = (struct mb_layout_check){.valid = false,
+                                 .want = want,
+                                 .n_want = 2,
+                                 .reasons = reasons,
+                                 .n_reasons = 1,
+                                 .nearest = &placed,
+                                 .changes = change,
+                                 .n_nearest = 1};
+    mb_layout_check_text_write(f, m, &c);
+    mb_layout_line_write(f, m, &placed, 12);
+    mb_catalog_text_write(f, cat, NULL);
+    assert_int_equal(fclose(f), 0);
+    assert_non_null(strstr(t, "fits on A100-SXM4-40GB: 7g.40gb\n"));
+    assert_non_null(strstr(t, "\ncreation order (largest first):\n   1  7g.40gb      profile id "));
+    assert_non_null(strstr(t, "start  0  size 8  (memory slices 0-7)\n"));
+    assert_non_null(strstr(t, "does not fit on A100-SXM4-40GB: 7g.40gb,7g.40gb\n  - no room\n"
+                              "nearest valid layouts:\n  7g.40gb   (drop 7g.40gb)\n"));
+    assert_non_null(strstr(t, "  12  "));
+    assert_non_null(strstr(t, "  7g.40gb@0:8\n"));
+    assert_non_null(
+        strstr(t, "# model                c/m  GIs memory_mib  placements  profiles\n"));
+    assert_non_null(strstr(t, "\n  A100-SXM4-40GB       7/8    7      40960  verified    1g.5gb "));
+    assert_non_null(strstr(t, "\n  H100-SXM5-80GB "));
+    free(t);
     mb_catalog_destroy(cat);
 }
 
