@@ -20,6 +20,7 @@
 #include "migbench/device.h"
 #include "migbench/layout.h"
 #include "migbench/meter.h"
+#include "migbench/mig.h"
 #include "migbench/plan_io.h"
 #include "migbench/progress.h"
 #include "migbench/status.h"
@@ -162,6 +163,24 @@ void mb_measure_report_derive(struct mb_measure_report *r);
 /* The human summary `measure` prints (on stderr): device, sensor, energy, power, work,
  * throughput, energy per unit; unknown figures as "n/a". */
 void mb_measure_text_write(FILE *f, const struct mb_measure_report *r);
+
+/* ---- mig ----------------------------------------------------------------------------------- */
+
+/* `mig show` for one GPU: its MIG mode, the layout picture and one line per GPU instance, with
+ * "migbench" as owner for those the ledger holds. label names the GPU ("nvml 0 (H100...)"). */
+void mb_mig_show_text_write(FILE *f, const char *label, const struct mb_device_info *info,
+                            const struct mb_gpu_model *model, const struct mb_mig_mode *mode,
+                            const struct mb_mig_gi *gis, size_t n,
+                            const struct mb_mig_ledger *ledger);
+
+/* `mig show --yaml` for one GPU: its mig-parted entry (gis sorted largest first). */
+void mb_mig_show_yaml_write(FILE *f, unsigned index, const struct mb_mig_mode *mode,
+                            const struct mb_mig_gi *gis, size_t n);
+
+/* `mig apply --dry-run`: what would be removed, created (placed) and kept. */
+void mb_mig_apply_dry_run_write(FILE *f, const struct mb_gpu_model *model,
+                                const struct mb_mig_gi *const *rm, size_t nrm,
+                                const struct mb_layout *placed, size_t kept);
 
 /* ---- plan ---------------------------------------------------------------------------------- */
 
