@@ -68,6 +68,10 @@ int mb_devices_json_add(struct mb_devices_json *j, const struct mb_device_report
 char *mb_devices_json_text(const struct mb_devices_json *j);
 void mb_devices_json_destroy(struct mb_devices_json *j);
 
+/* The `devices` text for report r, the i-th shown (a blank line before all but the first):
+ * identity, sensor, telemetry, power limit, MIG mode, profiles and instances, processes. */
+void mb_device_report_text_write(FILE *out, size_t i, const struct mb_device_report *r);
+
 /* ---- layouts ------------------------------------------------------------------------------- */
 
 /* One layout on one line: {"profiles": [...], "placements": [...]}, plus "count" when count >= 0

@@ -44,6 +44,34 @@ static void test_device_report_emu(void **state)
     assert_non_null(strstr(text, "\"pci_bus_id\":\tnull"));
     free(text);
     mb_devices_json_destroy(j);
+
+    /* The text: the emulated label, the MIG table, unknowns as n/a; a blank line before the
+     * second device's block. */
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    mb_device_report_text_write(f, 0, r);
+    r->tel_rc = MB_EUNSUPPORTED;
+    r->pl_rc = MB_EUNSUPPORTED;
+    r->proc_rc = MB_EUNSUPPORTED;
+    mb_device_report_text_write(f, 1, r);
+    assert_int_equal(fclose(f), 0);
+    assert_ptr_equal(strstr(text, "device 0: NVIDIA A100-SXM4-40GB  [EMULATED: modelled numbers, "
+                                  "not measurements]\n  backend        emu (spec "
+                                  "emu:A100-SXM4-40GB:mig=1, index 0)\n"),
+                     text);
+    assert_non_null(strstr(text, "  versions       driver n/a, NVML n/a, PCI n/a\n"));
+    assert_non_null(strstr(text, "  MIG mode       enabled\n  MIG profiles   name "));
+    assert_non_null(
+        strstr(text, "\n                 7g.40gb         0      4     7/8    1     1 "));
+    assert_non_null(strstr(text, "  MIG instances  none\n  processes      none\n\ndevice 1: "));
+    assert_non_null(strstr(text, "  telemetry      n/a\n  MIG mode "));
+    assert_non_null(strstr(text, "  processes      n/a\n"));
+    size_t limits = 0; /* only the first block has a power limit line */
+    for (const char *s = text; (s = strstr(s, "\n  power limit    ")); s++)
+        limits++;
+    assert_int_equal(limits, 1);
+    free(text);
     free(r);
     mb_device_close(dev);
 }
