@@ -18,6 +18,7 @@
 
 #include "migbench/catalog.h"
 #include "migbench/device.h"
+#include "migbench/fleet.h"
 #include "migbench/layout.h"
 #include "migbench/meter.h"
 #include "migbench/mig.h"
@@ -202,5 +203,12 @@ void mb_plan_pareto_text_write(FILE *out, const struct mb_plan_context *c,
 /* The --verify comparison of the plan file plan against the results directory verify. */
 void mb_plan_check_text_write(FILE *out, const struct mb_plan_check *ck, const char *plan,
                               const char *verify);
+
+/* ---- slurm --------------------------------------------------------------------------------- */
+
+/* `slurm status`: a header and one tab-separated line per cell (cell, run, rep, state, job or
+ * "-", why); count[state] gets how many cells are in each state. */
+void mb_slurm_status_text_write(FILE *f, const struct mb_slurm_cell *cells, size_t n,
+                                size_t count[MB_SLURM_CELL_FAILED + 1]);
 
 #endif

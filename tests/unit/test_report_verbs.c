@@ -241,13 +241,48 @@ static void test_measure_derive(void **state)
     free(t);
 }
 
+static void test_slurm_status(void **state)
+{
+    (void)state;
+    struct mb_slurm_cell cells[3];
+    memset(cells, 0, sizeof(cells));
+    static const enum mb_slurm_cell_state st[] = {MB_SLURM_CELL_DONE, MB_SLURM_CELL_FAILED,
+                                                  MB_SLURM_CELL_DONE};
+    for (size_t i = 0; i < 3; i++) {
+        cells[i].index = i;
+        snprintf(cells[i].run, sizeof(cells[i].run), "r%zu", i);
+        cells[i].rep = (unsigned)i;
+        cells[i].state = st[i];
+    }
+    snprintf(cells[1].job, sizeof(cells[1].job), "12_1");
+    snprintf(cells[1].why, sizeof(cells[1].why), "exit 3");
+    size_t count[MB_SLURM_CELL_FAILED + 1];
+    char *t = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&t, &len);
+    assert_non_null(f);
+    mb_slurm_status_text_write(f, cells, 3, count);
+    assert_int_equal(fclose(f), 0);
+    char want[256];
+    snprintf(want, sizeof(want),
+             "cell\trun\trep\tstate\tjob\twhy\n0\tr0\t0\t%s\t-\t\n1\tr1\t1\t%s\t12_1\texit 3\n"
+             "2\tr2\t2\t%s\t-\t\n",
+             mb_slurm_cell_state_str(MB_SLURM_CELL_DONE),
+             mb_slurm_cell_state_str(MB_SLURM_CELL_FAILED),
+             mb_slurm_cell_state_str(MB_SLURM_CELL_DONE));
+    assert_string_equal(t, want);
+    assert_int_equal(count[MB_SLURM_CELL_DONE], 2);
+    assert_int_equal(count[MB_SLURM_CELL_FAILED], 1);
+    assert_int_equal(count[MB_SLURM_CELL_NOT_RUN], 0);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_device_report_emu),
-        cmocka_unit_test(test_layout_documents),
-        cmocka_unit_test(test_measure_nulls),
-        cmocka_unit_test(test_measure_derive),
+        cmocka_unit_test(test_device_report_emu), cmocka_unit_test(test_layout_documents),
+        cmocka_unit_test(test_measure_nulls),     cmocka_unit_test(test_measure_derive),
+        cmocka_unit_test(test_slurm_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
