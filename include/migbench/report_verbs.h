@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Output documents of the device, layout and measure verbs, built in the library so the CLI only
- * parses arguments and prints. Each JSON writer returns a malloc'd, NUL-terminated text (free()
- * it; NULL when out of memory) laid out exactly as the verb has always printed it: the goldens
- * under tests/golden check the bytes. Unknown or unsupported values are null, never 0.
+ * Output of the devices, layouts, measure, mig, plan and slurm verbs, built in the library so the
+ * CLI only parses arguments and prints. Each JSON writer returns a malloc'd, NUL-terminated text
+ * (free() it; NULL when out of memory); each *_text_write / *_write function writes text to a
+ * stream the caller opened. Both are laid out exactly as the verb has always printed them: the
+ * goldens under tests/golden and the CLI tests check the bytes. Unknown or unsupported values are
+ * null (JSON) or "n/a" (text), never 0.
  *
  * (Issue 13 keeps these beside include/migbench/report.h, the experiment report renderers, until
  * the two are folded into one header.)
