@@ -114,19 +114,6 @@ static int parse_list(const struct mb_gpu_model *m, const char *opt, const char 
  * Output pieces
  */
 
-static void print_profiles_csv(const struct mb_gpu_model *m, const struct mb_layout *l, FILE *f)
-{
-    for (size_t i = 0; i < l->n; i++)
-        fprintf(f, "%s%s", i ? "," : "", m->profiles[l->items[i].profile].name);
-}
-
-static void print_placements(const struct mb_gpu_model *m, const struct mb_layout *l, FILE *f)
-{
-    for (size_t i = 0; i < l->n; i++)
-        fprintf(f, "%s%s@%u:%u", i ? " " : "", m->profiles[l->items[i].profile].name,
-                l->items[i].placement.start, l->items[i].placement.size);
-}
-
 /* Prints one JSON text and frees it; returns false on memory exhaustion (text NULL). */
 static bool print_json(char *text, FILE *f)
 {
@@ -135,30 +122,6 @@ static bool print_json(char *text, FILE *f)
     fputs(text, f);
     free(text);
     return true;
-}
-
-static void print_status_notes(const struct mb_gpu_model *m, uint32_t mask, FILE *f)
-{
-    for (int st = MB_VALUE_INFERRED; st <= MB_VALUE_UNVERIFIED; st++) {
-        bool any = false;
-        for (unsigned i = 0; i < m->n_profiles; i++) {
-            if (!(mask & (1u << i)) || (int)m->profiles[i].placements_status != st)
-                continue;
-            fprintf(f, "%s%s", any ? ", " : "# placements of ", m->profiles[i].name);
-            any = true;
-        }
-        if (any)
-            fprintf(f, ": %s (not seen in an nvidia-smi -lgipp print for this model)\n",
-                    mb_value_status_str((enum mb_value_status)st));
-    }
-    for (unsigned i = 0; i < m->n_profiles; i++)
-        if ((mask & (1u << i)) && (m->profiles[i].driver_id_unverified ||
-                                   m->profiles[i].values_status != MB_VALUE_VERIFIED))
-            fprintf(f, "# %s: %s\n", m->profiles[i].name,
-                    m->profiles[i].status_note[0] ? m->profiles[i].status_note
-                                                  : "some values unverified");
-    if (m->user_supplied)
-        fprintf(f, "# %s comes from a --catalog file\n", m->name);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -185,11 +148,7 @@ static int print_one(const struct mb_layout *l, void *arg)
         }
         return 0;
     }
-    char pic[MB_MAX_MEMORY_SLICES * 5 + 1];
-    mb_layout_picture(c->m, l, pic, sizeof(pic));
-    fprintf(c->out, "%4zu  %s  ", c->n, pic);
-    print_placements(c->m, l, c->out);
-    fputc('\n', c->out);
+    mb_layout_line_write(c->out, c->m, l, c->n);
     return 0;
 }
 
@@ -242,14 +201,7 @@ static int list_layouts(const struct mb_gpu_model *m, uint32_t mask, const struc
     unsigned flags = o->all ? MB_LAYOUT_ALL : MB_LAYOUT_MAXIMAL;
     const char *kind = o->all ? "layouts" : "maximal layouts";
     if (!o->json) {
-        printf("# %s: %u compute slices, %u memory slices, at most %u GPU instances\n", m->name,
-               m->compute_slices, m->memory_slices, m->max_gpu_instances);
-        printf("# profiles:");
-        for (unsigned i = 0; i < m->n_profiles; i++)
-            if (mask & (1u << i))
-                printf(" %s", m->profiles[i].name);
-        printf("\n");
-        print_status_notes(m, mask, stdout);
+        mb_layouts_header_write(stdout, m, mask);
     }
     if (o->distinct) {
         struct distinct_ctx c = {.m = m};
@@ -278,7 +230,7 @@ static int list_layouts(const struct mb_gpu_model *m, uint32_t mask, const struc
             printf("#  n  placements  profiles (largest first)\n");
             for (size_t i = 0; i < c.n; i++) {
                 printf("%4zu  %10zu  ", i + 1, c.g[i].n);
-                print_profiles_csv(m, &c.g[i].first, stdout);
+                mb_layout_profiles_csv_write(stdout, m, &c.g[i].first);
                 putchar('\n');
             }
         }
@@ -307,41 +259,6 @@ static int list_layouts(const struct mb_gpu_model *m, uint32_t mask, const struc
  * --check
  */
 
-/* "drop 1g.10gb; add 2g.20gb" between a request and a layout. */
-static void diff_str(const struct mb_gpu_model *m, const unsigned *want, size_t n_want,
-                     const struct mb_layout *l, char *buf, size_t cap)
-{
-    unsigned have[MB_MAX_PROFILES] = {0}, asked[MB_MAX_PROFILES] = {0};
-    for (size_t i = 0; i < l->n; i++)
-        have[l->items[i].profile]++;
-    for (size_t i = 0; i < n_want; i++)
-        asked[want[i]]++;
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int pass = 0; pass < 2; pass++) {
-        bool first = true;
-        for (unsigned k = 0; k < m->n_profiles; k++) {
-            unsigned d = pass == 0 ? (asked[k] > have[k] ? asked[k] - have[k] : 0)
-                                   : (have[k] > asked[k] ? have[k] - asked[k] : 0);
-            if (!d || n + 1 >= cap)
-                continue;
-            int w = snprintf(buf + n, cap - n, "%s%s", first ? (n ? "; " : "") : ", ",
-                             first ? (pass == 0 ? "drop " : "add ") : "");
-            if (w < 0)
-                return;
-            n += (size_t)w;
-            if (n + 1 >= cap)
-                return;
-            w = d > 1 ? snprintf(buf + n, cap - n, "%u x %s", d, m->profiles[k].name)
-                      : snprintf(buf + n, cap - n, "%s", m->profiles[k].name);
-            if (w < 0)
-                return;
-            n += (size_t)w;
-            first = false;
-        }
-    }
-}
-
 static int check_layout(const struct mb_gpu_model *m, const unsigned *want, size_t n_want,
                         bool json)
 {
@@ -361,131 +278,35 @@ static int check_layout(const struct mb_gpu_model *m, const unsigned *want, size
         return mb_cli_exit_for(rc);
     }
     bool valid = n_reasons == 0;
-    uint32_t mask = 0;
-    for (size_t i = 0; i < n_want; i++)
-        mask |= 1u << want[i];
-
-    if (json) {
-        char changes[3][256];
-        const char *change[3];
-        for (size_t i = 0; i < n_near; i++) {
-            diff_str(m, want, n_want, &near[i], changes[i], sizeof(changes[i]));
-            change[i] = changes[i];
-        }
-        struct mb_layout_check chk = {.valid = valid,
-                                      .placed = &placed,
-                                      .want = want,
-                                      .n_want = n_want,
-                                      .reasons = (const char(*)[MB_LAYOUT_REASON_MAX])reasons,
-                                      .n_reasons = n_reasons,
-                                      .nearest = near,
-                                      .changes = change,
-                                      .n_nearest = n_near};
-        if (!print_json(mb_layout_check_json(m, &chk), stdout)) {
-            mb_cli_error(NAME, "out of memory");
-            return MB_EXIT_FAIL;
-        }
+    char changes[3][256];
+    const char *change[3];
+    for (size_t i = 0; i < n_near; i++) {
+        mb_layout_diff_str(m, want, n_want, &near[i], changes[i], sizeof(changes[i]));
+        change[i] = changes[i];
+    }
+    struct mb_layout_check chk = {.valid = valid,
+                                  .placed = &placed,
+                                  .want = want,
+                                  .n_want = n_want,
+                                  .reasons = (const char(*)[MB_LAYOUT_REASON_MAX])reasons,
+                                  .n_reasons = n_reasons,
+                                  .nearest = near,
+                                  .changes = change,
+                                  .n_nearest = n_near};
+    if (!json) {
+        mb_layout_check_text_write(stdout, m, &chk);
+    } else if (print_json(mb_layout_check_json(m, &chk), stdout)) {
         putchar('\n');
-        return valid ? MB_EXIT_OK : MB_EXIT_FAIL;
+    } else {
+        mb_cli_error(NAME, "out of memory");
+        return MB_EXIT_FAIL;
     }
-
-    if (valid) {
-        char pic[MB_MAX_MEMORY_SLICES * 5 + 1];
-        mb_layout_picture(m, &placed, pic, sizeof(pic));
-        printf("fits on %s: ", m->name);
-        print_profiles_csv(m, &placed, stdout);
-        printf("\n%s\ncreation order (largest first):\n", pic);
-        for (size_t i = 0; i < placed.n; i++) {
-            const struct mb_gi_profile *p = &m->profiles[placed.items[i].profile];
-            char sl[32], id[16];
-            mb_layout_slices_str(placed.items[i].placement, sl, sizeof(sl));
-            if (p->driver_id < 0)
-                snprintf(id, sizeof(id), "n/a");
-            else
-                snprintf(id, sizeof(id), "%d%s", p->driver_id, p->driver_id_unverified ? "?" : "");
-            printf("%4zu  %-12s profile id %-4s start %2u  size %u  (memory slices %s)\n", i + 1,
-                   p->name, id, placed.items[i].placement.start, placed.items[i].placement.size,
-                   sl);
-        }
-        print_status_notes(m, mask, stdout);
-        return MB_EXIT_OK;
-    }
-    printf("does not fit on %s: ", m->name);
-    for (size_t i = 0; i < n_want; i++)
-        printf("%s%s", i ? "," : "", m->profiles[want[i]].name);
-    printf("\n");
-    for (size_t i = 0; i < n_reasons; i++)
-        printf("  - %s\n", reasons[i]);
-    if (n_near) {
-        printf("nearest valid layouts:\n");
-        for (size_t i = 0; i < n_near; i++) {
-            char d[256];
-            diff_str(m, want, n_want, &near[i], d, sizeof(d));
-            printf("  ");
-            print_profiles_csv(m, &near[i], stdout);
-            printf("   (%s)\n", d);
-        }
-    }
-    print_status_notes(m, mask, stdout);
-    return MB_EXIT_FAIL;
+    return valid ? MB_EXIT_OK : MB_EXIT_FAIL;
 }
 
 /* ---------------------------------------------------------------------------------------------
  * --list-gpus
  */
-
-static enum mb_value_status worst_placements(const struct mb_gpu_model *m)
-{
-    enum mb_value_status w = MB_VALUE_VERIFIED;
-    for (size_t i = 0; i < m->n_profiles; i++)
-        if (m->profiles[i].placements_status > w)
-            w = m->profiles[i].placements_status;
-    return w;
-}
-
-static void print_int(long long v, int width)
-{
-    if (v < 0)
-        printf("%*s", width, "n/a");
-    else
-        printf("%*lld", width, v);
-}
-
-static void print_model_profiles(const struct mb_gpu_model *m)
-{
-    printf("# %s: %u compute slices, %u memory slices, at most %u GPU instances%s\n", m->name,
-           m->compute_slices, m->memory_slices, m->max_gpu_instances,
-           m->user_supplied ? " (from --catalog)" : "");
-    printf("# %-12s %5s %4s %5s %10s %4s %3s  %-22s %s\n", "profile", "id", "enum", "c/m",
-           "memory_mib", "SMs", "max", "placements", "status");
-    for (size_t i = 0; i < m->n_profiles; i++) {
-        const struct mb_gi_profile *p = &m->profiles[i];
-        char id[16], cm[16], pl[128] = "";
-        if (p->driver_id < 0)
-            snprintf(id, sizeof(id), "n/a");
-        else
-            snprintf(id, sizeof(id), "%d%s", p->driver_id, p->driver_id_unverified ? "?" : "");
-        snprintf(cm, sizeof(cm), "%u/%u", p->compute_slices, p->memory_slices);
-        size_t n = 0;
-        for (size_t k = 0; k < p->n_placements && n + 1 < sizeof(pl); k++) {
-            int w = snprintf(pl + n, sizeof(pl) - n, "%s%u", k ? "," : "", p->placements[k].start);
-            if (w < 0)
-                break;
-            n += (size_t)w;
-        }
-        if (n + 1 < sizeof(pl))
-            snprintf(pl + n, sizeof(pl) - n, ":%u", p->memory_slices);
-        printf("  %-12s %5s %4d %5s ", p->name, id, p->nvml_enum, cm);
-        print_int(p->memory_mib, 10);
-        putchar(' ');
-        print_int(p->sm_count, 4);
-        printf(" %3u  %-22s placements %s", p->max_count, pl,
-               mb_value_status_str(p->placements_status));
-        if (p->values_status != MB_VALUE_VERIFIED || p->driver_id_unverified)
-            printf("; %s", p->status_note[0] ? p->status_note : "values unverified");
-        putchar('\n');
-    }
-}
 
 static int list_gpus(const struct mb_catalog *cat, const struct mb_gpu_model *only, bool json)
 {
@@ -499,26 +320,7 @@ static int list_gpus(const struct mb_catalog *cat, const struct mb_gpu_model *on
         free(s);
         return MB_EXIT_OK;
     }
-    if (only) {
-        print_model_profiles(only);
-        return MB_EXIT_OK;
-    }
-    printf("# %-18s %5s %4s %10s  %-11s %s\n", "model", "c/m", "GIs", "memory_mib", "placements",
-           "profiles");
-    for (size_t i = 0; i < mb_catalog_count(cat); i++) {
-        const struct mb_gpu_model *m = mb_catalog_model(cat, i);
-        char cm[16];
-        snprintf(cm, sizeof(cm), "%u/%u", m->compute_slices, m->memory_slices);
-        printf("  %-18s %5s %4u ", m->name, cm, m->max_gpu_instances);
-        print_int(m->total_memory_mib, 10);
-        enum mb_value_status w = worst_placements(m);
-        printf("  %-11s", w == MB_VALUE_VERIFIED ? "verified" : mb_value_status_str(w));
-        for (size_t k = 0; k < m->n_profiles; k++)
-            printf(" %s", m->profiles[k].name);
-        if (m->user_supplied)
-            printf("  (from --catalog)");
-        putchar('\n');
-    }
+    mb_catalog_text_write(stdout, cat, only);
     return MB_EXIT_OK;
 }
 

@@ -18,6 +18,7 @@
 #include "migbench/layout.h"
 #include "migbench/mig.h"
 #include "migbench/migcfg.h"
+#include "migbench/report_verbs.h"
 
 #define NAME "mig"
 #define MAX_GPUS 64
@@ -183,74 +184,6 @@ static int destroy_gi(struct target *t, const struct mb_mig_gi *g)
  * show
  */
 
-static void print_layout_text(const struct target *t, const struct mb_mig_mode *mode,
-                              const struct mb_mig_gi *gis, size_t n)
-{
-    printf("# %s: %s %s, MIG %s (pending %s)\n", label(t), t->info.name,
-           t->info.uuid[0] ? t->info.uuid : "", mode->current ? "enabled" : "disabled",
-           mode->pending ? "enabled" : "disabled");
-    if (!mode->current)
-        return;
-    struct mb_layout l = {0};
-    for (size_t i = 0; i < n && l.n < MB_LAYOUT_MAX; i++) {
-        unsigned idx;
-        const struct mb_gi_profile *p =
-            mb_model_profile_by_driver_id(t->model, (int)gis[i].profile_id);
-        if (!p)
-            continue;
-        idx = (unsigned)(p - t->model->profiles);
-        l.items[l.n].profile = idx;
-        l.items[l.n++].placement = gis[i].placement;
-    }
-    char pic[MB_MAX_MEMORY_SLICES * 5 + 1];
-    mb_layout_picture(t->model, &l, pic, sizeof(pic));
-    printf("# %s\n", pic);
-    printf("# %3s  %-12s %-9s %-6s %4s  %-8s  %s\n", "gi", "profile", "placement", "slices", "cis",
-           "owner", "uuid");
-    for (size_t i = 0; i < n; i++) {
-        char sl[32], pl[32];
-        mb_layout_slices_str(gis[i].placement, sl, sizeof(sl));
-        snprintf(pl, sizeof(pl), "%u:%u", gis[i].placement.start, gis[i].placement.size);
-        printf("  %3u  %-12s %-9s %-6s %4zu  %-8s  %s\n", gis[i].id, gis[i].profile_name, pl, sl,
-               gis[i].n_ci, ours(t, &gis[i]) ? "migbench" : "-",
-               gis[i].uuid[0] ? gis[i].uuid : "n/a");
-    }
-    if (n == 0)
-        printf("# no GPU instances\n");
-}
-
-/* One mig-parted entry for this GPU; the profile list in largest-first order. */
-static void print_layout_yaml(const struct target *t, const struct mb_mig_mode *mode,
-                              const struct mb_mig_gi *gis, size_t n)
-{
-    printf("    - devices: [%u]\n      mig-enabled: %s\n", t->info.index,
-           mode->current ? "true" : "false");
-    if (!mode->current)
-        return;
-    /* gis are sorted largest first, so names come out grouped in that order. */
-    char done[MAX_GIS][MB_PROFILE_NAME_MAX];
-    size_t nd = 0;
-    bool header = false;
-    for (size_t i = 0; i < n; i++) {
-        bool seen = false;
-        for (size_t k = 0; k < nd; k++)
-            seen = seen || strcmp(done[k], gis[i].profile_name) == 0;
-        if (seen)
-            continue;
-        size_t count = 0;
-        for (size_t k = 0; k < n; k++)
-            count += strcmp(gis[k].profile_name, gis[i].profile_name) == 0;
-        if (!header) {
-            printf("      mig-devices:\n");
-            header = true;
-        }
-        printf("        \"%s\": %zu\n", gis[i].profile_name, count);
-        snprintf(done[nd++], MB_PROFILE_NAME_MAX, "%s", gis[i].profile_name);
-    }
-    if (!header)
-        printf("      mig-devices: {}\n");
-}
-
 static int do_show(struct target *ts, size_t nt, const struct opts *o)
 {
     if (o->yaml)
@@ -272,9 +205,9 @@ static int do_show(struct target *ts, size_t nt, const struct opts *o)
         if (ledger_load(t) != MB_EXIT_OK)
             return MB_EXIT_FAIL;
         if (o->yaml)
-            print_layout_yaml(t, &mode, gis, n);
+            mb_mig_show_yaml_write(stdout, t->info.index, &mode, gis, n);
         else
-            print_layout_text(t, &mode, gis, n);
+            mb_mig_show_text_write(stdout, label(t), &t->info, t->model, &mode, gis, n, t->ledger);
     }
     return MB_EXIT_OK;
 }
@@ -547,15 +480,7 @@ static int apply_one(struct target *t, const struct mb_migcfg *cfg,
                     "emulated GPU needs state=FILE), so 'clear --ours' cannot find it",
                     label(t));
     if (o->dry_run) {
-        for (size_t i = 0; i < nrm; i++)
-            printf("would remove GPU instance %u (%s at %u:%u)\n", rm[i]->id, rm[i]->profile_name,
-                   rm[i]->placement.start, rm[i]->placement.size);
-        for (size_t i = 0; i < placed.n; i++) {
-            const struct mb_gi_profile *p = &t->model->profiles[placed.items[i].profile];
-            printf("would create %s at %u:%u (profile id %d)\n", p->name,
-                   placed.items[i].placement.start, placed.items[i].placement.size, p->driver_id);
-        }
-        printf("would keep %zu GPU instance%s\n", kept, kept == 1 ? "" : "s");
+        mb_mig_apply_dry_run_write(stdout, t->model, rm, nrm, &placed, kept);
         return MB_EXIT_OK;
     }
 

@@ -20,6 +20,7 @@
 #include "migbench/plan.h"
 #include "migbench/powercap.h"
 #include "migbench/plan_io.h"
+#include "migbench/report_verbs.h"
 
 #define NAME "plan"
 #define SOURCES_MAX 16
@@ -51,225 +52,6 @@ struct opts {
     const char *plan;
     const char *power_limits;
 };
-
-/* ---------------------------------------------------------------------------------------------
- * Small formatting helpers
- */
-
-static const char *fmt_time(double s, char *buf, size_t cap)
-{
-    if (!isfinite(s)) {
-        snprintf(buf, cap, "n/a");
-    } else if (s < 120) {
-        snprintf(buf, cap, "%.1f s", s);
-    } else if (s >= 1e12) {
-        snprintf(buf, cap, "%.3g s", s); /* past what the h/m/s integers below can hold */
-    } else {
-        double r = floor(s + 0.5);
-        unsigned long h = (unsigned long)(r / 3600);
-        unsigned long m = (unsigned long)((r - (double)h * 3600) / 60);
-        unsigned long sec = (unsigned long)(r - (double)h * 3600 - (double)m * 60);
-        if (h)
-            snprintf(buf, cap, "%luh %02lum %02lus", h, m, sec);
-        else
-            snprintf(buf, cap, "%lum %02lus", m, sec);
-    }
-    return buf;
-}
-
-static const char *fmt_energy(double j, char *buf, size_t cap)
-{
-    if (!isfinite(j))
-        snprintf(buf, cap, "n/a");
-    else if (fabs(j) >= 1e9)
-        snprintf(buf, cap, "%.3f GJ", j / 1e9);
-    else if (fabs(j) >= 1e6)
-        snprintf(buf, cap, "%.3f MJ", j / 1e6);
-    else if (fabs(j) >= 1e3)
-        snprintf(buf, cap, "%.3f kJ", j / 1e3);
-    else
-        snprintf(buf, cap, "%.1f J", j);
-    return buf;
-}
-
-/* A number with `digits` significant digits (precision < 0: "%+.1f%%"), or "n/a". */
-static const char *fmt_num(double v, int digits, char *buf, size_t cap)
-{
-    if (!isfinite(v))
-        snprintf(buf, cap, "n/a");
-    else if (digits < 0)
-        snprintf(buf, cap, "%+.1f%%", v);
-    else
-        snprintf(buf, cap, "%.*g", digits, v);
-    return buf;
-}
-
-static void layout_names(const struct mb_plan_context *c, const struct mb_plan_gpu *g, char *buf,
-                         size_t cap)
-{
-    size_t n = 0;
-    buf[0] = '\0';
-    if (!g->mig) {
-        snprintf(buf, cap, "MIG off (whole GPU)");
-        return;
-    }
-    if (g->layout.n == 0) {
-        snprintf(buf, cap, "idle (no job)");
-        return;
-    }
-    for (size_t i = 0; i < g->layout.n && n + 1 < cap; i++) {
-        int w = snprintf(buf + n, cap - n, "%s%s", i ? " + " : "",
-                         c->model->profiles[g->layout.items[i].profile].name);
-        if (w < 0)
-            break;
-        n += (size_t)w;
-    }
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Text output
- */
-
-static void print_queues(const struct mb_plan_context *c, const struct mb_plan *p, unsigned g,
-                         size_t ninst)
-{
-    char tb[32];
-    for (size_t i = 0; i < ninst; i++) {
-        char slices[16] = "all";
-        const char *prof = MB_PLAN_FULL;
-        if (p->gpus[g].mig) {
-            const struct mb_layout_item *it = &p->gpus[g].layout.items[i];
-            mb_layout_slices_str(it->placement, slices, sizeof(slices));
-            prof = c->model->profiles[it->profile].name;
-        }
-        printf("  %-3zu %-11s mem %-5s ", i, prof, slices);
-        unsigned k = 0;
-        for (;; k++) {
-            const struct mb_plan_slot *hit = NULL;
-            for (size_t j = 0; j < p->n_slots && !hit; j++) {
-                const struct mb_plan_slot *s = &p->slots[j];
-                if (s->gpu == g && s->instance == i && s->order == k)
-                    hit = s;
-            }
-            if (!hit)
-                break;
-            if (p->objective == MB_PLAN_THROUGHPUT)
-                printf("%s%s (%.3g x full)", k ? " -> " : "", c->js->jobs[hit->job].name,
-                       hit->normalised);
-            else
-                printf("%s%s (%s)", k ? " -> " : "", c->js->jobs[hit->job].name,
-                       fmt_time(hit->time_s, tb, sizeof(tb)));
-        }
-        printf("\n");
-    }
-}
-
-static void print_text(const struct mb_plan_context *c, const struct mb_plan *p)
-{
-    char a[48], b[48], d[48];
-    printf("plan: %zu job%s on %u x %s, objective %s", p->n_slots, p->n_slots == 1 ? "" : "s",
-           p->count, c->model->name, mb_plan_objective_str(p->objective));
-    if (p->exact)
-        printf(" (exact optimum, %zu search nodes)\n", p->nodes);
-    else
-        printf(" (heuristic, gap to lower bound %.2f%%)\n", p->gap_pct);
-    printf("profiles: %s; idle power %.1f W (mean of %zu row%s)\n", c->sources, p->idle_power_w,
-           p->idle_rows, p->idle_rows == 1 ? "" : "s");
-    /* Identical GPUs are shown once when there are many. */
-    for (unsigned g = 0; g < p->count; g++) {
-        char names[512];
-        layout_names(c, &p->gpus[g], names, sizeof(names));
-        printf("\nGPU %u: %s\n", g, names);
-        if (p->gpus[g].mig && p->gpus[g].layout.n) {
-            char pic[256];
-            mb_layout_picture(c->model, &p->gpus[g].layout, pic, sizeof(pic));
-            printf("  %s\n", pic);
-        }
-        size_t ninst = p->gpus[g].mig ? p->gpus[g].layout.n : 0;
-        if (!p->gpus[g].mig)
-            for (size_t j = 0; j < p->n_slots; j++)
-                if (p->slots[j].gpu == g)
-                    ninst = 1;
-        print_queues(c, p, g, ninst);
-    }
-    bool cont = p->objective == MB_PLAN_THROUGHPUT;
-    printf("\njobs:\n");
-    if (cont)
-        printf("  %-16s %-14s %3s %4s %-10s %12s %8s %6s  %s\n", "job", "workload", "gpu", "inst",
-               "partition", "units/s", "x full", "proxy", "source");
-    else
-        printf("  %-16s %-14s %3s %4s %-10s %10s %10s %12s %10s %6s  %s\n", "job", "workload",
-               "gpu", "inst", "partition", "start", "time", "energy", "J/unit", "proxy", "source");
-    for (size_t j = 0; j < p->n_slots; j++) {
-        const struct mb_plan_slot *s = &p->slots[j];
-        const struct mb_plan_profile *r = mb_plan_slot_row(c, s);
-        const struct mb_plan_job *job = &c->js->jobs[s->job];
-        if (cont) {
-            printf("  %-16s %-14s %3u %4u %-10s %12.4g %8s %6s  %s\n", job->name, job->workload,
-                   s->gpu, s->instance, r->partition, s->throughput,
-                   fmt_num(s->normalised, 3, a, sizeof(a)), r->proxy ? "PROXY" : "-", r->source);
-        } else {
-            double e = mb_plan_slot_energy(c, p, s);
-            printf("  %-16s %-14s %3u %4u %-10s %10s %10s %12s %10.4g %6s  %s\n", job->name,
-                   job->workload, s->gpu, s->instance, r->partition,
-                   fmt_time(s->start_s, a, sizeof(a)), fmt_time(s->time_s, b, sizeof(b)),
-                   fmt_energy(e, d, sizeof(d)), e / job->work, r->proxy ? "PROXY" : "-", r->source);
-        }
-    }
-    size_t proxies = 0, emulated = 0;
-    for (size_t j = 0; j < p->n_slots; j++) {
-        proxies += mb_plan_slot_row(c, &p->slots[j])->proxy;
-        emulated += mb_plan_slot_row(c, &p->slots[j])->emulated;
-    }
-    printf("\n");
-    if (cont) {
-        printf("predicted: system throughput %.3f (sum of throughput / whole-GPU throughput), "
-               "fleet power %.1f W\n",
-               p->system_throughput, p->power_w);
-        printf("baseline (each job alone on the whole GPU, one after another): system throughput "
-               "%u\n",
-               p->count < p->n_slots ? p->count : (unsigned)p->n_slots);
-        if (!p->exact)
-            printf("upper bound: system throughput %.3f (gap %.2f%%)\n", p->bound_throughput,
-                   p->gap_pct);
-    } else {
-        printf("predicted: makespan %s, energy %s (idle %s + dynamic %s)\n",
-               fmt_time(p->makespan_s, a, sizeof(a)), fmt_energy(p->energy_j, b, sizeof(b)),
-               fmt_energy(p->idle_energy_j, d, sizeof(d)),
-               fmt_energy(p->dynamic_energy_j, a + 24, sizeof(a) - 24));
-        const char *u = mb_plan_common_unit(c, p);
-        if (u)
-            printf("energy per unit: %.4g J/%s over %.4g %s\n",
-                   p->energy_j / mb_plan_total_work(c->js), u, mb_plan_total_work(c->js), u);
-        else
-            printf("energy per unit: per job only (the jobs count different units)\n");
-        printf("baseline (each job alone on the whole GPU, one after another): makespan %s, "
-               "energy %s\n",
-               fmt_time(p->base_makespan_s, a, sizeof(a)),
-               fmt_energy(p->base_energy_j, b, sizeof(b)));
-        double es = mb_plan_pct_less(p->base_energy_j, p->energy_j);
-        double ms = mb_plan_pct_less(p->base_makespan_s, p->makespan_s);
-        if (isfinite(es))
-            printf("gain over baseline: %.1f%% %s energy, %.1f%% %s makespan\n", fabs(es),
-                   es >= 0 ? "less" : "more", fabs(ms), ms >= 0 ? "shorter" : "longer");
-        else
-            printf("gain over baseline: n/a (some workload has no 'full' profile row)\n");
-        if (!p->exact)
-            printf("lower bound: makespan %s, energy %s; gap %.2f%%\n",
-                   fmt_time(p->bound_makespan_s, a, sizeof(a)),
-                   fmt_energy(p->bound_energy_j, b, sizeof(b)), p->gap_pct);
-    }
-    printf("time-slicing / MPS sharing: not profiled (profile rows describe one job alone on a "
-           "partition; MPS rows only stand in for MIG sizes)\n");
-    if (proxies)
-        printf("note: %zu job%s use%s MPS proxy rows (an MPS run standing in for a MIG size); "
-               "marked PROXY above\n",
-               proxies, proxies == 1 ? "" : "s", proxies == 1 ? "s" : "");
-    if (emulated)
-        printf("note: %zu job%s use%s profile rows from an EMULATED device: modelled numbers, not "
-               "measurements\n",
-               emulated, emulated == 1 ? "" : "s", emulated == 1 ? "s" : "");
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Emitted files: written whole (mb_cli_outfile), so a failure leaves nothing half-done
@@ -325,41 +107,6 @@ static int emit_experiment(const struct mb_plan_context *c, const struct mb_plan
  * --verify: measured against predicted
  */
 
-static void print_check(const struct opts *o, const struct mb_plan_check *ck)
-{
-    char a[48], b[48], d[48];
-    printf("verify: plan %s against %s (%zu successful cells; idle power %.1f W%s)\n", o->plan,
-           o->verify, ck->cells, ck->idle_power_w,
-           ck->idle_measured ? " measured" : " from the plan: the cells have no idle baseline");
-    printf("  %-16s %12s %12s %8s %12s %12s\n", "job", "pred units/s", "meas units/s", "error",
-           "pred time", "meas time");
-    for (size_t k = 0; k < ck->njobs; k++) {
-        const struct mb_plan_check_job *j = &ck->jobs[k];
-        double tp = j->predicted_throughput, thr = j->measured_throughput;
-        char e[24];
-        printf("  %-16s %12.6g %12s %8s %12s %12s\n", j->name[0] ? j->name : "?", tp,
-               fmt_num(thr, 6, a, sizeof(a)), fmt_num((tp - thr) / thr * 100, -1, e, sizeof(e)),
-               fmt_time(j->predicted_time_s, b, sizeof(b)),
-               fmt_time(j->measured_time_s, d, sizeof(d)));
-    }
-    double pmk = ck->predicted_makespan_s, pe = ck->predicted_energy_j;
-    double mk = ck->measured_makespan_s, em = ck->measured_energy_j;
-    printf("makespan: predicted %s, measured %s", fmt_time(pmk, a, sizeof(a)),
-           fmt_time(mk, b, sizeof(b)));
-    if (ck->complete)
-        printf(" (prediction error %+.1f%%)", (pmk - mk) / mk * 100);
-    printf("\nenergy: predicted %s, measured %s", fmt_energy(pe, a, sizeof(a)),
-           fmt_energy(em, b, sizeof(b)));
-    if (ck->complete)
-        printf(" (prediction error %+.1f%%)", (pe - em) / em * 100);
-    printf("\n");
-    if (!ck->complete)
-        printf("note: some jobs have no measured throughput or power in %s; totals n/a\n",
-               o->verify);
-    printf("method: measured time = work / measured throughput; each cell's power above idle "
-           "is split among its jobs by compute slices; queues replayed as planned\n");
-}
-
 static int run_verify(const struct opts *o, const struct mb_catalog *cat)
 {
     struct mb_error err;
@@ -397,7 +144,7 @@ static int run_verify(const struct opts *o, const struct mb_catalog *cat)
         rc = mb_plan_check_json_write(stdout, &ck, o->plan, o->verify) == MB_ENOMEM ? MB_EXIT_FAIL
                                                                                     : MB_EXIT_OK;
     else
-        print_check(o, &ck);
+        mb_plan_check_text_write(stdout, &ck, o->plan, o->verify);
 done:
     mb_plan_check_free(&ck);
     mb_analysis_destroy(an);
@@ -660,26 +407,6 @@ static int load_profiles(const struct opts *o, const struct mb_catalog *cat,
     return -1;
 }
 
-static void print_pareto(const struct mb_plan_context *c, struct mb_plan *const *front,
-                         size_t n_front, unsigned count)
-{
-    char a[48], b[48];
-    printf("energy vs makespan front: %zu plan%s on %u x %s (%s)\n", n_front,
-           n_front == 1 ? "" : "s", count, c->model->name,
-           n_front && front[0]->exact ? "exact" : "heuristic");
-    printf("  %-3s %14s %14s %10s  %s\n", "#", "makespan", "energy", "vs base",
-           "layout "
-           "(GPU 0)");
-    for (size_t i = 0; i < n_front; i++) {
-        char names[512];
-        layout_names(c, &front[i]->gpus[0], names, sizeof(names));
-        double es = mb_plan_pct_less(front[i]->base_energy_j, front[i]->energy_j);
-        char e[24];
-        printf("  %-3zu %14s %14s %10s  %s\n", i, fmt_time(front[i]->makespan_s, a, 48),
-               fmt_energy(front[i]->energy_j, b, 48), fmt_num(-es, -1, e, sizeof(e)), names);
-    }
-}
-
 /*
  * --power-limits: "all" (every limit the profiles carry) or a comma-separated list of "default"
  * and watts ("420W" or "420"). Percentages need the GPU's default limit, which profiles do not
@@ -725,28 +452,6 @@ static int parse_power_limits(const char *arg, const struct mb_plan_profiles *pr
     return MB_EXIT_OK;
 }
 
-static void print_caps(const struct mb_plan *p, const struct mb_plan_cap_result *res, size_t n)
-{
-    char a[48], b[48], l[32];
-    printf("\npower limit (one per GPU, chosen with the layout):\n");
-    printf("  %-10s %14s %14s\n", "limit", "energy", "makespan");
-    for (size_t i = 0; i < n; i++) {
-        const struct mb_plan_cap_result *r = &res[i];
-        if (isnan(r->power_limit_w))
-            snprintf(l, sizeof(l), "default");
-        else
-            snprintf(l, sizeof(l), "%g W", r->power_limit_w);
-        bool chosen = (isnan(r->power_limit_w) && isnan(p->power_limit_w)) ||
-                      r->power_limit_w == p->power_limit_w;
-        if (r->status != MB_OK)
-            printf("  %-10s %14s %14s  (%s)\n", l, "-", "-", mb_status_str(r->status));
-        else
-            printf("  %-10s %14s %14s%s\n", l, fmt_energy(r->energy_j, a, sizeof(a)),
-                   fmt_time(r->makespan_s, b, sizeof(b)), chosen ? "  <- chosen" : "");
-    }
-}
-
-/* --emit-slurm / --emit-k8s: the plan as cluster configuration (fleet.h). */
 static int emit_fleet(const struct mb_plan_context *c, const struct mb_plan *p,
                       const struct opts *o)
 {
@@ -818,16 +523,16 @@ static int solve_and_print(const struct opts *o, const struct mb_plan_context *c
         if (o->json)
             rc = mb_plan_json_write_pareto(stdout, c, front, n_front);
         else
-            print_pareto(c, front, n_front, po->count);
+            mb_plan_pareto_text_write(stdout, c, front, n_front, po->count);
     } else {
         if (o->json && n_caps)
             rc = mb_plan_json_write_caps(stdout, c, plan, cap_res, n_caps);
         else if (o->json)
             rc = mb_plan_json_write(stdout, c, plan);
         else
-            print_text(c, plan);
+            mb_plan_text_write(stdout, c, plan);
         if (!o->json && n_caps)
-            print_caps(plan, cap_res, n_caps);
+            mb_plan_caps_text_write(stdout, plan, cap_res, n_caps);
         if (o->emit_mig_parted && (rc = emit_mig_parted(c, plan, o->emit_mig_parted)))
             exit_code = rc;
         if (o->emit_mig_parted && isfinite(plan->power_limit_w))

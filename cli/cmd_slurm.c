@@ -18,6 +18,7 @@
 #include "migbench/device.h"
 #include "migbench/experiment.h"
 #include "migbench/fleet.h"
+#include "migbench/report_verbs.h"
 #include "migbench/session.h"
 
 #define NAME "slurm"
@@ -82,14 +83,8 @@ static int cmd_status(const char *results)
         mb_cli_error(NAME, "status: %s", err.msg);
         return rc == MB_ENOTFOUND || rc == MB_EPARSE ? MB_EXIT_USAGE : MB_EXIT_FAIL;
     }
-    size_t count[MB_SLURM_CELL_FAILED + 1] = {0};
-    printf("cell\trun\trep\tstate\tjob\twhy\n");
-    for (size_t i = 0; i < n; i++) {
-        const struct mb_slurm_cell *c = &cells[i];
-        printf("%zu\t%s\t%u\t%s\t%s\t%s\n", c->index, c->run, c->rep,
-               mb_slurm_cell_state_str(c->state), c->job[0] ? c->job : "-", c->why);
-        count[c->state]++;
-    }
+    size_t count[MB_SLURM_CELL_FAILED + 1];
+    mb_slurm_status_text_write(stdout, cells, n, count);
     fprintf(stderr,
             "migbench: slurm: %zu cells: %zu done, %zu failed, %zu running, %zu queued, %zu not "
             "run\n",

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Output documents of the device, layout and measure verbs, built in the library so the CLI only
- * parses arguments and prints. Each JSON writer returns a malloc'd, NUL-terminated text (free()
- * it; NULL when out of memory) laid out exactly as the verb has always printed it: the goldens
- * under tests/golden check the bytes. Unknown or unsupported values are null, never 0.
+ * Output of the devices, layouts, measure, mig, plan and slurm verbs, built in the library so the
+ * CLI only parses arguments and prints. Each JSON writer returns a malloc'd, NUL-terminated text
+ * (free() it; NULL when out of memory); each *_text_write / *_write function writes text to a
+ * stream the caller opened. Both are laid out exactly as the verb has always printed them: the
+ * goldens under tests/golden and the CLI tests check the bytes. Unknown or unsupported values are
+ * null (JSON) or "n/a" (text), never 0.
  *
  * (Issue 13 keeps these beside include/migbench/report.h, the experiment report renderers, until
  * the two are folded into one header.)
@@ -14,11 +16,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "migbench/catalog.h"
 #include "migbench/device.h"
+#include "migbench/fleet.h"
 #include "migbench/layout.h"
 #include "migbench/meter.h"
+#include "migbench/mig.h"
+#include "migbench/plan_io.h"
 #include "migbench/progress.h"
 #include "migbench/status.h"
 
@@ -65,6 +71,10 @@ int mb_devices_json_add(struct mb_devices_json *j, const struct mb_device_report
 char *mb_devices_json_text(const struct mb_devices_json *j);
 void mb_devices_json_destroy(struct mb_devices_json *j);
 
+/* The `devices` text for report r, the i-th shown (a blank line before all but the first):
+ * identity, sensor, telemetry, power limit, MIG mode, profiles and instances, processes. */
+void mb_device_report_text_write(FILE *out, size_t i, const struct mb_device_report *r);
+
 /* ---- layouts ------------------------------------------------------------------------------- */
 
 /* One layout on one line: {"profiles": [...], "placements": [...]}, plus "count" when count >= 0
@@ -88,6 +98,26 @@ char *mb_layout_check_json(const struct mb_gpu_model *m, const struct mb_layout_
 
 /* `layouts --list-gpus --json`: every model of cat, or only `only` when it is not NULL. */
 char *mb_catalog_json(const struct mb_catalog *cat, const struct mb_gpu_model *only);
+
+/* The text of `layouts`. The listing's header ("# model: ... slices", "# profiles: ...", notes on
+ * values that are not verified) for the profiles in mask (bit i: m->profiles[i]). */
+void mb_layouts_header_write(FILE *f, const struct mb_gpu_model *m, uint32_t mask);
+/* One listed layout, numbered n: the memory-slice picture and profile@start:size placements. */
+void mb_layout_line_write(FILE *f, const struct mb_gpu_model *m, const struct mb_layout *l,
+                          size_t n);
+/* The layout's profile names, comma-separated ("3g.40gb,2g.20gb"), no newline. */
+void mb_layout_profiles_csv_write(FILE *f, const struct mb_gpu_model *m, const struct mb_layout *l);
+/* "# placements of ...: inferred ..." notes for the profiles in mask that are not verified. */
+void mb_layout_status_notes_write(FILE *f, const struct mb_gpu_model *m, uint32_t mask);
+/* The change from the request want to layout l: "drop 1g.10gb; add 2 x 2g.20gb" ("" when none). */
+void mb_layout_diff_str(const struct mb_gpu_model *m, const unsigned *want, size_t n_want,
+                        const struct mb_layout *l, char *buf, size_t cap);
+/* A --check verdict as text: the placement and creation order, or the reasons and the nearest
+ * valid layouts with their changes. */
+void mb_layout_check_text_write(FILE *f, const struct mb_gpu_model *m,
+                                const struct mb_layout_check *c);
+/* `layouts --list-gpus`: one line per model of cat, or only's profile table. */
+void mb_catalog_text_write(FILE *f, const struct mb_catalog *cat, const struct mb_gpu_model *only);
 
 /* ---- measure ------------------------------------------------------------------------------- */
 
@@ -128,5 +158,59 @@ struct mb_measure_report {
 
 /* The `measure --json` document. */
 char *mb_measure_json(const struct mb_measure_report *r);
+
+/* The energy a window used: its counter's, else its power integral's; false when it has neither. */
+bool mb_energy_best(const struct mb_energy *e, double *j);
+
+/* Fills r's energy per unit (steady mean power over steady throughput, both after the warm-up)
+ * and its static/dynamic split (idle power x duration, the rest), each only when its inputs are
+ * known: epu_valid and split_valid say so. */
+void mb_measure_report_derive(struct mb_measure_report *r);
+
+/* The human summary `measure` prints (on stderr): device, sensor, energy, power, work,
+ * throughput, energy per unit; unknown figures as "n/a". */
+void mb_measure_text_write(FILE *f, const struct mb_measure_report *r);
+
+/* ---- mig ----------------------------------------------------------------------------------- */
+
+/* `mig show` for one GPU: its MIG mode, the layout picture and one line per GPU instance, with
+ * "migbench" as owner for those the ledger holds. label names the GPU ("nvml 0 (H100...)"). */
+void mb_mig_show_text_write(FILE *f, const char *label, const struct mb_device_info *info,
+                            const struct mb_gpu_model *model, const struct mb_mig_mode *mode,
+                            const struct mb_mig_gi *gis, size_t n,
+                            const struct mb_mig_ledger *ledger);
+
+/* `mig show --yaml` for one GPU: its mig-parted entry (gis sorted largest first). */
+void mb_mig_show_yaml_write(FILE *f, unsigned index, const struct mb_mig_mode *mode,
+                            const struct mb_mig_gi *gis, size_t n);
+
+/* `mig apply --dry-run`: what would be removed, created (placed) and kept. */
+void mb_mig_apply_dry_run_write(FILE *f, const struct mb_gpu_model *model,
+                                const struct mb_mig_gi *const *rm, size_t nrm,
+                                const struct mb_layout *placed, size_t kept);
+
+/* ---- plan ---------------------------------------------------------------------------------- */
+
+/* The text of `migbench plan`: the plan (layouts, queues, jobs, predicted totals, notes). */
+void mb_plan_text_write(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p);
+
+/* The --power-limits table that follows the plan: each limit's energy and makespan. */
+void mb_plan_caps_text_write(FILE *out, const struct mb_plan *p,
+                             const struct mb_plan_cap_result *res, size_t n);
+
+/* The --pareto front: one line per plan, with GPU 0's layout. */
+void mb_plan_pareto_text_write(FILE *out, const struct mb_plan_context *c,
+                               struct mb_plan *const *front, size_t n_front, unsigned count);
+
+/* The --verify comparison of the plan file plan against the results directory verify. */
+void mb_plan_check_text_write(FILE *out, const struct mb_plan_check *ck, const char *plan,
+                              const char *verify);
+
+/* ---- slurm --------------------------------------------------------------------------------- */
+
+/* `slurm status`: a header and one tab-separated line per cell (cell, run, rep, state, job or
+ * "-", why); count[state] gets how many cells are in each state. */
+void mb_slurm_status_text_write(FILE *f, const struct mb_slurm_cell *cells, size_t n,
+                                size_t count[MB_SLURM_CELL_FAILED + 1]);
 
 #endif

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The `migbench measure --json` document. */
+/* The `migbench measure` documents: the summary on stderr and the --json document. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "json_io.h"
 #include "migbench/report_verbs.h"
@@ -170,4 +172,140 @@ char *mb_measure_json(const struct mb_measure_report *r)
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     return text;
+}
+
+bool mb_energy_best(const struct mb_energy *e, double *j)
+{
+    if (e->counter_valid)
+        *j = e->counter_j;
+    else if (e->integral_valid)
+        *j = e->integral_j;
+    else
+        return false;
+    return true;
+}
+
+void mb_measure_report_derive(struct mb_measure_report *r)
+{
+    /* Energy per unit: steady mean power over steady throughput (both after the warm-up). */
+    if (r->tp.valid && r->tp.rate.mean > 0 && r->have_steady && r->steady.mean_power_valid) {
+        r->epu_valid = true;
+        r->epu_j = r->steady.mean_power_w / r->tp.rate.mean;
+    }
+    double job_j;
+    if (r->have_idle && r->idle.mean_power_valid && mb_energy_best(&r->job, &job_j)) {
+        r->split_valid = true;
+        r->static_j = r->idle.mean_power_w * r->job.duration_s;
+        r->dynamic_j = job_j - r->static_j;
+    }
+}
+
+static void fmt_j(char *buf, size_t n, bool valid, double v)
+{
+    if (valid)
+        snprintf(buf, n, "%.3f J", v);
+    else
+        snprintf(buf, n, "n/a");
+}
+
+void mb_measure_text_write(FILE *f, const struct mb_measure_report *r)
+{
+    char a[48], b[48];
+    fprintf(f, "\n Measurement of '");
+    for (char **p = r->argv; *p; p++)
+        fprintf(f, "%s%s", p == r->argv ? "" : " ", *p);
+    fprintf(f, "':\n\n");
+    fprintf(f, "  device        %s (%s backend%s)%s%s\n", r->info.name[0] ? r->info.name : "?",
+            r->info.backend, r->info.emulated ? ", EMULATED: modelled, not measured" : "",
+            r->info.uuid[0] ? " " : "", r->info.uuid);
+    if (r->vis.has_instance)
+        fprintf(f,
+                "  instance      MIG %s (GI %u, CI %u) %s from CUDA_VISIBLE_DEVICES; energy is "
+                "the whole GPU's\n",
+                r->vis.instance.profile_name, r->vis.instance.gi_id, r->vis.instance.ci_id,
+                r->vis.instance.uuid);
+    if (r->sensor.power_kind == MB_POWER_NONE)
+        fprintf(f, "  sensor        no power reading");
+    else
+        fprintf(f, "  sensor        %s power", mb_power_kind_str(r->sensor.power_kind));
+    if (r->sensor.power_avg_window_ms)
+        fprintf(f, " (%u ms average)", r->sensor.power_avg_window_ms);
+    if (r->sensor.power_update_period_ms)
+        fprintf(f, ", updated every %u ms", r->sensor.power_update_period_ms);
+    else
+        fprintf(f, ", update period unknown");
+    fprintf(f, "; %s; scope %s; from %s\n",
+            r->sensor.has_energy_counter ? "energy counter" : "no energy counter",
+            r->sensor.scope[0] ? r->sensor.scope : "unknown",
+            r->sensor.source[0] ? r->sensor.source : "unknown");
+    fprintf(f, "  wall time     %.3f s\n", r->wall_s);
+    fmt_j(a, sizeof(a), r->job.counter_valid, r->job.counter_j);
+    fmt_j(b, sizeof(b), r->job.integral_valid, r->job.integral_j);
+    fprintf(f, "  energy        %s counter, %s integrated", a, b);
+    if (r->job.gap_valid)
+        fprintf(f, ", gap %+.2f%%%s", r->job.gap_rel * 100,
+                r->job.gap_flag ? " (FLAGGED: above 2%)" : "");
+    else
+        fprintf(f, ", gap n/a");
+    fputc('\n', f);
+    if (r->job.reason[0])
+        fprintf(f, "                (%s)\n", r->job.reason);
+    if (r->job.mean_power_valid)
+        fprintf(f, "  mean power    %.2f W\n", r->job.mean_power_w);
+    else
+        fprintf(f, "  mean power    n/a\n");
+    if (r->job.peak_power_valid)
+        fprintf(f, "  peak power    %.2f W\n", r->job.peak_power_w);
+    else
+        fprintf(f, "  peak power    n/a\n");
+    if (r->have_idle) {
+        if (r->idle.mean_power_valid)
+            fprintf(f, "  idle power    %.2f W over %.3f s", r->idle.mean_power_w,
+                    r->idle.duration_s);
+        else
+            fprintf(f, "  idle power    n/a (%s)", r->idle.reason);
+        if (r->split_valid)
+            fprintf(f, "; static %.3f J, dynamic %.3f J", r->static_j, r->dynamic_j);
+        fputc('\n', f);
+    }
+    fprintf(f,
+            "  samples       %llu taken every %.3f ms, %llu missed updates, %llu failed reads, "
+            "%llu overruns\n",
+            (unsigned long long)r->counts.samples, (double)r->interval_ns * 1e-6,
+            (unsigned long long)r->counts.missed_updates,
+            (unsigned long long)r->counts.read_failures, (unsigned long long)r->counts.overruns);
+    if (r->have_progress)
+        fprintf(f, "  work          %llu steps, %.0f %s\n", (unsigned long long)r->last.step,
+                r->last.work, r->unit);
+    else
+        fprintf(f, "  work          n/a (no progress reported)\n");
+    if (r->pc.garbage || r->pc.overlong || r->pc.partial || r->pc.rejected)
+        fprintf(
+            f,
+            "  progress      %llu bad lines skipped (%llu garbage, %llu over-long, %llu partial, "
+            "%llu backwards)\n",
+            (unsigned long long)(r->pc.garbage + r->pc.overlong + r->pc.partial + r->pc.rejected),
+            (unsigned long long)r->pc.garbage, (unsigned long long)r->pc.overlong,
+            (unsigned long long)r->pc.partial, (unsigned long long)r->pc.rejected);
+    if (r->tp.valid) {
+        fprintf(f, "  throughput    %.3f", r->tp.rate.mean);
+        if (r->tp.rate.ci_valid)
+            fprintf(f, " +- %.3f", r->tp.rate.ci95_half);
+        fprintf(f, " %s/s (95%% CI, %zu batches over %.3f s", r->unit, r->tp.batches,
+                r->tp.duration_s);
+        if (r->warmup_steps)
+            fprintf(f, ", after %llu warm-up steps)\n", (unsigned long long)r->warmup_steps);
+        else
+            fprintf(f, ", after %.3f s warm-up)\n", (double)r->warmup_ns * 1e-9);
+    } else {
+        fprintf(f, "  throughput    n/a (%s)\n", r->tp.reason);
+    }
+    if (r->epu_valid) {
+        /* "J/image" reads better than "J/images". */
+        size_t ul = strlen(r->unit);
+        int keep = ul > 1 && r->unit[ul - 1] == 's' ? (int)ul - 1 : (int)ul;
+        fprintf(f, "  energy/unit   %.6g J/%.*s (steady window)\n", r->epu_j, keep, r->unit);
+    } else
+        fprintf(f, "  energy/unit   n/a\n");
+    fprintf(f, "  exit status   %d\n\n", r->exit_code);
 }

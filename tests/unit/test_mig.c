@@ -14,6 +14,7 @@
 #include "migbench/catalog.h"
 #include "migbench/device.h"
 #include "migbench/mig.h"
+#include "migbench/report_verbs.h"
 
 struct fx {
     char dir[256];
@@ -163,6 +164,31 @@ static void test_killed_run_and_apply(void **state)
     for (size_t i = 0; i < n; i++)
         owned += mb_mig_ledger_owner(l, &gis[i]) != NULL;
     assert_int_equal(owned, 3);
+    /* `mig show` marks exactly the ledger's three as migbench's. */
+    struct mb_device_info info;
+    struct mb_mig_mode mode = {.current = true, .pending = true};
+    assert_int_equal(mb_device_info(dev, &info, &err), MB_OK);
+    const struct mb_gpu_model *m = NULL;
+    struct mb_catalog *cat = NULL;
+    assert_int_equal(mb_catalog_create(&cat, &err), MB_OK);
+    assert_int_equal(mb_catalog_find(cat, "H100-80GB", &m, &err), MB_OK);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    mb_mig_show_text_write(out, "emu 0", &info, m, &mode, gis, n, l);
+    assert_int_equal(fclose(out), 0);
+    assert_non_null(strstr(text, "# emu 0: "));
+    assert_non_null(strstr(text, ", MIG enabled (pending enabled)\n# [2g------][2g------][1g-]"));
+    size_t mine = 0, others = 0;
+    for (const char *s = text; (s = strstr(s, "  migbench  ")); s++)
+        mine++;
+    for (const char *s = text; (s = strstr(s, "  -         ")); s++)
+        others++;
+    assert_int_equal(mine, 3);
+    assert_int_equal(others, 1);
+    free(text);
+    mb_catalog_destroy(cat);
 
     /* Another experiment's resume touches nothing. */
     size_t removed = 99;
@@ -359,6 +385,25 @@ static void test_diff(void **state)
     assert_false(match);
     assert_int_equal(mb_mig_matches(m, gis, 1, want, 1, &match, &err), MB_OK);
     assert_true(match);
+    /* apply --dry-run and show --yaml print that plan and the live instances. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    const struct mb_mig_gi *rm[1] = {&gis[d.remove[0]]};
+    mb_mig_apply_dry_run_write(out, m, rm, 1, &d.create, d.kept);
+    struct mb_mig_mode mode = {.current = true};
+    mb_mig_show_yaml_write(out, 3, &mode, gis, 2);
+    mode.current = false;
+    mb_mig_show_yaml_write(out, 4, &mode, gis, 2);
+    assert_int_equal(fclose(out), 0);
+    assert_non_null(strstr(text, "would remove GPU instance 7 (1g.10gb at 6:1)\nwould create "
+                                 "2g.20gb at "));
+    assert_non_null(strstr(text, "would keep 1 GPU instance\n"));
+    assert_non_null(strstr(text, "    - devices: [3]\n      mig-enabled: true\n      mig-devices:\n"
+                                 "        \"3g.40gb\": 1\n        \"1g.10gb\": 1\n"));
+    assert_non_null(strstr(text, "    - devices: [4]\n      mig-enabled: false\n"));
+    free(text);
     /* A kept 3g at 0-3 blocks the 4g's only placement: everything is replaced. */
     unsigned big[] = {p4, p3};
     assert_int_equal(mb_mig_diff(m, gis, 1, big, 2, &d, &err), MB_OK);

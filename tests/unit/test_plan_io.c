@@ -21,6 +21,7 @@
 #include "migbench/analysis.h"
 #include "migbench/plan.h"
 #include "migbench/plan_io.h"
+#include "migbench/report_verbs.h"
 
 static struct mb_catalog *cat;
 static const struct mb_gpu_model *h100;
@@ -131,6 +132,31 @@ static void test_round_trip(void **state)
     assert_non_null(strstr(err.msg, "x.json: not a plan written by 'migbench plan --json'"));
     assert_int_equal(mb_plan_record_parse("{", 1, "y.json", &r, &err), MB_EPARSE);
     assert_non_null(strstr(err.msg, "y.json"));
+    free(buf);
+
+    /* The text renderers: a finite plan on two GPUs, its figures, the cap table, the front. */
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    mb_plan_text_write(f, &c, p);
+    struct mb_plan_cap_result cr[2] = {{.power_limit_w = NAN, .status = MB_OK},
+                                       {.power_limit_w = 300, .status = MB_EINFEASIBLE}};
+    cr[0].energy_j = 1500;
+    cr[0].makespan_s = 3725;
+    mb_plan_caps_text_write(f, p, cr, 2);
+    struct mb_plan *front[1] = {p};
+    mb_plan_pareto_text_write(f, &c, front, 1, 2);
+    assert_int_equal(fclose(f), 0);
+    assert_non_null(strstr(buf, "plan: 3 jobs on 2 x H100"));
+    assert_non_null(strstr(buf, "profiles: test; idle power "));
+    assert_non_null(strstr(buf, "\nGPU 0: "));
+    assert_non_null(strstr(buf, "\nGPU 1: "));
+    assert_non_null(strstr(buf, "\njobs:\n  job "));
+    assert_non_null(strstr(buf, "\npredicted: makespan "));
+    assert_non_null(strstr(buf, "energy per unit: "));
+    assert_null(strstr(buf, "PROXY\n")); /* no proxy rows, no note */
+    assert_non_null(strstr(buf, "  default          1.500 kJ     1h 02m 05s  <- chosen"));
+    assert_non_null(strstr(buf, "  300 W                   -              -  ("));
+    assert_non_null(strstr(buf, "energy vs makespan front: 1 plan on 2 x H100"));
     free(buf);
 
     /* The emitted files: no command for a workload until the jobs file gives one. */
@@ -259,6 +285,18 @@ static void test_verify(void **state)
     assert_float_equal(ck.measured_energy_j, 14400, 1e-6);
     assert_float_equal(ck.predicted_makespan_s, 120, 0);
     assert_float_equal(ck.predicted_energy_j, 15000, 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    mb_plan_check_text_write(f, &ck, "p.json", "res");
+    assert_int_equal(fclose(f), 0);
+    assert_non_null(strstr(buf, "verify: plan p.json against res (2 successful cells; idle "
+                                "power 50.0 W measured)\n"));
+    assert_non_null(strstr(buf, "makespan: predicted 2m 00s, measured 2m 10s (prediction error "
+                                "-7.7%)\nenergy: predicted 15.000 kJ, measured 14.400 kJ "
+                                "(prediction error +4.2%)\n"));
+    free(buf);
     mb_plan_check_free(&ck);
 
     /* A job without measurements: totals are unknown, never 0. */
