@@ -4,8 +4,6 @@
 
 #include <string.h>
 
-#include "migbench/migmode.h"
-
 /* Writes s so that a shell reads it back as one word. */
 static void put_word(FILE *out, const char *s)
 {

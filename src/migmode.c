@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Safe MIG-mode switching: plan, journal, switch, verify, restore. */
-#include "migbench/migmode.h"
+#include "migmode.h"
 
 #include <stdarg.h>
 #include <stdio.h>

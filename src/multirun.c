@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The cell runner on one or many GPUs, in MIG-mode phases, with one shared journal. */
-#include "migbench/multirun.h"
+#include "multirun.h"
 
 #include "results_json.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Cells on one or many GPUs in MIG-mode phases: assignment, per-GPU phases, switch, restore. */
-#include "migbench/phased.h"
+#include "phased.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "migbench/gpuqueue.h"
-#include "migbench/migmode.h"
+#include "migmode.h"
 
 /* One GPU's MIG-mode state, touched only by its worker (and by the caller after the join). */
 struct gpu_state {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The power-limit axis of an analysed experiment (include/migbench/poweraxis.h). */
-#include "migbench/poweraxis.h"
+#include "poweraxis.h"
 
 #include <math.h>
 #include <stdbool.h>

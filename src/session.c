@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "migbench/powercap.h"
-#include "migbench/migmode.h"
-#include "migbench/multirun.h"
+#include "migmode.h"
+#include "multirun.h"
 #include "migbench/results.h"
 
 struct mb_session;

@@ -310,4 +310,11 @@ unsigned mb_experiment_repetitions(const struct mb_experiment *exp, uint32_t cap
 #define MB_FNV1A_INIT 0xcbf29ce484222325ULL
 uint64_t mb_fnv1a64(uint64_t h, const void *data, size_t len);
 
+/*
+ * The MIG mode a run needs on a GPU: 1 for mig runs (and exclusive runs `on: mig-SIZE`), 0 for
+ * the whole-GPU modes (exclusive, timeslice, mps), -1 when the mode does not matter (partition,
+ * a host mode).
+ */
+int mb_migmode_run_needs(const struct mb_exp_run *run);
+
 #endif

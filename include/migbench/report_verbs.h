@@ -20,6 +20,7 @@
 
 #include "migbench/catalog.h"
 #include "migbench/device.h"
+#include "migbench/experiment.h"
 #include "migbench/fleet.h"
 #include "migbench/layout.h"
 #include "migbench/meter.h"
@@ -212,5 +213,16 @@ void mb_plan_check_text_write(FILE *out, const struct mb_plan_check *ck, const c
  * "-", why); count[state] gets how many cells are in each state. */
 void mb_slurm_status_text_write(FILE *f, const struct mb_slurm_cell *cells, size_t n,
                                 size_t count[MB_SLURM_CELL_FAILED + 1]);
+
+/* ---- run ------------------------------------------------------------------------------------ */
+
+/*
+ * The summary table of `migbench run`: per run and job of cells (the cells this invocation ran),
+ * throughput as mean +- 95% CI over the repetitions (a single repetition shows its cell's own
+ * CI), mean energy per cell and J/unit, read through mb_analysis_load from dir; nw is the width of
+ * the run-name column. A run without results shows n/a.
+ */
+void mb_run_summary_write(FILE *out, const struct mb_experiment *exp, const char *dir,
+                          const struct mb_cell *cells, size_t n_cells, int nw);
 
 #endif

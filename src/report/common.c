@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "migbench/poweraxis.h"
+#include "poweraxis.h"
 #include "migbench/report.h"
 #include "migbench/status.h"
 #include "report_internal.h"

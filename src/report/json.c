@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "json_io.h"
-#include "migbench/poweraxis.h"
+#include "poweraxis.h"
 #include "migbench/status.h"
 #include "report_internal.h"
 

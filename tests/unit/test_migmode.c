@@ -16,7 +16,7 @@
 
 #include "device/emu.h"
 #include "migbench/device.h"
-#include "migbench/migmode.h"
+#include "migmode.h"
 
 struct log {
     cJSON *events;

@@ -19,6 +19,7 @@
 #include "migbench/analysis.h"
 #include "migbench/fileio.h"
 #include "migbench/report.h"
+#include "migbench/report_verbs.h"
 
 static struct mb_analysis *load(const char *dir)
 {
@@ -167,12 +168,54 @@ static void test_device_facts_not_names(void **state)
     assert_true(cores_line("{\"backend\":\"host\"}", &emu));
 }
 
+/* run's end-of-run summary over the fixture's exclusive run: one row per job, 3 of 3 cells, a
+ * mean with its CI, energy and J/unit; a run without results reads n/a. */
+static void test_run_summary(void **state)
+{
+    (void)state;
+    assert_int_equal(chdir(MB_SOURCE_DIR), 0);
+    struct mb_analysis *a = load("tests/golden/results-h100");
+    const struct mb_an_run *ar = NULL;
+    for (size_t i = 0; i < a->exps[0].nruns; i++)
+        if (strcmp(a->exps[0].runs[i].name, "exclusive") == 0)
+            ar = &a->exps[0].runs[i];
+    assert_non_null(ar);
+    static struct mb_experiment exp;
+    memset(&exp, 0, sizeof(exp));
+    exp.n_runs = 2;
+    snprintf(exp.runs[0].name, sizeof(exp.runs[0].name), "exclusive");
+    exp.runs[0].mode = MB_MODE_EXCLUSIVE;
+    exp.runs[0].n_jobs = ar->njobs;
+    for (size_t j = 0; j < ar->njobs; j++)
+        snprintf(exp.runs[0].job_name[j], sizeof(exp.runs[0].job_name[j]), "%s", ar->jobs[j].name);
+    snprintf(exp.runs[1].name, sizeof(exp.runs[1].name), "never");
+    exp.runs[1].mode = MB_MODE_TIMESLICE;
+    exp.runs[1].n_jobs = 1;
+    snprintf(exp.runs[1].job_name[0], sizeof(exp.runs[1].job_name[0]), "x");
+    struct mb_cell cells[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    mb_run_summary_write(f, &exp, "tests/golden/results-h100", cells, 4, 20);
+    fclose(f);
+    assert_non_null(strstr(text, "throughput (mean +- 95% CI)"));
+    char want[256];
+    snprintf(want, sizeof(want), "\nexclusive            exclusive  3/3   %-20s ",
+             ar->jobs[0].name);
+    assert_non_null(strstr(text, want));
+    assert_non_null(strstr(text, " +- "));
+    assert_non_null(
+        strstr(text, "\nnever                timeslice  0/1   x                    n/a"));
+    free(text);
+    mb_analysis_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table_equals_golden),
-        cmocka_unit_test(test_every_format),
-        cmocka_unit_test(test_format_names),
+        cmocka_unit_test(test_table_equals_golden),    cmocka_unit_test(test_run_summary),
+        cmocka_unit_test(test_every_format),           cmocka_unit_test(test_format_names),
         cmocka_unit_test(test_device_facts_not_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,7 +23,7 @@
 
 #include "migbench/analysis.h"
 #include "migbench/device.h"
-#include "migbench/poweraxis.h"
+#include "poweraxis.h"
 #include "migbench/experiment.h"
 #include "migbench/fileio.h"
 #include "migbench/powercap.h"

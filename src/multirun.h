@@ -19,7 +19,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "migbench/phased.h"
+#include "phased.h"
 #include "migbench/results.h"
 #include "migbench/runner.h"
 

@@ -104,12 +104,7 @@ int mb_migmode_outstanding(const cJSON *events, struct mb_migmode_record *out, s
 /* A new journal event object for rec (name: one of the three above); NULL when out of memory. */
 cJSON *mb_migmode_event(const char *name, const struct mb_migmode_record *rec, int mode);
 
-/*
- * The MIG mode a run needs on a GPU: 1 for mig runs (and exclusive runs `on: mig-SIZE`), 0 for
- * the whole-GPU modes (exclusive, timeslice, mps), -1 when the mode does not matter (partition,
- * a host mode).
- */
-int mb_migmode_run_needs(const struct mb_exp_run *run);
+/* mb_migmode_run_needs (the MIG mode a run needs) is declared in migbench/experiment.h. */
 
 /*
  * Orders n cells into MIG-mode phases for a GPU whose mode is `current` (0 or 1) now: first the
