@@ -28,6 +28,11 @@ for run, mode in want.items():
     assert names == ["gpt2", "resnet18"], names
     for j in cell["jobs"]:
         tp = j["throughput"]["mean"]
+        if tp is None or tp <= 0:
+            # Say why: the job's record and the tail of its log.
+            log = os.path.join(res, run, "0", j.get("log") or "")
+            tail = open(log, errors="replace").read()[-1500:] if os.path.isfile(log) else ""
+            print(json.dumps(j, indent=1)[:3000], "\n--- log tail ---\n", tail, file=sys.stderr)
         assert tp is not None and tp > 0, (run, j["name"], tp)
         assert j["steps"] > 0 and j["units"] > 0
         log = os.path.join(res, run, "0", j["log"])
