@@ -187,7 +187,8 @@ static void test_run_summary(void **state)
     exp.runs[0].mode = MB_MODE_EXCLUSIVE;
     exp.runs[0].n_jobs = ar->njobs;
     for (size_t j = 0; j < ar->njobs; j++)
-        snprintf(exp.runs[0].job_name[j], sizeof(exp.runs[0].job_name[j]), "%s", ar->jobs[j].name);
+        snprintf(exp.runs[0].job_name[j], sizeof(exp.runs[0].job_name[j]), "%.*s",
+                 (int)sizeof(exp.runs[0].job_name[j]) - 1, ar->jobs[j].name);
     snprintf(exp.runs[1].name, sizeof(exp.runs[1].name), "never");
     exp.runs[1].mode = MB_MODE_TIMESLICE;
     exp.runs[1].n_jobs = 1;
