@@ -12,24 +12,7 @@
 
 #include "migbench/plan.h"
 
-static struct mb_catalog *cat;
-static const struct mb_gpu_model *h100;
-
-static int setup(void **state)
-{
-    (void)state;
-    struct mb_error err;
-    if (mb_catalog_create(&cat, &err) != MB_OK)
-        return -1;
-    return mb_catalog_find(cat, "H100-80GB", &h100, &err) == MB_OK ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    mb_catalog_destroy(cat);
-    return 0;
-}
+#include "h100_fixture.h"
 
 /* Deterministic generator (xorshift64*), so failures reproduce. */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

@@ -18,24 +18,7 @@
 
 #include "migbench/plan.h"
 
-static struct mb_catalog *cat;
-static const struct mb_gpu_model *h100;
-
-static int setup(void **state)
-{
-    (void)state;
-    struct mb_error err;
-    if (mb_catalog_create(&cat, &err) != MB_OK)
-        return -1;
-    return mb_catalog_find(cat, "H100-80GB", &h100, &err) == MB_OK ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    mb_catalog_destroy(cat);
-    return 0;
-}
+#include "h100_fixture.h"
 
 /* The emulator's model: clock fraction and power of a load (share of slices) under a limit. */
 static void model(double load, double limit_w, double *speed, double *power)
