@@ -36,21 +36,25 @@ cleanup_jobs() {
     for p in $(job_pids "$1"); do kill -KILL -- "-$p" 2>/dev/null || true; done
 }
 # Blocks until the journal's jobs have exited (gone, or zombies waiting for init): the killed run
-# cannot detach them, and the emulated GPU forgets a process only once it has exited.
+# cannot detach them, and the emulated GPU forgets a process only once it has exited. Woken by
+# the exit itself: a pidfd becomes readable when its process terminates (the 120 s is only a
+# bound on a hung test, not a wait).
 jobs_exited() {
     python3 - $(job_pids "$1") <<'PY'
-import sys, time
-def running(pid):
+import os, select, sys
+fds = []
+for pid in sys.argv[1:]:
     try:
-        with open("/proc/%s/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-for _ in range(120000):
-    if not any(running(p) for p in sys.argv[1:]):
-        sys.exit(0)
-    time.sleep(0.001)
-sys.exit(1)
+        fds.append(os.pidfd_open(int(pid)))
+    except ProcessLookupError:
+        pass  # already gone
+while fds:
+    ready, _, _ = select.select(fds, [], [], 120)
+    if not ready:
+        sys.exit(1)
+    for fd in ready:
+        os.close(fd)
+        fds.remove(fd)
 PY
 }
 trap 'cleanup_jobs "$TMP/r/journal.jsonl"; rm -rf "$TMP"' EXIT
