@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "results_json.h"
+#include "results/results_json.h"
 #include "migbench/clock.h"
 #include "migbench/experiment.h"
 #include "migbench/results.h"

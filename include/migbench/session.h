@@ -24,7 +24,7 @@
  *
  * Several GPUs (a device spec such as "nvml:0,1,2,3", "nvml:all" or "emu:H100-80GB:count=4",
  * mb_device_spec_expand) make one session: mb_session_run runs one cell per GPU at a time
- * (src/multirun.h), repetitions spread over the GPUs unless pin_reps. With manage_mig_mode
+ * (src/run/multirun.h), repetitions spread over the GPUs unless pin_reps. With manage_mig_mode
  * the cells run in MIG-mode phases on each GPU, the original mode journaled and restored at the
  * end (and by a resumed run); the MIG-mode filter is then not applied.
  *

@@ -39,7 +39,7 @@
 #include "migbench/clock.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
-#include "json_io.h"
+#include "base/json_io.h"
 
 #define EMU_MAX_GI 15 /* GI ids 0..14 (mig-geometry.md §8.1) */
 #define EMU_MAX_CI 8  /* CI ids 0..7 */

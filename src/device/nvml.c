@@ -20,7 +20,7 @@
 #include "migbench/catalog.h"
 #include "migbench/clock.h"
 #include "migbench/device.h"
-#include "text_internal.h"
+#include "base/text_internal.h"
 
 #define NVML_DEFAULT_LIBRARY "libnvidia-ml.so.1"
 #define NVML_LIBRARY_ENV "MIGBENCH_NVML_LIBRARY"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "poweraxis.h"
+#include "power/poweraxis.h"
 #include "migbench/report.h"
 #include "migbench/status.h"
 #include "report_internal.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "json_io.h"
+#include "base/json_io.h"
 #include "migbench/report_verbs.h"
 
 static void sleep_ms(long ms)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "poweraxis.h"
+#include "power/poweraxis.h"
 #include "report_internal.h"
 
 static const char *const palette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",

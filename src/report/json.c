@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_io.h"
-#include "poweraxis.h"
+#include "base/json_io.h"
+#include "power/poweraxis.h"
 #include "migbench/status.h"
 #include "report_internal.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_io.h"
+#include "base/json_io.h"
 #include "migbench/report_verbs.h"
 
 static cJSON *layout_json(const struct mb_gpu_model *m, const struct mb_layout *l)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_io.h"
+#include "base/json_io.h"
 #include "migbench/report_verbs.h"
 
 static void add_num(cJSON *o, const char *k, bool valid, double v)

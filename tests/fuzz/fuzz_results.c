@@ -4,7 +4,7 @@
  * the three parts of the input split at "\n%%\n".
  */
 #include "fuzz_common.h"
-#include "results_json.h"
+#include "results/results_json.h"
 #include "migbench/analysis.h"
 #include "migbench/results.h"
 

@@ -67,7 +67,7 @@ def telemetry(rng, t0, t_end, power_fn, hz, style, activity_fn=None, njobs=0):
         rows.append((t, p, energy_mj, acts))
         t += dt
     if style == "ns":
-        # The meter's columns (src/meter.c); energy_dram_mj is unsupported here, so empty.
+        # The meter's columns (src/power/meter.c); energy_dram_mj is unsupported here, so empty.
         head = ("t_ns,t_s,read_ok,power_mw,power_instant_mw,power_avg_mw,energy_mj,"
                 "energy_dram_mj,util_gpu_pct,util_mem_pct,mem_used_bytes,clock_sm_mhz,"
                 "clock_mem_mhz,temp_c,throttle_reasons,power_limit_mw")

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "experiment_internal.h"
+#include "run/experiment_internal.h"
 #include "migbench/experiment.h"
 #include "migbench/device.h"
 

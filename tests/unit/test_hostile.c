@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "json_io.h"
+#include "base/json_io.h"
 #include "migbench/analysis.h"
 #include "migbench/catalog.h"
 #include "migbench/device.h"
@@ -25,7 +25,7 @@
 #include "migbench/migcfg.h"
 #include "migbench/num.h"
 #include "migbench/plan.h"
-#include "yaml_internal.h"
+#include "base/yaml_internal.h"
 
 static char tmpdir[64];
 

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "results_json.h"
+#include "results/results_json.h"
 #include "migbench/results.h"
 
 static char dir[64];

@@ -16,7 +16,7 @@
 
 #include "device/emu.h"
 #include "migbench/device.h"
-#include "migmode.h"
+#include "mig/migmode.h"
 
 struct log {
     cJSON *events;

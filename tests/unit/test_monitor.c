@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "json_io.h"
+#include "base/json_io.h"
 #include "migbench/device.h"
 #include "migbench/live.h"
 #include "migbench/monitor.h"

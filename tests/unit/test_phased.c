@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "migmode.h"
-#include "phased.h"
+#include "mig/migmode.h"
+#include "run/phased.h"
 
 static const char exp_text[] = "version: 1\n"
                                "name: phases\n"

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json_io.h"
+#include "base/json_io.h"
 #include "migbench/analysis.h"
 #include "migbench/plan.h"
 #include "migbench/plan_io.h"

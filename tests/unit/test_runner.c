@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "results_json.h"
+#include "results/results_json.h"
 #include "migbench/device.h"
 #include "migbench/experiment.h"
 #include "migbench/results.h"

@@ -23,12 +23,12 @@
 
 #include "migbench/analysis.h"
 #include "migbench/device.h"
-#include "poweraxis.h"
+#include "power/poweraxis.h"
 #include "migbench/experiment.h"
 #include "migbench/fileio.h"
 #include "migbench/powercap.h"
 #include "migbench/results.h"
-#include "results_json.h"
+#include "results/results_json.h"
 #include "migbench/runner.h"
 
 static char dir[64], spec[256], ledger[256], res[128], jpath[160];

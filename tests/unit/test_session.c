@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "results_json.h"
+#include "results/results_json.h"
 #include "migbench/experiment.h"
 #include "migbench/results.h"
 #include "migbench/session.h"

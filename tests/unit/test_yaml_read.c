@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The library's one YAML reader (src/yaml_read.h): the tree with lines, the typed getters and
+/* The library's one YAML reader (src/base/yaml_read.h): the tree with lines, the typed getters and
  * their FILE:LINE: field 'F' messages, override origins, and what the tree refuses. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "yaml_read.h"
+#include "base/yaml_read.h"
 
 static struct mb_error err;
 

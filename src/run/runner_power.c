@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A cell's power limit: set through the restore ledger before the cell, restored after it. */
+#include "run/runner_power.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int mb__cell_power_prepare(struct mb__cell_power *p, const struct mb_runner_opts *o,
+                           const struct mb_exp_run *run, struct mb_error *why)
+{
+    memset(p, 0, sizeof(*p));
+    if (!run->power_limit[0])
+        return MB_OK;
+    p->active = true;
+    snprintf(p->requested, sizeof(p->requested), "%s", run->power_limit);
+    snprintf(p->base_run, sizeof(p->base_run), "%s", run->base_run);
+    int def;
+    double pct, w;
+    int rc = mb_powercap_parse(run->power_limit, &def, &pct, &w, why);
+    if (rc != MB_OK)
+        return rc;
+    struct mb_power_limit pl;
+    struct mb_error e;
+    bool read_ok = mb_device_power_limit(o->dev, &pl, &e) == MB_OK;
+    bool settable = (mb_device_caps(o->dev) & MB_CAP_SET_POWER_LIMIT) != 0;
+    if (!settable) {
+        if (!def)
+            return mb_error_set(why, MB_EUNSUPPORTED,
+                                "power limit %s: the device cannot set its power limit",
+                                run->power_limit);
+        /* The default on a device that cannot change it: nothing to set, only to record. */
+        p->enforced_ok = read_ok && (pl.valid & MB_PL_ENFORCED);
+        p->enforced_mw = pl.enforced_mw;
+        return MB_OK;
+    }
+    if (!read_ok)
+        return mb_error_set(why, e.status, "power limit %s: %s", run->power_limit, e.msg);
+    if ((rc = mb_powercap_resolve(def, pct, w, &pl, &p->requested_mw, &e)) != MB_OK)
+        return mb_error_set(why, rc, "power limit %s: %s", run->power_limit, e.msg);
+    p->requested_ok = true;
+    if (!o->power_ledger || !o->power_ledger[0])
+        return mb_error_set(why, MB_EUNSUPPORTED,
+                            "power limit %s: no restore ledger for this device, so the limit is "
+                            "not changed",
+                            run->power_limit);
+    struct mb_powercap pc = {o->dev, o->power_ledger, o->power_helper};
+    uint32_t enforced = 0;
+    if ((rc = mb_powercap_set(&pc, p->requested_mw, &enforced, &e)) != MB_OK)
+        return mb_error_set(why, rc, "cannot set the power limit to %s (%u mW): %s",
+                            run->power_limit, p->requested_mw, e.msg);
+    p->set = true;
+    p->enforced_ok = enforced > 0;
+    p->enforced_mw = enforced;
+    return MB_OK;
+}
+
+int mb__cell_power_restore(struct mb__cell_power *p, const struct mb_runner_opts *o,
+                           struct mb_error *why)
+{
+    if (!p->set || p->restored)
+        return MB_OK;
+    struct mb_powercap pc = {o->dev, o->power_ledger, o->power_helper};
+    struct mb_error e;
+    int rc = mb_powercap_restore(&pc, &p->outcome, &e);
+    if (rc != MB_OK)
+        return mb_error_set(why, rc, "%s (the record stays; the next start restores it)", e.msg);
+    p->restored = true;
+    return MB_OK;
+}
+
+cJSON *mb__cell_power_json(const struct mb__cell_power *p, const struct mb_energy *windows,
+                           size_t n_windows)
+{
+    if (!p->active)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "requested", p->requested);
+    cJSON_AddStringToObject(o, "base_run", p->base_run);
+    cJSON_AddItemToObject(o, "requested_mw",
+                          p->requested_ok ? cJSON_CreateNumber(p->requested_mw)
+                                          : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "enforced_mw",
+                          p->enforced_ok ? cJSON_CreateNumber(p->enforced_mw) : cJSON_CreateNull());
+    cJSON_AddBoolToObject(o, "set_by_migbench", p->set);
+    bool seen = false;
+    uint64_t bits = 0;
+    for (size_t i = 0; i < n_windows; i++)
+        if (windows[i].throttle_valid) {
+            seen = true;
+            bits |= windows[i].throttle_reasons;
+        }
+    if (seen) {
+        cJSON_AddNumberToObject(o, "throttle_reasons", (double)bits);
+        char names[256];
+        cJSON *arr = cJSON_AddArrayToObject(o, "throttle_reason_names");
+        mb_throttle_reasons_str(bits, names, sizeof(names));
+        char *save = NULL;
+        for (char *tok = strtok_r(names, ",", &save); arr && tok; tok = strtok_r(NULL, ",", &save))
+            cJSON_AddItemToArray(arr, cJSON_CreateString(tok));
+    } else {
+        cJSON_AddNullToObject(o, "throttle_reasons");
+        cJSON_AddNullToObject(o, "throttle_reason_names");
+    }
+    return o;
+}
