@@ -51,6 +51,8 @@ static int show_one(const char *spec, struct mb_devices_json *arr, size_t *shown
         mb_cli_error("devices", "%s", err.msg);
         return mb_cli_exit_for(rc);
     }
+    if (strcmp(spec, "auto") == 0 && *mb_device_fallback_note())
+        mb_cli_debug("devices", "%s", mb_device_fallback_note());
     int s = show(spec, dev, arr, (*shown)++);
     mb_device_close(dev);
     return s;
@@ -115,6 +117,8 @@ static int devices_run(int argc, char **argv)
                 status = MB_EXIT_FAIL;
                 break;
             }
+            if (*mb_device_fallback_note())
+                mb_cli_debug("devices", "%s", mb_device_fallback_note());
             int s = show(spec, dev, arr, shown++);
             mb_device_close(dev);
             if (s != MB_EXIT_OK)

@@ -304,6 +304,13 @@ struct mb_device {
 };
 
 /*
+ * Why the last "auto" open (mb_device_open("auto"), mb_device_open_nth) in this thread used the
+ * host rather than an NVIDIA GPU, with NVML's reason ("the NVIDIA driver is not loaded ...");
+ * "" when it did not fall back. For a verbose note; the fallback itself is not an error.
+ */
+const char *mb_device_fallback_note(void);
+
+/*
  * Opens the device named by spec. *out is owned by the caller (mb_device_close). "auto" picks the
  * first NVIDIA GPU when NVML loads and has one, else the host. Unknown backend or bad options:
  * MB_EINVAL with the spec named in err.

@@ -126,6 +126,20 @@ int mb__device_open_ops(const struct mb_device_ops *ops, const char *args, const
     return MB_OK;
 }
 
+/* Why the last "auto" open in this thread used the host instead of an NVIDIA GPU. */
+static _Thread_local char fallback_note[sizeof(((struct mb_error *)0)->msg) + 64];
+
+const char *mb_device_fallback_note(void)
+{
+    return fallback_note;
+}
+
+static void note_fallback(const struct mb_error *why)
+{
+    snprintf(fallback_note, sizeof(fallback_note), "no NVIDIA GPU through NVML, using the host: %s",
+             why->msg[0] ? why->msg : "no nvml backend in this build");
+}
+
 int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *err)
 {
     if (!out)
@@ -138,11 +152,12 @@ int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *er
     if (strcmp(spec, "auto") == 0) {
         /* The first NVIDIA GPU if NVML loads and has one, else the host. */
         const struct mb_device_ops *nvml = find_backend("nvml", 4);
-        if (nvml) {
-            struct mb_error ignored;
-            if (mb__device_open_ops(nvml, "0", spec, out, &ignored) == MB_OK)
-                return MB_OK;
-        }
+        struct mb_error why;
+        mb_error_clear(&why);
+        fallback_note[0] = '\0';
+        if (nvml && mb__device_open_ops(nvml, "0", spec, out, &why) == MB_OK)
+            return MB_OK;
+        note_fallback(&why);
         return mb__device_open_ops(&mb__host_ops, NULL, spec, out, err);
     }
     size_t nlen = strcspn(spec, ":");
@@ -169,17 +184,20 @@ int mb_device_open_nth(size_t i, char *spec, size_t spec_cap, struct mb_device *
 {
     *out = NULL;
     const struct mb_device_ops *nvml = find_backend("nvml", 4);
+    struct mb_error why;
+    mb_error_clear(&why);
+    fallback_note[0] = '\0';
     if (nvml) {
         char args[24];
         snprintf(args, sizeof(args), "%zu", i);
         snprintf(spec, spec_cap, "nvml:%zu", i);
-        struct mb_error ignored;
-        if (mb__device_open_ops(nvml, args, spec, out, &ignored) == MB_OK)
+        if (mb__device_open_ops(nvml, args, spec, out, &why) == MB_OK)
             return MB_OK;
     }
     /* No GPU i: the end of the GPUs, or, when there is none at all, the host as device 0. */
     if (i > 0)
         return mb_error_set(err, MB_ENOTFOUND, "no device %zu", i);
+    note_fallback(&why);
     snprintf(spec, spec_cap, "host");
     return mb__device_open_ops(&mb__host_ops, NULL, spec, out, err);
 }

@@ -73,5 +73,10 @@ expect_err 'cannot load /nonexistent/libnvidia-ml.so.1'
 # Without NVML, auto falls back to the host.
 MIGBENCH_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 run 0 "$MIGBENCH" devices
 expect_out 'backend +host'
+# ... saying why under -v, and only then.
+! grep -q 'using the host' "$TMP/err" || fail "fallback note without -v"
+MIGBENCH_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 run 0 "$MIGBENCH" -v devices --device auto
+expect_out 'backend +host'
+expect_err 'no NVIDIA GPU through NVML, using the host: .*nvml: cannot load /nonexistent'
 
 finish

@@ -80,7 +80,13 @@ static int group_setup(void **state)
     const char *bin = getenv("MB_BINARY_DIR");
     if (!bin)
         bin = MB_BINARY_DIR;
-    snprintf(fake_full, sizeof(fake_full), "%s/tests/fake-nvml/libnvidia-ml.so.1", bin);
+    /* MB_FAKE_NVML: another build of the full fake (tests/nvidia builds one from NVIDIA's own
+     * nvml.h, and runs this test against it). */
+    const char *full = getenv("MB_FAKE_NVML");
+    if (full && *full)
+        snprintf(fake_full, sizeof(fake_full), "%s", full);
+    else
+        snprintf(fake_full, sizeof(fake_full), "%s/tests/fake-nvml/libnvidia-ml.so.1", bin);
     snprintf(fake_legacy, sizeof(fake_legacy), "%s/tests/fake-nvml/legacy/libnvidia-ml.so.1", bin);
     if (access(fake_full, R_OK) != 0 || access(fake_legacy, R_OK) != 0) {
         fprintf(stderr, "fake NVML not built at %s\n", fake_full);
@@ -725,37 +731,55 @@ static void test_processes_retry_legacy(void **state)
     check_processes_grow(1);
 }
 
+/*
+ * Four processes on two MIG instances: every PID, instance id and memory figure must come back,
+ * from the parent's list (one array of nvmlProcessInfo_t read at NVIDIA's 24-byte stride) and
+ * from each MIG device's. A stride that differs from the library's garbles every entry after
+ * the first (tests/nvidia runs this against a fake built from NVIDIA's own nvml.h).
+ */
 static void test_processes_on_mig(void **state)
 {
     (void)state;
     use_fake(0, with_state("H100-80GB:mig=on"));
     struct mb_device *dev = open_ok("nvml:0");
-    unsigned gi, ci;
-    assert_int_equal(mb_device_mig_create_gi(dev, 14, NULL, &gi, NULL), MB_OK);
-    assert_int_equal(mb_device_mig_create_ci(dev, gi, -1, &ci, NULL), MB_OK);
+    unsigned gi[2], ci[2];
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(mb_device_mig_create_gi(dev, 14, NULL, &gi[k], NULL), MB_OK);
+        assert_int_equal(mb_device_mig_create_ci(dev, gi[k], -1, &ci[k], NULL), MB_OK);
+    }
     close_dev(dev);
 
-    char procs[64];
-    snprintf(procs, sizeof(procs), "777:%u:%u:256", gi, ci);
+    char procs[128];
+    snprintf(procs, sizeof(procs), "777:%u:%u:256,778:%u:%u:300,779:%u:%u:411,780:%u:%u:512", gi[0],
+             ci[0], gi[0], ci[0], gi[1], ci[1], gi[1], ci[1]);
     setenv("MIGBENCH_FAKE_NVML_PROCS", procs, 1);
     dev = open_ok("nvml:0");
     struct mb_process ps[MB_MAX_PROCESSES];
     size_t n = 0;
     assert_int_equal(mb_device_processes(dev, ps, MB_MAX_PROCESSES, &n, NULL), MB_OK);
-    assert_int_equal(n, 1);
-    assert_int_equal(ps[0].pid, 777);
-    assert_int_equal(ps[0].gi_id, (int)gi);
-    assert_int_equal(ps[0].ci_id, (int)ci);
-    assert_int_equal(ps[0].used_mem_bytes, 256ull << 20);
+    assert_int_equal(n, 4);
+    const unsigned pids[4] = {777, 778, 779, 780};
+    const unsigned long long mib[4] = {256, 300, 411, 512};
+    for (size_t want = 0; want < 4; want++) {
+        size_t k = 0;
+        while (k < n && ps[k].pid != pids[want])
+            k++;
+        assert_true(k < n);
+        assert_int_equal(ps[k].gi_id, (int)gi[want / 2]);
+        assert_int_equal(ps[k].ci_id, (int)ci[want / 2]);
+        assert_true(ps[k].used_mem_valid);
+        assert_int_equal(ps[k].used_mem_bytes, mib[want] << 20);
+    }
 
     struct mb_mig_instance v[MB_MAX_MIG_INSTANCES];
     assert_int_equal(mb_device_mig_instances(dev, v, MB_MAX_MIG_INSTANCES, &n, NULL), MB_OK);
-    assert_int_equal(n, 1);
-    assert_true(v[0].mem_used_bytes >= 256ull << 20);
+    assert_int_equal(n, 2);
+    for (size_t k = 0; k < n; k++)
+        assert_true(v[k].mem_used_bytes >= (v[k].gi_id == gi[0] ? 556ull : 923ull) << 20);
 
     /* A process on the instance keeps it in use. */
     struct mb_error err;
-    assert_int_equal(mb_device_mig_destroy_ci(dev, gi, ci, &err), MB_EBUSY);
+    assert_int_equal(mb_device_mig_destroy_ci(dev, gi[0], ci[0], &err), MB_EBUSY);
     close_dev(dev);
 }
 
