@@ -249,6 +249,29 @@ static void make_uuid(const char *prefix, const char *text, char *out, size_t ca
              (unsigned long long)(b & 0xffffffffffffull));
 }
 
+/*
+ * The GPU's UUID, distinct per emulated GPU: from the state file's absolute path when there is
+ * one (the GPU a state file describes, whoever opens it and from wherever), else from the
+ * model, index and the spec's options. Two users' emulated H100s with their own state files never
+ * share a UUID, so monitor and the journals cannot mix their runs up.
+ */
+static void emu_uuid(const struct emu *e, const char *args, char *out, size_t cap)
+{
+    char text[2 * EMU_PATH_MAX + MB_MODEL_NAME_MAX + 64];
+    char cwd[EMU_PATH_MAX] = "";
+    if (e->state_path[0]) {
+        if (e->state_path[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+            cwd[0] = '\0';
+        snprintf(text, sizeof(text), "migbench-emu/%s/%u/state:%s%s%s", e->model->name, e->index,
+                 cwd, cwd[0] ? "/" : "", e->state_path);
+    } else {
+        const char *opts = args ? strchr(args, ':') : NULL; /* the options, not the alias */
+        snprintf(text, sizeof(text), "migbench-emu/%s/%u/spec:%s", e->model->name, e->index,
+                 opts ? opts + 1 : "");
+    }
+    make_uuid("GPU-", text, out, cap);
+}
+
 static void mig_uuid(const struct emu *e, unsigned gi, unsigned ci, char *out, size_t cap)
 {
     char text[MB_UUID_MAX + 32];
@@ -1345,9 +1368,7 @@ int mb__emu_open(const char *args, struct mb_device **out, struct mb_error *err)
     if (o.trace[0] && (rc = load_trace(e, o.trace, err)) != MB_OK)
         goto fail;
 
-    char text[MB_MODEL_NAME_MAX + 64];
-    snprintf(text, sizeof(text), "migbench-emu/%s/%u", e->model->name, e->index);
-    make_uuid("GPU-", text, e->uuid, sizeof(e->uuid));
+    emu_uuid(e, args, e->uuid, sizeof(e->uuid));
 
     state_init(&e->st, o.mig > 0);
     if (e->init_limit_w && !o.trace[0])

@@ -1576,10 +1576,14 @@ static double random_offset_s(uint64_t seed, unsigned rep)
 static int prepare_jobs(struct cell *c)
 {
     int rc = MB_OK;
-    c->n_jobs = c->run->n_jobs;
-    for (size_t i = 0; i < c->n_jobs && !c->failed; i++)
+    /* Only jobs that were set up count: a cell that failed earlier (a MIG instance NVIDIA would
+     * not create, an MPS daemon that would not start) has none, and cell.json lists none. */
+    c->n_jobs = 0;
+    for (size_t i = 0; i < c->run->n_jobs && !c->failed; i++) {
+        c->n_jobs = i + 1;
         if ((rc = setup_job(c, i)) != MB_OK)
             return rc;
+    }
     if (c->run->mode == MB_MODE_PARTITION && !c->failed) {
         struct mb_cpuset *sets = calloc(c->n_jobs, sizeof(*sets));
         struct mb_error e;

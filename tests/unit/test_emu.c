@@ -115,6 +115,43 @@ static void test_identity(void **state)
     mb_device_close(c);
 }
 
+/* Each emulated GPU has its own UUID: from its state file (the same file, named relatively or
+ * absolutely, is the same GPU), else from its spec's options. */
+static void test_uuid_per_gpu(void **state)
+{
+    (void)state;
+    char cwd[512], abs_a[700], spec[800];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    snprintf(abs_a, sizeof(abs_a), "%s/mb-uuid-a-%ld.json", cwd, (long)getpid());
+    const char *specs[4] = {"emu:H100-80GB", "emu:H100-80GB:state=/tmp/mb-uuid-b.json",
+                            "emu:H100-80GB:load=0.5", NULL};
+    char uuids[5][MB_UUID_MAX];
+    snprintf(spec, sizeof(spec), "emu:H100-80GB:state=%s", abs_a);
+    specs[3] = spec;
+    for (int i = 0; i < 4; i++) {
+        struct mb_device *d = open_ok(specs[i]);
+        struct mb_device_info info;
+        assert_int_equal(mb_device_info(d, &info, NULL), MB_OK);
+        snprintf(uuids[i], sizeof(uuids[i]), "%s", info.uuid);
+        mb_device_close(d);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int k = i + 1; k < 4; k++)
+            assert_string_not_equal(uuids[i], uuids[k]);
+    snprintf(spec, sizeof(spec), "emu:H100-80GB:state=mb-uuid-a-%ld.json", (long)getpid());
+    struct mb_device *d = open_ok(spec);
+    struct mb_device_info info;
+    assert_int_equal(mb_device_info(d, &info, NULL), MB_OK);
+    assert_string_equal(info.uuid, uuids[3]);
+    mb_device_close(d);
+    unlink(abs_a);
+    unlink("/tmp/mb-uuid-b.json");
+    char lock[720];
+    snprintf(lock, sizeof(lock), "%s.lock", abs_a);
+    unlink(lock);
+    unlink("/tmp/mb-uuid-b.json.lock");
+}
+
 static void test_mig_mode_pending(void **state)
 {
     (void)state;
@@ -831,6 +868,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_uuid_per_gpu),
         cmocka_unit_test(test_mig_mode_pending),
         cmocka_unit_test(test_auto_placement_and_ids),
         cmocka_unit_test(test_placement_rules),
