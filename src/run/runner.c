@@ -778,8 +778,11 @@ static bool on_path(const char *name)
 static int prepare_mps(struct cell *c)
 {
     struct mb_error e;
-    char base[1100];
-    snprintf(base, sizeof(base), "%s/mps/%s-%u", c->o->results_dir, c->run->name, c->rep);
+    /* Absolute paths: a job that changes its working directory (hydra.job.chdir) must still find
+     * the daemon, or CUDA runs it without MPS. The results directory exists by now. */
+    char base[1100], real[PATH_MAX];
+    const char *results = realpath(c->o->results_dir, real) ? real : c->o->results_dir;
+    snprintf(base, sizeof(base), "%.900s/mps/%s-%u", results, c->run->name, c->rep);
     snprintf(c->mps_pipe, sizeof(c->mps_pipe), "%.1000s/pipe", base);
     snprintf(c->mps_log, sizeof(c->mps_log), "%.1000s/log", base);
     if (mb_results_mkdirs(c->mps_pipe, 0700, &e) != MB_OK ||
