@@ -686,6 +686,8 @@ static void plan_job_line(FILE *f, const struct mb_gpu_model *model, const struc
     mb__sh_quote(f, node);
     fprintf(f, " --gres=gpu:%s:1 --job-name=", type);
     mb__sh_quote(f, jobs[s->job].name);
+    if (isfinite(o->power_limit_w) && o->power_limit_w > 0)
+        fprintf(f, " --comment=migbench-power-limit-%.0fW", o->power_limit_w);
     for (size_t p = 0; p < plan->n_slots; p++) {
         const struct mb_plan_slot *q = &plan->slots[p];
         if (q->gpu == s->gpu && q->instance == s->instance && q->order + 1 == s->order)
