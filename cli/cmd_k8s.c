@@ -71,25 +71,45 @@ static int cmd_status(const char *results)
 }
 
 static const struct option long_opts[] = {
-    {"emit", required_argument, NULL, 'e'},   {"image", required_argument, NULL, 'I'},
-    {"migbench", required_argument, NULL, 'M'}, {"namespace", required_argument, NULL, 'n'},
-    {"pvc", required_argument, NULL, 'p'},    {"results", required_argument, NULL, 'r'},
-    {"parallelism", required_argument, NULL, 'P'}, {"gpu", required_argument, NULL, 'G'},
-    {"device", required_argument, NULL, 'D'}, {"set", required_argument, NULL, 'S'},
-    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    {"emit", required_argument, NULL, 'e'},
+    {"image", required_argument, NULL, 'I'},
+    {"migbench", required_argument, NULL, 'M'},
+    {"namespace", required_argument, NULL, 'n'},
+    {"pvc", required_argument, NULL, 'p'},
+    {"results", required_argument, NULL, 'r'},
+    {"parallelism", required_argument, NULL, 'P'},
+    {"gpu", required_argument, NULL, 'G'},
+    {"device", required_argument, NULL, 'D'},
+    {"set", required_argument, NULL, 'S'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 static int parse_opt(struct opts *o, int ch, char **av)
 {
     char *end = NULL;
     switch (ch) {
-    case 'e': o->emit = optarg; break;
-    case 'I': o->k.image = optarg; break;
-    case 'M': o->k.migbench = optarg; break;
-    case 'n': o->k.k8s_namespace = optarg; break;
-    case 'p': o->k.pvc = optarg; break;
-    case 'r': o->k.results = optarg; break;
-    case 'G': o->fe.gpu = optarg; break;
+    case 'e':
+        o->emit = optarg;
+        break;
+    case 'I':
+        o->k.image = optarg;
+        break;
+    case 'M':
+        o->k.migbench = optarg;
+        break;
+    case 'n':
+        o->k.k8s_namespace = optarg;
+        break;
+    case 'p':
+        o->k.pvc = optarg;
+        break;
+    case 'r':
+        o->k.results = optarg;
+        break;
+    case 'G':
+        o->fe.gpu = optarg;
+        break;
     case 'D':
         o->fe.device = optarg;
         o->fe.device_given = true;
@@ -97,8 +117,7 @@ static int parse_opt(struct opts *o, int ch, char **av)
     case 'P': {
         unsigned long v = strtoul(optarg, &end, 10);
         if (!optarg[0] || *end || optarg[0] == '-' || v == 0 || v > 100000)
-            return mb_cli_usage_error(&mb_cmd_k8s, "--parallelism %s: expected 1..100000",
-                                      optarg);
+            return mb_cli_usage_error(&mb_cmd_k8s, "--parallelism %s: expected 1..100000", optarg);
         o->k.parallelism = (unsigned)v;
         break;
     }

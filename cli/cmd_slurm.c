@@ -114,8 +114,8 @@ void mb_cli_fleet_on_event(void *ctx, const struct mb_session_event *ev)
         mb_cli_info(NAME, "%s", ev->text);
 }
 
-int mb_cli_fleet_cells(const struct mb_experiment *exp, const char *device,
-                            struct mb_cell **cells, size_t *n, struct mb_error *err)
+int mb_cli_fleet_cells(const struct mb_experiment *exp, const char *device, struct mb_cell **cells,
+                       size_t *n, struct mb_error *err)
 {
     if (strcmp(device, "auto") == 0) {
         struct mb_device *dev = NULL;

@@ -187,10 +187,10 @@ struct mb_slurm_cell {
     char run[MB_EXP_NAME_MAX];
     unsigned rep;
     enum mb_slurm_cell_state state;
-    bool recorded; /* it has a cell.json (done or failed): running it again changes nothing */
-    char job[64];  /* the Slurm job that ran or runs it ("123_4" for array task 4), or "" */
-    char why[256]; /* failed: the reason */
-    unsigned attempts;     /* submissions that held this cell (submissions.jsonl) */
+    bool recorded;     /* it has a cell.json (done or failed): running it again changes nothing */
+    char job[64];      /* the Slurm job that ran or runs it ("123_4" for array task 4), or "" */
+    char why[256];     /* failed: the reason */
+    unsigned attempts; /* submissions that held this cell (submissions.jsonl) */
     unsigned max_attempts; /* the cap the last submission recorded; 0: none recorded */
     char power_limit[16];  /* the cell's power limit ("250W", "80%"), "" without the axis */
 };
@@ -271,21 +271,20 @@ struct mb_k8s_array_opts {
  * --results R --journal journal-k8s-<index>.jsonl` with the results volume mounted, after copying
  * cells.tsv to R/k8s/cells.tsv so that mb_k8s_status reads it), plus dir/cells.tsv.
  */
-int mb_k8s_write_array(const struct mb_experiment *exp, const struct mb_cell *cells,
-                       size_t n_cells, const struct mb_k8s_array_opts *o, const char *dir,
-                       struct mb_error *err);
+int mb_k8s_write_array(const struct mb_experiment *exp, const struct mb_cell *cells, size_t n_cells,
+                       const struct mb_k8s_array_opts *o, const char *dir, struct mb_error *err);
 
 /*
  * What became of each cell of an experiment run as an Indexed Job into results: as
  * mb_slurm_status, from <results>/k8s/cells.tsv, the cell.json files and the journals (no queue
  * is asked: a cell with no result is running when its journal says it started, else not run).
  */
-int mb_k8s_status(const char *results, struct mb_slurm_cell **out, size_t *n,
-                  struct mb_error *err);
+int mb_k8s_status(const char *results, struct mb_slurm_cell **out, size_t *n, struct mb_error *err);
 
 /*
  * The NVIDIA device plugin's resource name (mixed MIG strategy) for a MIG profile:
- * "nvidia.com/mig-" and the profile, each '+' made '.' ("1g.10gb+me" -> "nvidia.com/mig-1g.10gb.me").
+ * "nvidia.com/mig-" and the profile, each '+' made '.' ("1g.10gb+me" ->
+ * "nvidia.com/mig-1g.10gb.me").
  */
 void mb_k8s_mig_resource(const char *profile, char *out, size_t cap);
 

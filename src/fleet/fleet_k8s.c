@@ -142,7 +142,6 @@ static void k8s_name(const char *s, char *out, size_t cap)
     out[n] = '\0';
 }
 
-
 /* Whether planned job j runs on profile prof (on a whole GPU when prof is NULL). */
 static bool on_profile(const struct mb_gpu_model *model, const struct mb_plan *plan, size_t j,
                        const char *prof)

@@ -153,18 +153,16 @@ static int write_job(const struct mb_experiment *exp, size_t n_cells,
           "          volumeMounts:\n            - name: results\n              mountPath: ",
           f);
     mb__yaml_quote(f, results);
-    fprintf(f,
-            "\n            - name: experiment\n              mountPath: " EXP_MOUNT "\n"
-            "              readOnly: true\n      volumes:\n        - name: results\n"
-            "          persistentVolumeClaim:\n            claimName: ");
+    fprintf(f, "\n            - name: experiment\n              mountPath: " EXP_MOUNT "\n"
+               "              readOnly: true\n      volumes:\n        - name: results\n"
+               "          persistentVolumeClaim:\n            claimName: ");
     mb__yaml_quote(f, o->pvc ? o->pvc : "migbench-results");
     fprintf(f, "\n        - name: experiment\n          configMap:\n            name: %s\n", name);
     return mb__ftext_commit(&t, dir, "job.yaml", 0644, err);
 }
 
-int mb_k8s_write_array(const struct mb_experiment *exp, const struct mb_cell *cells,
-                       size_t n_cells, const struct mb_k8s_array_opts *o, const char *dir,
-                       struct mb_error *err)
+int mb_k8s_write_array(const struct mb_experiment *exp, const struct mb_cell *cells, size_t n_cells,
+                       const struct mb_k8s_array_opts *o, const char *dir, struct mb_error *err)
 {
     if (n_cells == 0)
         return mb_error_set(err, MB_EINVAL, "k8s: the experiment has no cell for this device");

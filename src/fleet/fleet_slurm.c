@@ -302,9 +302,10 @@ static int write_report_sbatch(const struct mb_slurm_array_opts *o, const char *
     fputs(" >", f);
     snprintf(out, sizeof(out), "%s/slurm-status.txt", o->results);
     mb__sh_quote(f, out);
-    fputs("\nst=$?\n# 1: some cell is not done (failed, not run); the file is written all the same.\n"
-          "[ \"$st\" -le 1 ] || status=$st\n",
-          f);
+    fputs(
+        "\nst=$?\n# 1: some cell is not done (failed, not run); the file is written all the same.\n"
+        "[ \"$st\" -le 1 ] || status=$st\n",
+        f);
     const char *formats[][2] = {{"md", "report.md"}, {"html", "report.html"}};
     for (size_t i = 0; i < 2; i++) {
         mb__sh_quote(f, o->migbench);
@@ -355,29 +356,31 @@ static int write_cells_tsv(const struct mb_experiment *exp, const struct mb_cell
 static void submit_sh_prologue(FILE *f, const struct mb_slurm_array_opts *o, const char *dir)
 {
     char path[4200];
-    fputs("#!/bin/bash\n# Submits the job array, then the report job that waits for all of it, and\n"
-          "# records both as `migbench slurm submit` does (cells.tsv and submissions.jsonl in\n"
-          "# the results' slurm/), so that `migbench slurm status` and a later `slurm submit`\n"
-          "# know them. One submitter per results directory at a time (slurm/submit.lock).\n"
-          "set -euo pipefail\nout=",
-          f);
+    fputs(
+        "#!/bin/bash\n# Submits the job array, then the report job that waits for all of it, and\n"
+        "# records both as `migbench slurm submit` does (cells.tsv and submissions.jsonl in\n"
+        "# the results' slurm/), so that `migbench slurm status` and a later `slurm submit`\n"
+        "# know them. One submitter per results directory at a time (slurm/submit.lock).\n"
+        "set -euo pipefail\nout=",
+        f);
     snprintf(path, sizeof(path), "%s/slurm", o->results);
     mb__sh_quote(f, path);
     fputs("\nhere=", f);
     mb__sh_quote(f, dir);
-    fputs("\nmkdir -p \"$out\"\nexec 9>>\"$out/submit.lock\"\n"
-          "if ! flock -n 9; then\n"
-          "    echo \"submit.sh: another submitter (pid $(head -n 1 \"$out/submit.lock\")) is \"\\\n"
-          "        \"submitting into $out now; wait until it has finished\" >&2\n"
-          "    exit 1\nfi\necho \"$$\" >\"$out/submit.lock\"\n"
-          "if [ -e \"$out/cells.tsv\" ] && ! cmp -s \"$here/cells.tsv\" \"$out/cells.tsv\"; then\n"
-          "    echo \"submit.sh: $out/cells.tsv numbers other cells: submit a changed \"\\\n"
-          "        \"experiment into a new results directory\" >&2\n"
-          "    exit 2\nfi\n"
-          "if ! [ \"$here/cells.tsv\" -ef \"$out/cells.tsv\" ]; then\n"
-          "    cp \"$here/cells.tsv\" \"$out/cells.tsv.$$\" && mv -f \"$out/cells.tsv.$$\" "
-          "\"$out/cells.tsv\"\nfi\n",
-          f);
+    fputs(
+        "\nmkdir -p \"$out\"\nexec 9>>\"$out/submit.lock\"\n"
+        "if ! flock -n 9; then\n"
+        "    echo \"submit.sh: another submitter (pid $(head -n 1 \"$out/submit.lock\")) is \"\\\n"
+        "        \"submitting into $out now; wait until it has finished\" >&2\n"
+        "    exit 1\nfi\necho \"$$\" >\"$out/submit.lock\"\n"
+        "if [ -e \"$out/cells.tsv\" ] && ! cmp -s \"$here/cells.tsv\" \"$out/cells.tsv\"; then\n"
+        "    echo \"submit.sh: $out/cells.tsv numbers other cells: submit a changed \"\\\n"
+        "        \"experiment into a new results directory\" >&2\n"
+        "    exit 2\nfi\n"
+        "if ! [ \"$here/cells.tsv\" -ef \"$out/cells.tsv\" ]; then\n"
+        "    cp \"$here/cells.tsv\" \"$out/cells.tsv.$$\" && mv -f \"$out/cells.tsv.$$\" "
+        "\"$out/cells.tsv\"\nfi\n",
+        f);
 }
 
 static int write_submit_sh(const struct mb_slurm_array_opts *o, const size_t *idx, size_t n,
@@ -516,7 +519,8 @@ static const char rollout_body[] =
     "keep=''\n"
     "if [[ $st =~ ^(drain|down|fail|maint|reboot|inval|future) && $reason != \"$ours\" ]]; then\n"
     "    if [ \"$force\" != 1 ]; then\n"
-    "        say \"is $st ($reason), not by a rollout: left alone. MB_ROLLOUT_FORCE=1 (or --force) \"\\\n"
+    "        say \"is $st ($reason), not by a rollout: left alone. MB_ROLLOUT_FORCE=1 (or --force) "
+    "\"\\\n"
     "            \"rolls out anyway and leaves it $st with that reason\"\n"
     "        exit 3\n"
     "    fi\n"
@@ -578,8 +582,8 @@ static const char rollout_body[] =
     "fi\n"
     "stale_jobs\n";
 
-static int write_rollout(const char *node, const char *gres, const char *migbench,
-                         double power_w, const char *node_dir, struct mb_error *err)
+static int write_rollout(const char *node, const char *gres, const char *migbench, double power_w,
+                         const char *node_dir, struct mb_error *err)
 {
     struct mb__ftext t;
     int rc = mb__ftext_open(&t, err);

@@ -236,9 +236,9 @@ static cJSON *read_submissions(const char *results)
 
 static bool live_state(const char *st)
 {
-    const char *live[] = {"PENDING",   "RUNNING",  "CONFIGURING", "COMPLETING", "SUSPENDED",
-                          "REQUEUED",  "RESIZING", "SIGNALING",   "STAGE_OUT",  "REQUEUE_HOLD",
-                          "REQUEUE_FED"};
+    const char *live[] = {"PENDING",   "RUNNING",      "CONFIGURING", "COMPLETING",
+                          "SUSPENDED", "REQUEUED",     "RESIZING",    "SIGNALING",
+                          "STAGE_OUT", "REQUEUE_HOLD", "REQUEUE_FED"};
     for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
         if (strcmp(st, live[i]) == 0)
             return true;
@@ -328,8 +328,8 @@ static void note_attempts(struct mb_slurm_cell *c)
     if (c->state != MB_SLURM_CELL_FAILED || !c->max_attempts || c->attempts < c->max_attempts)
         return;
     size_t n = strlen(c->why);
-    snprintf(c->why + n, sizeof(c->why) - n, "%s%u of %u attempts: not resubmitted",
-             n ? "; " : "", c->attempts, c->max_attempts);
+    snprintf(c->why + n, sizeof(c->why) - n, "%s%u of %u attempts: not resubmitted", n ? "; " : "",
+             c->attempts, c->max_attempts);
 }
 
 /* Status from <results>/<sub>/cells.tsv (sub "slurm" or "k8s"). */
@@ -344,8 +344,9 @@ static int fleet_status(const char *results, const char *sub, mb_slurm_job_state
     size_t nc = 0;
     int rc = read_cells_tsv(path, &cells, &nc, err);
     if (rc == MB_ENOTFOUND)
-        mb_error_set(err, MB_ENOTFOUND, "%s: no cells.tsv (was this submitted with migbench %s submit?)",
-                     path, strcmp(sub, "k8s") == 0 ? "k8s" : "slurm");
+        mb_error_set(err, MB_ENOTFOUND,
+                     "%s: no cells.tsv (was this submitted with migbench %s submit?)", path,
+                     strcmp(sub, "k8s") == 0 ? "k8s" : "slurm");
     if (rc != MB_OK)
         return rc;
     cJSON *events = read_journals(results);
@@ -374,8 +375,7 @@ static int fleet_status(const char *results, const char *sub, mb_slurm_job_state
     return MB_OK;
 }
 
-int mb_k8s_status(const char *results, struct mb_slurm_cell **out, size_t *n,
-                  struct mb_error *err)
+int mb_k8s_status(const char *results, struct mb_slurm_cell **out, size_t *n, struct mb_error *err)
 {
     return fleet_status(results, "k8s", NULL, NULL, out, n, err);
 }
