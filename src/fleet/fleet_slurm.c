@@ -367,20 +367,19 @@ static void submit_sh_prologue(FILE *f, const struct mb_slurm_array_opts *o, con
     mb__sh_quote(f, path);
     fputs("\nhere=", f);
     mb__sh_quote(f, dir);
-    fputs(
-        "\nmkdir -p \"$out\"\nexec 9>>\"$out/submit.lock\"\n"
-        "if ! flock -n 9; then\n"
-        "    echo \"submit.sh: another submitter (pid $(head -n 1 \"$out/submit.lock\")) is \"\\\n"
-        "        \"submitting into $out now; wait until it has finished\" >&2\n"
-        "    exit 1\nfi\necho \"$$\" >\"$out/submit.lock\"\n"
-        "if [ -e \"$out/cells.tsv\" ] && ! cmp -s \"$here/cells.tsv\" \"$out/cells.tsv\"; then\n"
-        "    echo \"submit.sh: $out/cells.tsv numbers other cells: submit a changed \"\\\n"
-        "        \"experiment into a new results directory\" >&2\n"
-        "    exit 2\nfi\n"
-        "if ! [ \"$here/cells.tsv\" -ef \"$out/cells.tsv\" ]; then\n"
-        "    cp \"$here/cells.tsv\" \"$out/cells.tsv.$$\" && mv -f \"$out/cells.tsv.$$\" "
-        "\"$out/cells.tsv\"\nfi\n",
-        f);
+    fputs("\nmkdir -p \"$out\"\nexec 9>>\"$out/submit.lock\"\n"
+          "if ! flock -n 9; then\n"
+          "    echo \"submit.sh: another submitter (pid $(head -n 1 \"$out/submit.lock\")) is\"\\\n"
+          "        \"submitting into $out now; wait until it has finished\" >&2\n"
+          "    exit 1\nfi\necho \"$$\" >\"$out/submit.lock\"\n"
+          "if [ -e \"$out/cells.tsv\" ] && ! cmp -s \"$here/cells.tsv\" \"$out/cells.tsv\"; then\n"
+          "    echo \"submit.sh: $out/cells.tsv numbers other cells: submit a changed\"\\\n"
+          "        \"experiment into a new results directory\" >&2\n"
+          "    exit 2\nfi\n"
+          "if ! [ \"$here/cells.tsv\" -ef \"$out/cells.tsv\" ]; then\n"
+          "    cp \"$here/cells.tsv\" \"$out/cells.tsv.$$\" && mv -f \"$out/cells.tsv.$$\" "
+          "\"$out/cells.tsv\"\nfi\n",
+          f);
 }
 
 static int write_submit_sh(const struct mb_slurm_array_opts *o, const size_t *idx, size_t n,
@@ -502,7 +501,7 @@ static const char rollout_hooks[] =
     "        for t in $(grep -o 'gpu:[^:,]*:' <<<\"$gres_req\" | sed 's/^gpu://; s/:$//'); do\n"
     "            [[ $t =~ ^[0-9]+$ ]] && continue\n"
     "            [[ $types == *\":$t:\"* || $types == *\"_$t:\"* ]] && continue\n"
-    "            say \"job $id waits for gpu:$t, which no node offers now: it cannot start \"\\\n"
+    "            say \"job $id waits for gpu:$t, which no node offers now: it cannot start\"\\\n"
     "                \"(scancel it, or resubmit it for a type sinfo shows)\"\n"
     "            n=$((n + 1))\n"
     "        done\n"
@@ -519,7 +518,7 @@ static const char rollout_body[] =
     "keep=''\n"
     "if [[ $st =~ ^(drain|down|fail|maint|reboot|inval|future) && $reason != \"$ours\" ]]; then\n"
     "    if [ \"$force\" != 1 ]; then\n"
-    "        say \"is $st ($reason), not by a rollout: left alone. MB_ROLLOUT_FORCE=1 (or --force) "
+    "        say \"is $st ($reason), not by a rollout: left alone. MB_ROLLOUT_FORCE=1 (or --force)"
     "\"\\\n"
     "            \"rolls out anyway and leaves it $st with that reason\"\n"
     "        exit 3\n"
