@@ -356,12 +356,16 @@ static int fleet_status(const char *results, const char *sub, mb_slurm_job_state
     for (size_t i = 0; rc == MB_OK && i < nc; i++) {
         char sub_job[64] = "";
         submitted_job(subs, &cells[i], sub_job, sizeof(sub_job));
-        mb__copy_str(cells[i].job, sizeof(cells[i].job), sub_job);
-        if (!from_cell_json(results, &cells[i]))
+        cells[i].job[0] = '\0';
+        if (!from_cell_json(results, &cells[i])) {
+            mb__copy_str(cells[i].job, sizeof(cells[i].job), sub_job);
             rc = unrecorded(&cells[i], events, job_state, ctx, err);
-        else if (cells[i].state == MB_SLURM_CELL_FAILED && sub_job[0] &&
-                 strcmp(sub_job, cells[i].job) != 0)
+        } else if (cells[i].state == MB_SLURM_CELL_FAILED && sub_job[0] &&
+                   strcmp(sub_job, cells[i].job) != 0) {
             rc = resubmitted(&cells[i], sub_job, job_state, ctx, err);
+        }
+        if (!cells[i].job[0]) /* a result that names no job: the task given it */
+            mb__copy_str(cells[i].job, sizeof(cells[i].job), sub_job);
         note_attempts(&cells[i]);
     }
     cJSON_Delete(events);
