@@ -31,8 +31,9 @@ if bad:
     sys.exit(1)
 PY
 
-# The energy counter NOT_SUPPORTED (NVML 3): the power/energy check fails, and so does the run.
-MIGBENCH_FAKE_NVML_FAIL='nvmlDeviceGetTotalEnergyConsumption:*:3' \
+# The energy counter NOT_SUPPORTED (NVML 3, by both calls that read it): the power/energy check
+# fails, and so does the whole check.
+MIGBENCH_FAKE_NVML_FAIL='nvmlDeviceGetTotalEnergyConsumption:*:3,nvmlDeviceGetFieldValues:*:3' \
     run 1 "$ACC" "$TMP/b" --fake "$MB_BINARY_DIR" --migbench "$MIGBENCH"
 expect_err 'power_vs_energy +fail'
 expect_err 'FAILED in'
