@@ -255,7 +255,7 @@ int mb_plan_pareto(const struct mb_gpu_model *model, const struct mb_plan_profil
                    const struct mb_plan_job *jobs, size_t n_jobs, const struct mb_plan_options *opt,
                    struct mb_plan **out, size_t cap, size_t *n, struct mb_error *err);
 
-/* Most candidate power limits mb_plan_solve_caps is given by the CLI. */
+/* Most candidate power limits a --power-limits list may name (`all` takes every one). */
 #define MB_PLAN_MAX_CAPS 16
 
 /* The outcome of one candidate power limit in mb_plan_solve_caps. */
@@ -272,7 +272,8 @@ struct mb_plan_cap_result {
  * limit, and returns in *out the plan that is best under opt->objective (least energy, shortest
  * makespan or most throughput; ties go to the earlier candidate). Every GPU of the plan gets the
  * same limit (plan->power_limit_w). results (may be NULL) gets n_caps entries, one per candidate.
- * Errors as mb_plan_solve when no candidate yields a plan (the first candidate's error).
+ * When no candidate yields a plan: the most telling status (bad input over MB_EINFEASIBLE) and a
+ * message that names every candidate with its reason, candidates with the same reason grouped.
  */
 int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_profiles *profiles,
                        const struct mb_plan_job *jobs, size_t n_jobs,

@@ -170,6 +170,42 @@ static int prob_job(struct prob *P, size_t j, const struct mb_plan_options *opt,
     return MB_OK;
 }
 
+/* Configurations: every maximal layout of the sizes some job can use, and MIG off. */
+static int prob_configs(struct prob *P, const struct mb_gpu_model *model, struct mb_error *err)
+{
+    size_t nj = P->nj;
+    uint32_t mask = 0;
+    for (unsigned s = 0; s < P->full; s++)
+        for (size_t j = 0; j < nj; j++)
+            if (allowed(P, j, s)) {
+                mask |= (uint32_t)1 << s;
+                break;
+            }
+    size_t cap = 0;
+    struct cfg_collect cc = {P, 0};
+    if (mask) {
+        int st =
+            mb_layout_enumerate(model, mask, MB_LAYOUT_MAXIMAL, collect_layout, &cc, NULL, err);
+        if (st != MB_OK)
+            return st == MB_ENOMEM ? mb_error_set(err, MB_ENOMEM, "out of memory") : st;
+        cap = cc.cap;
+    }
+    bool any_full = false;
+    for (size_t j = 0; j < nj; j++)
+        any_full |= allowed(P, j, P->full);
+    if (any_full) {
+        struct config c;
+        memset(&c, 0, sizeof(c));
+        c.n = 1;
+        c.size[0] = P->full;
+        c.cs[0] = model->compute_slices;
+        c.csum = c.cs[0];
+        if (add_config(P, &cap, &c) != MB_OK)
+            return mb_error_set(err, MB_ENOMEM, "out of memory");
+    }
+    return MB_OK;
+}
+
 int mb__plan_prob_init(struct prob *P, const struct mb_gpu_model *model,
                        const struct mb_plan_profiles *profiles, const struct mb_plan_job *jobs,
                        size_t nj, const struct mb_plan_options *opt, struct mb_error *err)
@@ -258,36 +294,9 @@ int mb__plan_prob_init(struct prob *P, const struct mb_gpu_model *model,
         P->rank[k] = x;
     }
 
-    /* Configurations: every maximal layout of the sizes some job can use, and MIG off. */
-    uint32_t mask = 0;
-    for (unsigned s = 0; s < P->full; s++)
-        for (size_t j = 0; j < nj; j++)
-            if (allowed(P, j, s)) {
-                mask |= (uint32_t)1 << s;
-                break;
-            }
-    size_t cap = 0;
-    struct cfg_collect cc = {P, 0};
-    if (mask) {
-        int st =
-            mb_layout_enumerate(model, mask, MB_LAYOUT_MAXIMAL, collect_layout, &cc, NULL, err);
-        if (st != MB_OK)
-            return st == MB_ENOMEM ? mb_error_set(err, MB_ENOMEM, "out of memory") : st;
-        cap = cc.cap;
-    }
-    bool any_full = false;
-    for (size_t j = 0; j < nj; j++)
-        any_full |= allowed(P, j, P->full);
-    if (any_full) {
-        struct config c;
-        memset(&c, 0, sizeof(c));
-        c.n = 1;
-        c.size[0] = P->full;
-        c.cs[0] = model->compute_slices;
-        c.csum = c.cs[0];
-        if (add_config(P, &cap, &c) != MB_OK)
-            return mb_error_set(err, MB_ENOMEM, "out of memory");
-    }
+    int st = prob_configs(P, model, err);
+    if (st != MB_OK)
+        return st;
     if (P->ncfg == 0)
         return mb_error_set(err, MB_EINFEASIBLE, "no layout of %s can run these jobs", model->name);
     return MB_OK;

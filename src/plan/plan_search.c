@@ -202,8 +202,8 @@ static bool start(struct hs *h, const struct shared *S, size_t k, double deadlin
         bool area = (k % 2 == 0) ? mk : !mk;
         for (unsigned g = 0; g < S->n_cover && g < h->G; g++)
             h->cfg[g] = S->cover[g];
-        demand_cfg(h, S->cover && S->n_cover < h->G ? (unsigned)S->n_cover : 0, targets[t] * S->mlb,
-                   area, fallback);
+        demand_cfg(h, (unsigned)(S->n_cover < h->G ? S->n_cover : h->G), targets[t] * S->mlb, area,
+                   fallback);
         return place_all(h);
     }
     return false;
