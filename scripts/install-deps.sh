@@ -10,12 +10,13 @@ set -euo pipefail
 # prometheus (promtool) for the textfile check, tmux for the monitor test, man-db for the man page
 # test, chromium, in which the tests open the HTML report, and clang with its libFuzzer runtime
 # (libclang-rt-14-dev) for the fuzz targets (scripts/fuzz.sh), and a real Slurm (slurmctld,
-# slurmd, slurm-client, munge) that the slurm tests start on loopback (tests/slurm/slurm-up.sh).
+# slurmd, slurm-client, munge) that the slurm tests start on loopback (tests/slurm/slurm-up.sh),
+# and python3-pulp with coinor-cbc, the exact MILP the planner is checked against (tests/cli/plan_cbc.sh).
 pkgs=(build-essential cmake pkg-config libyaml-dev libcjson-dev python3 python3-torch
       python3-torchvision)
 if [ "${1:-}" = "--test" ]; then
     pkgs+=(libcmocka-dev clang-format python3-yaml chromium prometheus tmux man-db clang
-           libclang-rt-14-dev slurmctld slurmd slurm-client munge)
+           libclang-rt-14-dev slurmctld slurmd slurm-client munge python3-pulp coinor-cbc)
 fi
 
 missing=()
