@@ -278,6 +278,10 @@ static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_pro
         st = mb_error_set(err, MB_ENOMEM, "out of memory");
         goto done;
     }
+    /* The bounds once: the search and the plan both use them. */
+    mb__plan_bounds(&P, G, &P.b_mlb, &P.b_elb, &P.b_sub);
+    P.bounded = true;
+    P.bounded_G = G;
     bool found = false;
     struct mb_plan_search info;
     memset(&info, 0, sizeof(info));

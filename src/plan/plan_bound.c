@@ -195,6 +195,12 @@ static struct event *events(const struct prob *P, size_t *K)
  */
 void mb__plan_bounds(const struct prob *P, unsigned G, double *mlb, double *elb, double *sub)
 {
+    if (P->bounded && P->bounded_G == G) {
+        *mlb = P->b_mlb;
+        *elb = P->b_elb;
+        *sub = P->b_sub;
+        return;
+    }
     double maxT = 0, hi = 0, nsum = 0;
     for (size_t j = 0; j < P->nj; j++) {
         maxT = fmax(maxT, mb__plan_min_all(P, j, 0));
@@ -262,12 +268,22 @@ void mb__plan_baseline(const struct prob *P, unsigned G, double *M, double *E)
             }
             ord[y] = v;
         }
+    /* Each job to a least-loaded GPU: load[] is a min-heap (which of equal GPUs is immaterial). */
     for (size_t k = 0; k < P->nj; k++) {
-        unsigned lo = 0;
-        for (unsigned g = 1; g < G; g++)
-            if (load[g] < load[lo])
-                lo = g;
-        load[lo] += P->base_t[ord[k]];
+        load[0] += P->base_t[ord[k]];
+        for (size_t x = 0;;) {
+            size_t l = 2 * x + 1, r = l + 1, m = x;
+            if (l < G && load[l] < load[m])
+                m = l;
+            if (r < G && load[r] < load[m])
+                m = r;
+            if (m == x)
+                break;
+            double t = load[x];
+            load[x] = load[m];
+            load[m] = t;
+            x = m;
+        }
     }
     double m = 0;
     for (unsigned g = 0; g < G; g++)

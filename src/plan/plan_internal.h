@@ -50,6 +50,10 @@ struct prob {
     struct config *cfg;
     size_t ncfg;
     size_t nodes;
+    /* mb__plan_bounds' answer once computed (bounded), for G = bounded_G */
+    bool bounded;
+    unsigned bounded_G;
+    double b_mlb, b_elb, b_sub;
 };
 
 struct metrics {
