@@ -556,7 +556,7 @@ int mb_device_spec_expand(const char *spec, struct mb_device_spec_list *out, str
     int rc = ops->expand(spec + nlen + 1, out, err);
     if (rc != MB_OK) {
         char sb[96];
-        if (err && !strstr(err->msg, spec))
+        if (err && !strstr(err->msg, spec) && strncmp(err->msg, "device spec '", 13) != 0)
             mb_error_prefix(err, "device spec '%s': ", mb__spec_short(spec, sb, sizeof(sb)));
         mb_device_spec_list_free(out);
         return rc;

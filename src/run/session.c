@@ -346,11 +346,9 @@ static int power_check(struct mb_session *s, struct mb_error *err)
 {
     if (!s->ledger[0])
         return MB_OK;
-    struct mb_power_limit pl;
-    int rc = mb_device_power_limit(s->dev, &pl, err);
-    if (rc == MB_OK)
-        rc = mb_experiment_power_check(s->exp, s->sel, s->n_sel, &pl, err);
-    return rc == MB_EPARSE ? mb_error_restatus(err, MB_EINVAL) : rc;
+    /* The same check as the dry run's. */
+    return mb_experiment_power_check_device(s->exp, s->dev, s->o.device_spec, s->sel, s->n_sel,
+                                            err);
 }
 
 /* Before anything runs: a limit that a dead run set comes back (its record's owner is gone). */
