@@ -367,24 +367,27 @@ bool mb_progress_last(const struct mb_progress *p, struct mb_progress_point *out
     "(--pty, or pty: true in the experiment), or have it print its own clock "                     \
     "(t=SECONDS, or a second regex group)"
 
+/* Most records rejected (they went backwards): true, with out->reason set. */
+static bool mostly_rejected(const struct mb_progress *p, struct mb_throughput *out)
+{
+    const struct mb_progress_counts *c = &p->counts;
+    if (c->rejected <= c->records)
+        return false;
+    snprintf(out->reason, sizeof(out->reason),
+             "%llu of %llu progress records were rejected (their step, samples or the job's "
+             "clock went backwards)%s",
+             (unsigned long long)c->rejected, (unsigned long long)(c->rejected + c->records),
+             p->last.job_t_s >= 0 ? ": the clock group is not a clock (a per-iteration time?)"
+                                  : ": the regex may match the wrong numbers");
+    return true;
+}
+
 /*
- * The job's own clock and its records, checked before a rate comes of them: most records
- * rejected (they went backwards), or a window on the job's clock longer than the job has run
- * (allowing 2% and 0.2 s for another clock's rate and resolution). True, with out->reason set,
- * when the throughput is refused.
+ * A window on the job's clock longer than the job has run (allowing 2% and 0.2 s for another
+ * clock's rate and resolution): true, with out->reason set, when the throughput is refused.
  */
 static bool clock_insane(const struct mb_progress *p, struct mb_throughput *out, double span_s)
 {
-    const struct mb_progress_counts *c = &p->counts;
-    if (c->rejected > c->records) {
-        snprintf(out->reason, sizeof(out->reason),
-                 "%llu of %llu progress records were rejected (their step, samples or the job's "
-                 "clock went backwards)%s",
-                 (unsigned long long)c->rejected, (unsigned long long)(c->rejected + c->records),
-                 out->job_clock ? ": the clock group is not a clock (a per-iteration time?)"
-                                : "");
-        return true;
-    }
     if (!out->job_clock || p->started_ns <= 0 || p->last.t_ns <= p->started_ns)
         return false;
     double wall_s = (double)(p->last.t_ns - p->started_ns) * 1e-9;
@@ -406,6 +409,8 @@ void mb_progress_throughput(const struct mb_progress *p, int64_t origin_ns, int6
         snprintf(out->reason, sizeof(out->reason), "the job reported no progress");
         return;
     }
+    if (mostly_rejected(p, out))
+        return;
     size_t i = 0;
     while (i < p->n_pts &&
            (p->pts[i].t_ns < origin_ns + warmup_ns || p->pts[i].step < warmup_steps))
