@@ -793,7 +793,7 @@ const struct mb_cmd mb_cmd_run = {
             "                     layouts and an estimated duration; runs nothing\n"
             "  --resume           continue an interrupted experiment: remove what the dead run\n"
             "                     left on the GPU, then run only the unfinished cells\n"
-            "  --only RUN,...     run only these runs\n"
+            "  --only RUN,...     run only these runs (a selection, as --cells RUN,...)\n"
             "  --cells LIST       run only these cells: indices and ranges of the cell list\n"
             "                     (0-2,5) and run names; into a directory that holds the same\n"
             "                     experiment, cells already done there are skipped\n"
