@@ -2060,7 +2060,8 @@ static void origin_notes(struct mb_an_experiment *e)
 
 /*
  * The same cell twice: one directory given twice, or a copy of one. A cell is its run, its
- * repetition and the monotonic times of its start and window, which no other measurement shares.
+ * repetition, its GPU and the monotonic times of its start and window, which no other
+ * measurement shares.
  */
 static int check_same_cell(const struct mb_an_experiment *e, struct mb_error *err)
 {
@@ -2070,7 +2071,8 @@ static int check_same_cell(const struct mb_an_experiment *e, struct mb_error *er
             for (size_t j = 0; j < k; j++) {
                 const struct mb_an_cell *a = &r->cells[j], *b = &r->cells[k];
                 if (a->origin == b->origin || a->rep != b->rep || !a->t0_ns ||
-                    a->t0_ns != b->t0_ns || a->window_start_ns != b->window_start_ns)
+                    a->t0_ns != b->t0_ns || a->window_start_ns != b->window_start_ns ||
+                    a->window_end_ns != b->window_end_ns || strcmp(a->gpu_uuid, b->gpu_uuid) != 0)
                     continue;
                 return mb_error_set(err, MB_EINVAL,
                                     "cannot merge: cell %s#%d of %s is also in %s (the same "

@@ -567,6 +567,33 @@ static int parse_run_on(struct mb__yread *c, const struct mb__ynode *n, const ch
     return MB_OK;
 }
 
+/* runs[idx].name: a usable name, not one that reads as a cell index or range, not taken. */
+static int parse_run_name(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
+                          const struct mb__ynode *n, const char *field)
+{
+    struct mb_exp_run *r = &exp->runs[idx];
+    char f[FIELD_MAX];
+    fieldf(f, "%s.name", field);
+    const struct mb__ynode *v = mb__ymap_get(n, "name", NULL);
+    if (!v)
+        return mb__yread_fail(c, n->line, n->origin, f, "missing");
+    int rc = get_name(c, v, f, r->name);
+    if (rc)
+        return rc;
+    if (mb__selection_is_index(r->name, strlen(r->name)))
+        return mb__yread_fail(c, v->line, v->origin, f,
+                              "'%s' reads as a cell index or range: --cells %s would select "
+                              "cells by position, never this run; give the run a name with a "
+                              "letter",
+                              r->name, r->name);
+    for (size_t i = 0; i < idx; i++)
+        if (strcmp(exp->runs[i].name, r->name) == 0)
+            return mb__yread_fail(c, v->line, v->origin, f,
+                                  "duplicate run name '%s' (also runs[%zu], line %u)", r->name, i,
+                                  exp->runs[i].line);
+    return MB_OK;
+}
+
 static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
                      const struct mb__ynode *n)
 {
@@ -581,23 +608,8 @@ static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
     if (rc || (rc = check_keys(c, n, field, keys)))
         return rc;
     const struct mb__ynode *v;
-    unsigned kl = 0;
-    fieldf(f, "%s.name", field);
-    if (!(v = mb__ymap_get(n, "name", &kl)))
-        return mb__yread_fail(c, n->line, n->origin, f, "missing");
-    if ((rc = get_name(c, v, f, r->name)))
+    if ((rc = parse_run_name(c, exp, idx, n, field)))
         return rc;
-    if (mb__selection_is_index(r->name, strlen(r->name)))
-        return mb__yread_fail(c, v->line, v->origin, f,
-                              "'%s' reads as a cell index or range: --cells %s would select "
-                              "cells by position, never this run; give the run a name with a "
-                              "letter",
-                              r->name, r->name);
-    for (size_t i = 0; i < idx; i++)
-        if (strcmp(exp->runs[i].name, r->name) == 0)
-            return mb__yread_fail(c, v->line, v->origin, f,
-                                  "duplicate run name '%s' (also runs[%zu], line %u)", r->name, i,
-                                  exp->runs[i].line);
     fieldf(f, "%s.mode", field);
     if (!(v = mb__ymap_get(n, "mode", NULL)))
         return mb__yread_fail(c, n->line, n->origin, f,
