@@ -95,8 +95,7 @@ int mb__spec_next(const char **p, const char *what, char *key, char *val, struct
     if (vlen >= MB__SPEC_VAL_MAX)
         return mb_error_set(err, MB_EINVAL,
                             "device spec '%s': value of '%s' too long (%zu bytes; at most %d)",
-                            mb__spec_short(what, sb, sizeof(sb)), key, vlen,
-                            MB__SPEC_VAL_MAX - 1);
+                            mb__spec_short(what, sb, sizeof(sb)), key, vlen, MB__SPEC_VAL_MAX - 1);
     memcpy(val, v, vlen);
     val[vlen] = '\0';
     *p = end;

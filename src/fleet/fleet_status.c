@@ -78,8 +78,10 @@ static int tsv_row(const char *l, size_t k, struct mb_slurm_cell *c, const char 
     if (!t2)
         return mb_error_set(err, MB_EPARSE, "%s:%u: not 'index, run, repetition'", path, line);
     if (!tsv_uint(l, (size_t)(t1 - l), MAX_CELLS - 1, &idx) || idx != k)
-        return mb_error_set(err, MB_EPARSE, "%s:%u: field 'index': expected %zu (the rows count "
-                            "0, 1, 2, ...)", path, line, k);
+        return mb_error_set(err, MB_EPARSE,
+                            "%s:%u: field 'index': expected %zu (the rows count "
+                            "0, 1, 2, ...)",
+                            path, line, k);
     if (!tsv_run(t1 + 1, (size_t)(t2 - t1 - 1)))
         return mb_error_set(err, MB_EPARSE, "%s:%u: field 'run': not a run name", path, line);
     if (!tsv_uint(t2 + 1, rep_len, 999, &rep))
@@ -108,9 +110,9 @@ int mb__cells_tsv_parse(char *text, const char *path, struct mb_slurm_cell **out
     for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
         if (++line == 1 && strncmp(l, "index\t", 6) == 0)
             continue;
-        int rc = k >= MAX_CELLS ? mb_error_set(err, MB_EPARSE, "%s: more than %d cells", path,
-                                               MAX_CELLS)
-                                : tsv_row(l, k, &cells[k], path, line, err);
+        int rc = k >= MAX_CELLS
+                     ? mb_error_set(err, MB_EPARSE, "%s: more than %d cells", path, MAX_CELLS)
+                     : tsv_row(l, k, &cells[k], path, line, err);
         if (rc != MB_OK) {
             free(cells);
             return rc;

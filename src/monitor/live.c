@@ -189,8 +189,8 @@ static int get_num(const cJSON *o, const char *k, double lo, double hi, bool who
         return MB_OK;
     double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!(x >= lo && x <= hi) || (whole && x != floor(x)))
-        return mb_error_set(err, MB_EPARSE, "%s: field '%s': expected a %snumber in %g..%g", src,
-                            k, whole ? "whole " : "", lo, hi);
+        return mb_error_set(err, MB_EPARSE, "%s: field '%s': expected a %snumber in %g..%g", src, k,
+                            whole ? "whole " : "", lo, hi);
     *out = x;
     if (valid)
         *valid = true;
@@ -224,16 +224,15 @@ static int parse_fields(const cJSON *o, struct mb_live_cell *c, const char *src,
     c->n_cells = (size_t)nc;
     /* Times up to a year; a window is never longer than the cell it is in. */
     if ((rc = get_num(o, "elapsed_s", 0, 3.2e7, false, &c->elapsed_s, NULL, src, err)) ||
-        (rc = get_num(o, "window_target_s", 0, 3.2e7, false, &c->window_target_s, NULL, src,
-                      err)) ||
+        (rc =
+             get_num(o, "window_target_s", 0, 3.2e7, false, &c->window_target_s, NULL, src, err)) ||
         (rc = get_num(o, "window_s", 0, 3.2e7, false, &c->window_s, NULL, src, err)) ||
         (rc = get_num(o, "power_w", 0, 1e5, false, &c->power_w, &c->power_valid, src, err)))
         return rc;
     return MB_OK;
 }
 
-static int parse_jobs(const cJSON *o, struct mb_live_cell *c, const char *src,
-                      struct mb_error *err)
+static int parse_jobs(const cJSON *o, struct mb_live_cell *c, const char *src, struct mb_error *err)
 {
     const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(o, "jobs");
     if (jobs && !cJSON_IsArray(jobs))

@@ -787,10 +787,10 @@ static void result_of(const struct mb_meter *m, const struct window *x, struct m
                   ? "the device has neither a power reading nor an energy counter"
                   : "no valid power or energy readings cover the window";
     else if (!r->counter_valid)
-        why = counter_why[0]                ? counter_why
+        why = counter_why[0]                  ? counter_why
               : !m->sensor.has_energy_counter ? "the device has no energy counter"
-              : x->e_lost_ns > 0            ? "energy counter reset and no power to patch it"
-                                            : "energy counter readings do not cover the window";
+              : x->e_lost_ns > 0              ? "energy counter reset and no power to patch it"
+                                              : "energy counter readings do not cover the window";
     else if (!r->integral_valid)
         why = m->sensor.power_kind == MB_POWER_NONE ? "the device has no power reading"
                                                     : "power readings do not cover the window";

@@ -153,8 +153,8 @@ static int record_owner(const cJSON *root, struct mb_powercap_record *out, const
     }
     if (cJSON_GetObjectItemCaseSensitive(root, "time_unix_s")) {
         /* Seconds since 1970, up to the year 9999. */
-        if ((rc = json_int(root, "time_unix_s", 0, 253402300799, "a time in s since 1970", &v,
-                           path, err)) != MB_OK)
+        if ((rc = json_int(root, "time_unix_s", 0, 253402300799, "a time in s since 1970", &v, path,
+                           err)) != MB_OK)
             return rc;
         out->t_unix_s = (long long)v;
     }

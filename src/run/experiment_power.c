@@ -178,8 +178,8 @@ int mb_experiment_power_check(const struct mb_experiment *exp, const struct mb_c
             /* The line of the list it came from: the run's own, else the global one. */
             unsigned line = r->power_limits_line ? r->power_limits_line : exp->power_limits_line;
             if (line == 0) /* no line: the list came from a --set option */
-                return mb_error_set(err, MB_EPARSE, "--set power_limits: %s: %s",
-                                    r->power_limit, e.msg);
+                return mb_error_set(err, MB_EPARSE, "--set power_limits: %s: %s", r->power_limit,
+                                    e.msg);
             return mb_error_set(err, MB_EPARSE, "%s:%u: field 'power_limits': %s: %s", exp->path,
                                 line, r->power_limit, e.msg);
         }

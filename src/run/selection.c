@@ -69,9 +69,8 @@ static int mark_item(const char *p, size_t len, const char *opt,
         return mark_name(p, len, opt, c, keep, err);
     }
     if (b >= c->n)
-        return mb_error_set(err, MB_EINVAL,
-                            "%s: '%.*s' is past the last cell (%zu cells: 0-%zu)", opt, shown, p,
-                            c->n, c->n ? c->n - 1 : 0);
+        return mb_error_set(err, MB_EINVAL, "%s: '%.*s' is past the last cell (%zu cells: 0-%zu)",
+                            opt, shown, p, c->n, c->n ? c->n - 1 : 0);
     for (size_t i = a; i <= b; i++)
         keep[i] = true;
     return MB_OK;

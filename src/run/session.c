@@ -643,8 +643,8 @@ int mb_session_select(struct mb_session *s, const char *list, const char *shard,
     size_t *idx = calloc(s->n_all + 1, sizeof(*idx));
     const char **names = calloc(s->n_all + 1, sizeof(*names));
     const char **runs = calloc(s->exp->n_runs + 1, sizeof(*runs));
-    int rc = keep && sel && idx && names && runs ? MB_OK
-                                                 : mb_error_set(err, MB_ENOMEM, "out of memory");
+    int rc =
+        keep && sel && idx && names && runs ? MB_OK : mb_error_set(err, MB_ENOMEM, "out of memory");
     /* --only is a selection as --cells is (its runs' cells), under the same rules. */
     const char *opt = "--cells";
     if (!list && s->o.only) {

@@ -68,9 +68,9 @@ static void test_record_numbers(void **state)
     static const struct {
         const char *extra, *field;
     } cases[] = {
-        {"\"pid_start\": 1e300", "pid_start"},    {"\"time_unix_s\": 1e300", "time_unix_s"},
+        {"\"pid_start\": 1e300", "pid_start"},      {"\"time_unix_s\": 1e300", "time_unix_s"},
         {"\"time_unix_s\": -1e300", "time_unix_s"}, {"\"pid_start\": -1", "pid_start"},
-        {"\"pid_start\": 1.5", "pid_start"},     {"\"prev_mw\": 1e300", "prev_mw"},
+        {"\"pid_start\": 1.5", "pid_start"},        {"\"prev_mw\": 1e300", "prev_mw"},
     };
     char path[128];
     join(path, sizeof(path), "rec.json");
@@ -283,7 +283,8 @@ static void test_slurm_gpu(void **state)
     has(err.msg, "slurm.yaml:8: field 'slurm.gpu': 'Z9000'");
 }
 
-/* ---- cells.tsv --------------------------------------------------------------------------------- */
+/* ---- cells.tsv ---------------------------------------------------------------------------------
+ */
 
 static int tsv(const char *text, struct mb_error *err)
 {
@@ -308,10 +309,14 @@ static void test_cells_tsv(void **state)
     static const struct {
         const char *row, *field;
     } bad[] = {
-        {"-1\tr\t0\n", "index"},         {"18446744073709551615\tr\t0\n", "index"},
-        {"0\tr\t-5\n", "repetition"},    {"0\tr\t1e22\n", "repetition"},
-        {"0\tr\t4294967296\n", "repetition"}, {"0\t../../etc\t0\n", "run"},
-        {"1\tr\t0\n", "index"},          {"0\tr\n", "not 'index, run, repetition'"},
+        {"-1\tr\t0\n", "index"},
+        {"18446744073709551615\tr\t0\n", "index"},
+        {"0\tr\t-5\n", "repetition"},
+        {"0\tr\t1e22\n", "repetition"},
+        {"0\tr\t4294967296\n", "repetition"},
+        {"0\t../../etc\t0\n", "run"},
+        {"1\tr\t0\n", "index"},
+        {"0\tr\n", "not 'index, run, repetition'"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(text, sizeof(text), "%s%s", head, bad[i].row);
@@ -321,7 +326,8 @@ static void test_cells_tsv(void **state)
     }
 }
 
-/* ---- device specs ------------------------------------------------------------------------------ */
+/* ---- device specs ------------------------------------------------------------------------------
+ */
 
 static void test_spec_files(void **state)
 {
@@ -329,8 +335,8 @@ static void test_spec_files(void **state)
     char fifo[128], spec[512];
     join(fifo, sizeof(fifo), "fifo");
     assert_int_equal(mkfifo(fifo, 0600), 0);
-    const char *opts[][2] = {{"trace", "/dev/zero"}, {"catalog", fifo}, {"state", tmpdir},
-                             {"state", "/dev/null"}};
+    const char *opts[][2] = {
+        {"trace", "/dev/zero"}, {"catalog", fifo}, {"state", tmpdir}, {"state", "/dev/null"}};
     for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
         snprintf(spec, sizeof(spec), "emu:H100-80GB:%s=%s", opts[i][0], opts[i][1]);
         struct mb_device *dev = NULL;
@@ -365,8 +371,8 @@ static void test_spec_files(void **state)
 
 static void clocked(const char *fmt, double scale, int64_t started, struct mb_throughput *tp)
 {
-    struct mb_progress_opts o = {.regex = "iter ([0-9]+) t ([0-9.]+)", .samples_per_step = 1,
-                                 .started_ns = started};
+    struct mb_progress_opts o = {
+        .regex = "iter ([0-9]+) t ([0-9.]+)", .samples_per_step = 1, .started_ns = started};
     struct mb_progress *p = NULL;
     assert_int_equal(mb_progress_create(&o, &p, NULL), MB_OK);
     for (int i = 1; i <= 40; i++) {
