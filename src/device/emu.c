@@ -509,8 +509,10 @@ int mb__emu_open(const char *args, struct mb_device **out, struct mb_error *err)
                           e->max_w);
         goto fail;
     }
-    if ((rc = limit_options(e, err)) != MB_OK)
+    if ((rc = limit_options(e, err)) != MB_OK || (rc = mb__gm_load(err)) != MB_OK)
         goto fail;
+    mb__gm_gpu_for(&e->gm, e->model, e->idle_w, e->max_w,
+                   e->defs.sm_max_mhz ? (double)e->defs.sm_idle_mhz / e->defs.sm_max_mhz : 0.1);
     sensor_defaults(e, &o);
     if (o.trace[0] && e->load_fixed) {
         rc = mb_error_set(err, MB_EINVAL, "emu: give load= or trace=, not both");
@@ -548,8 +550,7 @@ int mb__emu_open(const char *args, struct mb_device **out, struct mb_error *err)
     }
     e->open_ns = mb_clock_monotonic_ns();
     e->n_seg = 1;
-    double l = e->load_fixed ? e->load : mb__emu_auto_load(e);
-    e->seg[0] = (struct emu_segment){0, 0.0, mb__emu_model_power(e, l)};
+    e->seg[0] = (struct emu_segment){0, 0.0, mb__emu_model_power(e)};
     *out = &e->base;
     return MB_OK;
 fail:
