@@ -149,7 +149,7 @@ def generate(key, emu=None):
     for name, cmd, unit, gpu_args, memory, comment in WORKLOADS:
         w("  %s:  # %s" % (name, comment))
         if emu:
-            w("    command: %s" % flow([emu["fixture"], "--device", emu["spec"], "--workload", name]))
+            w("    command: %s" % flow([emu["fixture"], "--device", emu["spec"], "--workload", name, "--duration", "100000"]))
         else:
             w("    command: %s" % flow(["{python}", "{workloads}/" + cmd[0]] + cmd[1:]))
         w("    unit: %s" % unit)
