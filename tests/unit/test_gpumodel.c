@@ -15,7 +15,9 @@
 #include <cmocka.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "device/emu.h"
 #include "device/gpumodel.h"
@@ -243,12 +245,96 @@ static void test_oom_and_unknown(void **state)
     mb_device_close(dev);
 }
 
+/* Time-slicing: two jobs on the whole GPU each get half of the time, less the context-switch
+ * loss; MPS: two 50 % clients each get half the SMs and half the bandwidth, less contention. */
+static void test_timeslice_and_mps(void **state)
+{
+    (void)state;
+    struct mb_error err;
+    struct mb_device *dev = open_ok("emu:H100-80GB:clock=manual");
+    struct mb__emu_job job = {"gpt2-medium", 0, 0, false};
+    double alone, shared, speed;
+    assert_int_equal(mb__emu_attach_job(dev, 100, -1, -1, &job, "a", &err), MB_OK);
+    assert_int_equal(mb__emu_job_rate(dev, 100, &alone, &speed, &err), MB_OK);
+    assert_int_equal(mb__emu_attach_job(dev, 101, -1, -1, &job, "b", &err), MB_OK);
+    assert_int_equal(mb__emu_job_rate(dev, 100, &shared, &speed, &err), MB_OK);
+    assert_true(fabs(shared / alone - (1 - mb__gm_timeslice_loss()) / 2) < 1e-9);
+    mb_device_close(dev);
+
+    dev = open_ok("emu:H100-80GB:clock=manual");
+    struct mb__emu_job half = {"gpt2-medium", 0, 50, false};
+    assert_int_equal(mb__emu_attach_job(dev, 100, -1, -1, &half, "a", &err), MB_OK);
+    assert_int_equal(mb__emu_attach_job(dev, 101, -1, -1, &half, "b", &err), MB_OK);
+    double mps;
+    assert_int_equal(mb__emu_job_rate(dev, 100, &mps, &speed, &err), MB_OK);
+    /* The same job alone on half the SMs with half the bandwidth, times the interference. */
+    struct mb_catalog *cat;
+    const struct mb_gpu_model *m;
+    assert_int_equal(mb_catalog_create(&cat, &err), MB_OK);
+    assert_int_equal(mb_catalog_find(cat, "H100-80GB", &m, &err), MB_OK);
+    struct mb_gm_gpu g;
+    mb__gm_gpu_for(&g, m, 70, 700, 0.17);
+    struct mb_gm_job j;
+    mb__gm_job_init(&j, mb__gm_workload("gpt2-medium"), 1024, g.sm_full / 2, 0.5);
+    struct mb_gm_job both[2] = {j, j};
+    struct mb_gm_result r;
+    mb__gm_solve(&g, both, 2, 0, &r);
+    assert_true(fabs(mps - both[0].rate * (1 - mb__gm_mps_interference())) < 1e-6 * mps);
+    assert_true(mps > shared); /* concurrent halves beat taking turns on this model */
+    mb_catalog_destroy(cat);
+    mb_device_close(dev);
+}
+
+/* The state file publishes each job's demand: a second handle (another process) sees the modelled
+ * job and its rate; a state naming an unknown preset is refused with the field. */
+static void test_state_file_publishes_jobs(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mb-gpumodel-XXXXXX", spec[256], path[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/gpu.json", dir);
+    snprintf(spec, sizeof(spec), "emu:A100-80GB:clock=manual:state=%s", path);
+    struct mb_error err;
+    struct mb_device *a = open_ok(spec), *b = open_ok(spec);
+    struct mb__emu_job job = {"resnet50", 32, 0, false};
+    assert_int_equal(mb__emu_attach_job(a, 4242, -1, -1, &job, "j", &err), MB_OK);
+    double ra, rb, s;
+    assert_int_equal(mb__emu_job_rate(a, 4242, &ra, &s, &err), MB_OK);
+    assert_int_equal(mb__emu_job_rate(b, 4242, &rb, &s, &err), MB_OK);
+    assert_true(ra > 0 && fabs(ra - rb) < 1e-9);
+    mb_device_close(a);
+    mb_device_close(b);
+
+    FILE *f = fopen(path, "r");
+    char text[8192];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *w = strstr(text, "\"resnet50\"");
+    assert_non_null(w);
+    memcpy(w, "\"resnet99\"", 10);
+    f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    struct mb_device *bad = NULL;
+    assert_int_equal(mb_device_open(spec, &bad, &err), MB_EPARSE);
+    assert_non_null(strstr(err.msg, "processes[0].workload"));
+    remove(path);
+    snprintf(path, sizeof(path), "%s/gpu.json.lock", dir);
+    remove(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_migperf),          cmocka_unit_test(test_zeus_optimum),
-        cmocka_unit_test(test_emulated_optimum), cmocka_unit_test(test_sharing_pays_small_batches),
+        cmocka_unit_test(test_migperf),
+        cmocka_unit_test(test_zeus_optimum),
+        cmocka_unit_test(test_emulated_optimum),
+        cmocka_unit_test(test_sharing_pays_small_batches),
         cmocka_unit_test(test_oom_and_unknown),
+        cmocka_unit_test(test_timeslice_and_mps),
+        cmocka_unit_test(test_state_file_publishes_jobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
