@@ -78,7 +78,7 @@ int mb__emu_job_rate(struct mb_device *dev, unsigned pid, double *rate, double *
 
 /*
  * The SM clock as a fraction of its maximum (0 < *speed <= 1) at the current load under the
- * current power limit (the model in emu.c): the work rate of compute-bound work scales with it.
+ * current power limit (the GPU model, gpumodel.h): every job's compute time scales with 1/speed.
  */
 int mb__emu_speed(struct mb_device *dev, double *speed, struct mb_error *err);
 

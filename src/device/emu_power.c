@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The emulated GPU's power: the power model and the power limit (see emu.c's opening comment and
- * docs/devices.md), the energy counter and the sensor, and the telemetry, sensor, caps and
- * power-limit operations that report them.
+ * The emulated GPU's power: the GPU model's power and clock (emu_model.c) or a trace, the power
+ * limit (see emu.c's opening comment and docs/devices.md), the energy counter and the sensor, and
+ * the telemetry, sensor, caps and power-limit operations that report them.
  */
 #include "device/emu_internal.h"
 
