@@ -20,8 +20,10 @@
 #include <yaml.h>
 
 #include "run/experiment_internal.h"
+#include "run/selection.h"
 #include "base/yaml_internal.h"
 #include "base/yaml_read.h"
+#include "migbench/catalog.h"
 #include "migbench/device.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
@@ -512,16 +514,21 @@ static int get_power_limits(struct mb__yread *c, const struct mb__ynode *n, cons
         return rc;
     if (n->n == 0 || n->n > MB_EXP_MAX_POWER_LIMITS)
         return mb__yread_failn(c, n, field, "needs 1..%d power limits", MB_EXP_MAX_POWER_LIMITS);
+    int def[MB_EXP_MAX_POWER_LIMITS];
+    double pct[MB_EXP_MAX_POWER_LIMITS], w[MB_EXP_MAX_POWER_LIMITS];
     for (size_t i = 0; i < n->n; i++) {
         char f[FIELD_MAX];
         fieldf(f, "%s[%zu]", field, i);
         if ((rc = mb__yread_string(c, n->items[i], f, out[i], MB_EXP_POWER_TEXT_MAX)))
             return rc;
-        int def;
-        double pct, w;
         struct mb_error e;
-        if (mb_powercap_parse(out[i], &def, &pct, &w, &e) != MB_OK)
+        if (mb_powercap_parse(out[i], &def[i], &pct[i], &w[i], &e) != MB_OK)
             return mb__yread_failn(c, n->items[i], f, "%s", e.msg);
+        /* Checked here, where the item's origin (file line or --set) is known. */
+        for (size_t k = 0; k < i; k++)
+            if (def[k] == def[i] && pct[k] == pct[i] && w[k] == w[i])
+                return mb__yread_failn(c, n->items[i], f, "'%s' is listed twice (also [%zu])",
+                                       out[i], k);
     }
     *n_out = n->n;
     return MB_OK;
@@ -560,6 +567,33 @@ static int parse_run_on(struct mb__yread *c, const struct mb__ynode *n, const ch
     return MB_OK;
 }
 
+/* runs[idx].name: a usable name, not one that reads as a cell index or range, not taken. */
+static int parse_run_name(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
+                          const struct mb__ynode *n, const char *field)
+{
+    struct mb_exp_run *r = &exp->runs[idx];
+    char f[FIELD_MAX];
+    fieldf(f, "%s.name", field);
+    const struct mb__ynode *v = mb__ymap_get(n, "name", NULL);
+    if (!v)
+        return mb__yread_fail(c, n->line, n->origin, f, "missing");
+    int rc = get_name(c, v, f, r->name);
+    if (rc)
+        return rc;
+    if (mb__selection_is_index(r->name, strlen(r->name)))
+        return mb__yread_fail(c, v->line, v->origin, f,
+                              "'%s' reads as a cell index or range: --cells %s would select "
+                              "cells by position, never this run; give the run a name with a "
+                              "letter",
+                              r->name, r->name);
+    for (size_t i = 0; i < idx; i++)
+        if (strcmp(exp->runs[i].name, r->name) == 0)
+            return mb__yread_fail(c, v->line, v->origin, f,
+                                  "duplicate run name '%s' (also runs[%zu], line %u)", r->name, i,
+                                  exp->runs[i].line);
+    return MB_OK;
+}
+
 static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
                      const struct mb__ynode *n)
 {
@@ -574,17 +608,8 @@ static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
     if (rc || (rc = check_keys(c, n, field, keys)))
         return rc;
     const struct mb__ynode *v;
-    unsigned kl = 0;
-    fieldf(f, "%s.name", field);
-    if (!(v = mb__ymap_get(n, "name", &kl)))
-        return mb__yread_fail(c, n->line, n->origin, f, "missing");
-    if ((rc = get_name(c, v, f, r->name)))
+    if ((rc = parse_run_name(c, exp, idx, n, field)))
         return rc;
-    for (size_t i = 0; i < idx; i++)
-        if (strcmp(exp->runs[i].name, r->name) == 0)
-            return mb__yread_fail(c, v->line, v->origin, f,
-                                  "duplicate run name '%s' (also runs[%zu], line %u)", r->name, i,
-                                  exp->runs[i].line);
     fieldf(f, "%s.mode", field);
     if (!(v = mb__ymap_get(n, "mode", NULL)))
         return mb__yread_fail(c, n->line, n->origin, f,
@@ -803,6 +828,23 @@ static int slurm_value(struct mb__yread *c, const struct mb__ynode *v, const cha
     return MB_OK;
 }
 
+/* slurm.gpu numbers the cells as on the nodes' GPU model: it must be a model of the catalog. */
+static int slurm_gpu_known(struct mb__yread *c, const struct mb__ynode *v, const char *gpu)
+{
+    struct mb_catalog *cat = NULL;
+    struct mb_error e;
+    const struct mb_gpu_model *model = NULL;
+    int rc = mb_catalog_create(&cat, &e);
+    if (rc == MB_OK)
+        rc = mb_catalog_find(cat, gpu, &model, &e);
+    mb_catalog_destroy(cat);
+    if (rc == MB_ENOMEM)
+        return mb__yread_failn(c, v, "slurm.gpu", "out of memory");
+    if (rc != MB_OK)
+        return mb__yread_failn(c, v, "slurm.gpu", "'%s': %s", gpu, e.msg);
+    return MB_OK;
+}
+
 static int parse_slurm(struct mb__yread *c, const struct mb__ynode *n, struct mb_exp_slurm *s)
 {
     static const char *const keys[] = {"gpu",    "partition", "account", "time", "max_concurrent",
@@ -812,7 +854,8 @@ static int parse_slurm(struct mb__yread *c, const struct mb__ynode *n, struct mb
         return rc;
     const struct mb__ynode *v;
     if ((v = mb__ymap_get(n, "gpu", NULL)) &&
-        (rc = slurm_value(c, v, "slurm.gpu", s->gpu, sizeof(s->gpu))))
+        ((rc = slurm_value(c, v, "slurm.gpu", s->gpu, sizeof(s->gpu))) ||
+         (rc = slurm_gpu_known(c, v, s->gpu))))
         return rc;
     if ((v = mb__ymap_get(n, "partition", NULL)) &&
         (rc = slurm_value(c, v, "slurm.partition", s->partition, sizeof(s->partition))))
