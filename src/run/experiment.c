@@ -594,6 +594,91 @@ static int parse_run_name(struct mb__yread *c, struct mb_experiment *exp, size_t
     return MB_OK;
 }
 
+/* runs[i].jobs: workload names, each job named after its workload (-2, -3 when repeated). */
+static int parse_run_jobs(struct mb__yread *c, const struct mb_experiment *exp,
+                          struct mb_exp_run *r, const struct mb__ynode *n, const char *field)
+{
+    char f[FIELD_MAX];
+    const struct mb__ynode *v;
+    int rc;
+    fieldf(f, "%s.jobs", field);
+    if (!(v = mb__ymap_get(n, "jobs", NULL)))
+        return mb__yread_fail(c, n->line, n->origin, f, "missing (a list of workload names)");
+    if ((rc = mb__yread_want(c, v, MB__Y_SEQ, f, "a list of workload names")))
+        return rc;
+    if (v->n == 0 || v->n > MB_EXP_MAX_JOBS)
+        return mb__yread_fail(c, v->line, v->origin, f, "needs 1..%d jobs", MB_EXP_MAX_JOBS);
+    for (size_t i = 0; i < v->n; i++) {
+        char jf[FIELD_MAX], wname[MB_EXP_NAME_MAX];
+        fieldf(jf, "%s[%zu]", f, i);
+        if ((rc = mb__yread_string(c, v->items[i], jf, wname, sizeof(wname))))
+            return rc;
+        int w = find_workload(exp, wname);
+        if (w < 0)
+            return mb__yread_fail(c, v->items[i]->line, v->items[i]->origin, jf,
+                                  "unknown workload '%s' (not under workloads:)", wname);
+        r->job_workload[i] = (size_t)w;
+        /* Job names label logs and results; a workload used twice gets -2, -3, ... */
+        snprintf(r->job_name[i], MB_EXP_NAME_MAX, "%s", wname);
+        for (unsigned k = 2;; k++) {
+            bool clash = false;
+            for (size_t j = 0; j < i; j++)
+                if (strcmp(r->job_name[j], r->job_name[i]) == 0)
+                    clash = true;
+            if (!clash)
+                break;
+            snprintf(r->job_name[i], MB_EXP_NAME_MAX, "%.50s-%u", wname, k % 100000u);
+        }
+    }
+    r->n_jobs = v->n;
+    return MB_OK;
+}
+
+/* runs[i].thread_percentage and match_layout: the MPS shares, one way or the other. */
+static int parse_run_mps(struct mb__yread *c, struct mb_exp_run *r, const struct mb__ynode *n,
+                         const char *field, const char *mode)
+{
+    char f[FIELD_MAX];
+    const struct mb__ynode *v;
+    unsigned lkl = 0;
+    int rc;
+    if ((v = mb__ymap_get(n, "thread_percentage", &lkl))) {
+        fieldf(f, "%s.thread_percentage", field);
+        if (r->mode != MB_MODE_MPS)
+            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
+                                  "only for mode: mps (this run is %s)", mode);
+        if ((rc = mb__yread_want(c, v, MB__Y_SEQ, f, "a list of percentages")))
+            return rc;
+        if (v->n != r->n_jobs)
+            return mb__yread_fail(c, v->line, v->origin, f, "%zu percentages for %zu jobs", v->n,
+                                  r->n_jobs);
+        for (size_t i = 0; i < v->n; i++) {
+            char pf[FIELD_MAX];
+            fieldf(pf, "%s[%zu]", f, i);
+            long p;
+            if ((rc = mb__yread_int(c, v->items[i], pf, 1, 100, &p)))
+                return rc;
+            r->thread_pct[i] = (unsigned)p;
+        }
+        r->n_thread_pct = v->n;
+    }
+    if ((v = mb__ymap_get(n, "match_layout", &lkl))) {
+        fieldf(f, "%s.match_layout", field);
+        if (r->mode != MB_MODE_MPS)
+            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
+                                  "only for mode: mps (this run is %s)", mode);
+        if (r->n_thread_pct)
+            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
+                                  "give thread_percentage or match_layout, not both");
+        if ((rc = get_profiles(c, v, f, r->match_layout, &r->n_match_layout)))
+            return rc;
+        if (r->n_match_layout != r->n_jobs)
+            return mb__yread_fail(c, v->line, v->origin, f, "%zu profiles for %zu jobs",
+                                  r->n_match_layout, r->n_jobs);
+    }
+    return MB_OK;
+}
+
 static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
                      const struct mb__ynode *n)
 {
@@ -629,36 +714,8 @@ static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
         return mb__yread_fail(c, v->line, v->origin, f,
                               "unknown mode '%s' (exclusive, timeslice, partition, mig or mps)",
                               mode);
-    fieldf(f, "%s.jobs", field);
-    if (!(v = mb__ymap_get(n, "jobs", NULL)))
-        return mb__yread_fail(c, n->line, n->origin, f, "missing (a list of workload names)");
-    if ((rc = mb__yread_want(c, v, MB__Y_SEQ, f, "a list of workload names")))
+    if ((rc = parse_run_jobs(c, exp, r, n, field)))
         return rc;
-    if (v->n == 0 || v->n > MB_EXP_MAX_JOBS)
-        return mb__yread_fail(c, v->line, v->origin, f, "needs 1..%d jobs", MB_EXP_MAX_JOBS);
-    for (size_t i = 0; i < v->n; i++) {
-        char jf[FIELD_MAX], wname[MB_EXP_NAME_MAX];
-        fieldf(jf, "%s[%zu]", f, i);
-        if ((rc = mb__yread_string(c, v->items[i], jf, wname, sizeof(wname))))
-            return rc;
-        int w = find_workload(exp, wname);
-        if (w < 0)
-            return mb__yread_fail(c, v->items[i]->line, v->items[i]->origin, jf,
-                                  "unknown workload '%s' (not under workloads:)", wname);
-        r->job_workload[i] = (size_t)w;
-        /* Job names label logs and results; a workload used twice gets -2, -3, ... */
-        snprintf(r->job_name[i], MB_EXP_NAME_MAX, "%s", wname);
-        for (unsigned k = 2;; k++) {
-            bool clash = false;
-            for (size_t j = 0; j < i; j++)
-                if (strcmp(r->job_name[j], r->job_name[i]) == 0)
-                    clash = true;
-            if (!clash)
-                break;
-            snprintf(r->job_name[i], MB_EXP_NAME_MAX, "%.50s-%u", wname, k % 100000u);
-        }
-    }
-    r->n_jobs = v->n;
     unsigned lkl = 0;
     if ((v = mb__ymap_get(n, "layout", &lkl))) {
         fieldf(f, "%s.layout", field);
@@ -676,40 +733,8 @@ static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
         return mb__yread_fail(c, n->line, n->origin, f,
                               "missing: mode mig needs a layout, e.g. [4g.40gb, 2g.20gb, 1g.10gb]");
     }
-    if ((v = mb__ymap_get(n, "thread_percentage", &lkl))) {
-        fieldf(f, "%s.thread_percentage", field);
-        if (r->mode != MB_MODE_MPS)
-            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
-                                  "only for mode: mps (this run is %s)", mode);
-        if ((rc = mb__yread_want(c, v, MB__Y_SEQ, f, "a list of percentages")))
-            return rc;
-        if (v->n != r->n_jobs)
-            return mb__yread_fail(c, v->line, v->origin, f, "%zu percentages for %zu jobs", v->n,
-                                  r->n_jobs);
-        for (size_t i = 0; i < v->n; i++) {
-            char pf[FIELD_MAX];
-            fieldf(pf, "%s[%zu]", f, i);
-            long p;
-            if ((rc = mb__yread_int(c, v->items[i], pf, 1, 100, &p)))
-                return rc;
-            r->thread_pct[i] = (unsigned)p;
-        }
-        r->n_thread_pct = v->n;
-    }
-    if ((v = mb__ymap_get(n, "match_layout", &lkl))) {
-        fieldf(f, "%s.match_layout", field);
-        if (r->mode != MB_MODE_MPS)
-            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
-                                  "only for mode: mps (this run is %s)", mode);
-        if (r->n_thread_pct)
-            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
-                                  "give thread_percentage or match_layout, not both");
-        if ((rc = get_profiles(c, v, f, r->match_layout, &r->n_match_layout)))
-            return rc;
-        if (r->n_match_layout != r->n_jobs)
-            return mb__yread_fail(c, v->line, v->origin, f, "%zu profiles for %zu jobs",
-                                  r->n_match_layout, r->n_jobs);
-    }
+    if ((rc = parse_run_mps(c, r, n, field, mode)))
+        return rc;
     if ((v = mb__ymap_get(n, "only", NULL))) {
         fieldf(f, "%s.only", field);
         size_t cnt = v->kind == MB__Y_SEQ ? v->n : 1;
