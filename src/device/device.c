@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "device/backends.h"
+#include "device/state.h"
 #include "migbench/num.h"
 
 /*
@@ -124,6 +125,32 @@ int mb__device_open_ops(const struct mb_device_ops *ops, const char *args, const
     dev->ops = ops;
     *out = dev;
     return MB_OK;
+}
+
+bool mb__device_state_in_file(const char *spec)
+{
+    return spec && find_backend(spec, strcspn(spec, ":")) == &mb__emu_ops;
+}
+
+bool mb__device_state_file(const char *spec, char *out, size_t cap)
+{
+    if (!spec || cap == 0 || !mb__device_state_in_file(spec))
+        return false;
+    size_t nlen = strcspn(spec, ":");
+    if (spec[nlen] != ':')
+        return false;
+    /* emu:MODEL[:options]: the options follow the model. */
+    const char *p = spec + nlen + 1;
+    p += strcspn(p, ":,");
+    char key[MB__SPEC_KEY_MAX], val[MB__SPEC_VAL_MAX];
+    while (mb__spec_next(&p, spec, key, val, NULL) == MB_OK)
+        if (strcmp(key, "state") == 0) {
+            if (!val[0] || strlen(val) >= cap)
+                return false;
+            memcpy(out, val, strlen(val) + 1);
+            return true;
+        }
+    return false;
 }
 
 int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *err)
