@@ -729,12 +729,30 @@ void mb_proc_destroy(struct mb_proc *p)
 int mb_proc_run_helper(char *const argv[], char *const extra_env[], const char *stdin_text,
                        const char *log_path, int timeout_ms, char *why, size_t cap)
 {
-    /* The one environment merge (build_env), as for mb_proc_spawn's children. */
-    char **env = build_env(extra_env, NULL);
+    size_t n_env = 0, n_extra = 0;
+    while (environ[n_env])
+        n_env++;
+    while (extra_env && extra_env[n_extra])
+        n_extra++;
+    char **env = calloc(n_env + n_extra + 1, sizeof(*env));
     if (!env) {
         snprintf(why, cap, "out of memory");
         return -1;
     }
+    size_t k = 0;
+    for (size_t i = 0; i < n_env; i++) {
+        bool replaced = false;
+        for (size_t j = 0; j < n_extra; j++) {
+            size_t l = (size_t)(strchr(extra_env[j], '=') - extra_env[j]);
+            if (strncmp(environ[i], extra_env[j], l + 1) == 0)
+                replaced = true;
+        }
+        if (!replaced)
+            env[k++] = environ[i];
+    }
+    for (size_t j = 0; j < n_extra; j++)
+        env[k++] = extra_env[j];
+    env[k] = NULL;
 
     int pfd[2] = {-1, -1};
     posix_spawn_file_actions_t fa;
