@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "migbench/clock.h"
 #include "migbench/meter.h"
 #include "migbench/proc.h"
 #include "migbench/progress.h"
@@ -158,7 +159,8 @@ static int spawn_job(const struct mb_measure_opts *o, struct job *j, struct mb_p
 static int open_all(const struct mb_measure_opts *o, struct job *j, struct mb_measure_report *r,
                     enum mb_measure_stage *stage, struct mb_error *err)
 {
-    struct mb_progress_opts po = {0};
+    /* Made before the spawn: the job's own clock cannot run longer than this. */
+    struct mb_progress_opts po = {.started_ns = mb_clock_monotonic_ns()};
     int rc = mb_progress_create(&po, &j->pipe_prog, err);
     if (rc == MB_OK && o->regex) {
         po.regex = o->regex;
