@@ -22,6 +22,8 @@ void mb__fmt_est(char *buf, size_t cap, const struct mb_estimate *e, int decimal
     }
     if (e->ci_valid)
         snprintf(buf, cap, "%.*f ± %.*f", decimals, e->mean * scale, decimals, e->ci95 * scale);
+    else if (e->n == 1) /* one repetition: the interval is unavailable, and says so */
+        snprintf(buf, cap, "%.*f ± n/a", decimals, e->mean * scale);
     else
         snprintf(buf, cap, "%.*f", decimals, e->mean * scale);
 }

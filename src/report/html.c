@@ -764,6 +764,22 @@ static void quality_list(FILE *out, const struct mb_an_experiment *e)
     fputs("</ul>\n</section>\n", out);
 }
 
+/* The answers first, one sentence per question (src/report/answers.c). */
+static void answers_html(FILE *out, const struct mb_an_experiment *e)
+{
+    struct mb__answer a[MB__Q_COUNT];
+    size_t n = mb__answers(e, a, MB__Q_COUNT);
+    if (n == 0)
+        return;
+    fputs("<div class=\"answers\"><h3>Answers</h3>\n<ul>\n", out);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "<li class=\"%s\">", a[i].clear > 0 ? "clear" : "unclear");
+        esc(out, a[i].sentence);
+        fputs("</li>\n", out);
+    }
+    fputs("</ul></div>\n", out);
+}
+
 static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
 {
     fprintf(out, "<section id=\"exp%zu\">\n", idx);
@@ -776,7 +792,9 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
     fputs(" on ", out);
     char dev[MB_AN_NAME_MAX * 2 + 8];
     esc(out, mb__device_label(dev, sizeof(dev), e));
-    fputs("</h2>\n<p class=\"ctx\">", out);
+    fputs("</h2>\n", out);
+    answers_html(out, e);
+    fputs("<p class=\"ctx\">", out);
     esc_na(out, e->device_name);
     fputs(" · backend ", out);
     esc_na(out, e->backend);
@@ -860,6 +878,8 @@ static const char css[] =
     "padding:8px 12px;margin:18px 0 0;border-radius:4px}"
     ".ctx,.note{color:#555;font-size:13px;margin:2px 0 8px}"
     ".findings li{margin:4px 0;font-size:16px}"
+    ".answers{background:#eef6ee;border-left:5px solid #009E73;padding:6px 14px;margin:10px 0}"
+    ".answers h3{margin:4px 0}.answers li{margin:4px 0;font-size:17px}"
     "table{border-collapse:collapse;font-size:13px;margin:6px 0 10px;width:100%}"
     "th{background:#eef3f8;text-align:left;padding:4px 8px;border-bottom:1px solid #9ab}"
     "td{padding:3px 8px;border-bottom:1px solid #e3e3e3}td.num{text-align:right;"
