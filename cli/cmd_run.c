@@ -471,8 +471,11 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
                "on the jobs)\n");
     if (gpus.n > 1)
         print_gpu_estimate(a, exp, cells, n_cells, gpus.n);
-    if (t.caps & MB_CAP_GPU)
-        print_phases(exp, cells, n_cells, a->manage_mig_mode || exp->manage_mig_mode);
+    /* An emulated GPU runs the whole-GPU modes in MIG mode too (session.c, filter_by_mig_mode):
+     * the note that only one mode's cells run is for measured GPUs. */
+    bool manage = a->manage_mig_mode || exp->manage_mig_mode;
+    if ((t.caps & MB_CAP_GPU) && (manage || !(t.caps & MB_CAP_EMULATED)))
+        print_phases(exp, cells, n_cells, manage);
 out:
     mb_device_spec_list_free(&gpus);
     free(cells);
