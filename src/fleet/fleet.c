@@ -180,6 +180,34 @@ bool mb__fleet_job_command(FILE *f, const struct mb_fleet_plan_opts *o,
     return true;
 }
 
+/* Shared by the Slurm files and the fleet plan's slot names (no call back into fleet_slurm.c). */
+void mb_slurm_gres_type(const char *device_name, const char *profile, char *out, size_t cap)
+{
+    if (cap == 0)
+        return;
+    size_t n = 0;
+    bool sep = false, cut = false;
+    for (const unsigned char *p = (const unsigned char *)(device_name ? device_name : "");
+         *p && n + 1 < cap; p++) {
+        if (isalnum(*p) || *p == '.' || *p == '-') {
+            if (sep && n > 0) {
+                if (n + 2 >= cap) {
+                    cut = true; /* no room for the separator and a character after it */
+                    break;
+                }
+                out[n++] = '_';
+            }
+            sep = false;
+            out[n++] = (char)tolower(*p);
+        } else {
+            sep = true;
+        }
+    }
+    out[n] = '\0';
+    if (profile && profile[0] && !cut)
+        snprintf(out + n, cap - n, "%s%s", n ? "_" : "", profile);
+}
+
 void mb__fleet_slot_type(const struct mb_gpu_model *model, const struct mb_plan *plan,
                          const struct mb_fleet_plan_opts *o, unsigned g, unsigned i, char *out,
                          size_t cap)

@@ -14,33 +14,6 @@
 #include "fleet/fleet_internal.h"
 #include "base/text_internal.h"
 
-void mb_slurm_gres_type(const char *device_name, const char *profile, char *out, size_t cap)
-{
-    if (cap == 0)
-        return;
-    size_t n = 0;
-    bool sep = false, cut = false;
-    for (const unsigned char *p = (const unsigned char *)(device_name ? device_name : "");
-         *p && n + 1 < cap; p++) {
-        if (isalnum(*p) || *p == '.' || *p == '-') {
-            if (sep && n > 0) {
-                if (n + 2 >= cap) {
-                    cut = true; /* no room for the separator and a character after it */
-                    break;
-                }
-                out[n++] = '_';
-            }
-            sep = false;
-            out[n++] = (char)tolower(*p);
-        } else {
-            sep = true;
-        }
-    }
-    out[n] = '\0';
-    if (profile && profile[0] && !cut)
-        snprintf(out + n, cap - n, "%s%s", n ? "_" : "", profile);
-}
-
 int mb_slurm_device_gres(struct mb_device *dev, struct mb_slurm_gres_dev *out, size_t cap,
                          size_t *n, struct mb_error *err)
 {
