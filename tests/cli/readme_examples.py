@@ -41,6 +41,8 @@ def shown_output(lines, i):
     j = i
     while j < len(lines) and not lines[j].lstrip().startswith(("```", "$ ")):
         j += 1
+    while j > i and not lines[j - 1].strip():
+        j -= 1  # the blank line before the next command is not output
     return i, j, lines[i:j]
 
 
