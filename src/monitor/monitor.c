@@ -408,7 +408,8 @@ static void plain_gpu(FILE *f, const struct mb_monitor_snapshot *s, const struct
             watts_tok(d, sizeof(d), has(g, MB_TEL_POWER_LIMIT), g->tel.power_limit_mw));
     char thr[160];
     if (has(g, MB_TEL_THROTTLE) && g->tel.throttle_reasons)
-        fprintf(f, " throttle=%s", mb_throttle_reasons_str(g->tel.throttle_reasons, thr, sizeof(thr)));
+        fprintf(f, " throttle=%s",
+                mb_throttle_reasons_str(g->tel.throttle_reasons, thr, sizeof(thr)));
     else if (has(g, MB_TEL_THROTTLE))
         fprintf(f, " throttle=none");
     else
