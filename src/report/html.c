@@ -629,6 +629,10 @@ static void jobs_table(FILE *out, const struct mb_an_experiment *e)
                 esc(out, jb->instance);
             else if (jb->thread_percentage.valid)
                 fprintf(out, "%.0f%% threads", jb->thread_percentage.v);
+            else if (strcmp(r->mode, "partition") == 0 && jb->cores.valid)
+                fprintf(out, "%.0f own cores", jb->cores.v); /* not the whole device */
+            else if (strcmp(r->mode, "partition") == 0)
+                fputs("own cores", out);
             else
                 fputs("whole device", out);
             fputs("</td>", out);
@@ -886,11 +890,11 @@ static const char css[] =
     "font-variant-numeric:tabular-nums;white-space:nowrap}.na{color:#888}td.base{color:#777;"
     "text-align:center;font-style:italic}tr.total td{font-weight:600;border-top:1px solid #999}"
     "svg text{font-family:system-ui,sans-serif}.chart{width:100%;height:auto;display:block}"
-    ".lab{font-size:12px;fill:#222}.val{font-size:11px;fill:#111}.tick{font-size:10px;"
+    ".lab{font-size:12px;fill:#222}.val{font-size:11px;fill:#111}.tick{font-size:11px;"
     "fill:#555}.inbar{font-size:11px;fill:#fff;font-weight:700;paint-order:stroke;stroke:#000;"
     "stroke-width:2px}.note{font-size:11px;fill:#555}.grid{stroke:#ddd;stroke-width:1}"
     ".ref{stroke:#333;stroke-width:1.2;stroke-dasharray:4 3}.legend{font-size:13px;margin:2px 0}"
-    ".tls{display:grid;grid-template-columns:repeat(auto-fill,minmax(320px,1fr));gap:8px 14px}"
+    ".tls{display:grid;grid-template-columns:repeat(auto-fill,minmax(470px,1fr));gap:8px 14px}"
     ".tl{margin:0;border:1px solid #e3e3e3;padding:4px 6px;break-inside:avoid}"
     ".tl figcaption{font-size:12px;color:#333}.win{fill:#56B4E9;opacity:0.15}"
     ".pw{fill:none;stroke:#1b1b1b;stroke-width:1.3}.idle{stroke:#D55E00;stroke-dasharray:3 3}"

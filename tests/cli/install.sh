@@ -62,6 +62,10 @@ C
 run 0 cc -std=c11 -Wall -Werror ${SANFLAGS[@]+"${SANFLAGS[@]}"} -o "$TMP/prog" "$TMP/prog.c" \
     $(pkg-config --cflags --libs migbench)
 LD_LIBRARY_PATH="$LIBDIR" run 0 "$TMP/prog"
+# As docs/install.md says: with an RPATH, no LD_LIBRARY_PATH under a non-system prefix.
+run 0 cc -std=c11 ${SANFLAGS[@]+"${SANFLAGS[@]}"} -o "$TMP/prog-rpath" "$TMP/prog.c" \
+    $(pkg-config --cflags --libs migbench) -Wl,-rpath,"$(pkg-config --variable=libdir migbench)"
+run 0 env -u LD_LIBRARY_PATH "$TMP/prog-rpath"
 expect_out '^emu A100-SXM4-40GB emulated=1$'
 expect_out '^not supported by this device$'
 LD_LIBRARY_PATH="$LIBDIR" run 0 ldd "$TMP/prog"
@@ -126,6 +130,8 @@ if [ -n "$DEB" ]; then
         grep -q " $f" "$TMP/deb.txt" || fail "package lacks $f"
     done
     dpkg-deb -f "$DEB" Depends | grep -q 'libcjson1' || fail "package Depends lacks libcjson1"
+    dpkg-deb -f "$DEB" Recommends | grep -q 'python3-torch' ||
+        fail "package does not recommend python3-torch (the workloads need it)"
 else
     fail "no .deb made"
 fi
