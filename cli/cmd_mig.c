@@ -173,7 +173,7 @@ static int check_busy(const struct target *t, const struct mb_mig_gi *const *rm,
 static int destroy_gi(struct target *t, const struct mb_mig_gi *g)
 {
     struct mb_error err;
-    if (mb_mig_destroy(t->dev, t->ledger, g, &err) != MB_OK) {
+    if (mb_mig_destroy(t->dev, t->ledger, g, NULL, &err) != MB_OK) {
         mb_cli_error(NAME, "%s: %s", label(t), err.msg);
         return MB_EXIT_FAIL;
     }
@@ -363,7 +363,7 @@ static void print_reasons(const struct target *t, const char *config, const unsi
     fprintf(stderr, "  (migbench layouts --gpu %s lists the layouts that fit)\n", t->model->name);
 }
 
-/* Creates one GPU instance and its compute instance, with the ledger's intent written first. */
+/* Creates one GPU instance and its compute instance (mb_mig_create: the ledger's intent first). */
 static int create_one(struct target *t, const struct mb_layout_item *it, bool some_made)
 {
     struct mb_error err;
@@ -372,43 +372,31 @@ static int create_one(struct target *t, const struct mb_layout_item *it, bool so
         mb_cli_error(NAME, "%s: the catalog has no driver profile id for %s", label(t), p->name);
         return MB_EXIT_FAIL;
     }
-    struct mb_mig_owned e;
-    memset(&e, 0, sizeof(e));
-    e.profile_id = (unsigned)p->driver_id;
-    snprintf(e.profile, sizeof(e.profile), "%s", p->name);
-    e.placement = it->placement;
-    e.creator = MB_MIG_BY_MIG;
-    if (mb_mig_ledger_intend(t->ledger, &e, &err) != MB_OK) {
-        mb_cli_error(NAME, "%s", err.msg);
+    const struct mb_mig_new req = {(unsigned)p->driver_id, p->name, it->placement, MB_MIG_BY_MIG,
+                                   NULL};
+    struct mb_mig_made m;
+    if (mb_mig_create(t->dev, t->ledger, &req, NULL, &m, &err) != MB_OK) {
+        if (m.failed == MB_MIG_STEP_LEDGER)
+            mb_cli_error(NAME, "%s", err.msg);
+        else if (m.failed == MB_MIG_STEP_GI)
+            mb_cli_error(NAME, "%s: cannot create %s at %u:%u: %s%s", label(t), p->name,
+                         it->placement.start, it->placement.size, err.msg,
+                         some_made ? "; what was created is recorded: 'migbench mig clear --ours' "
+                                     "removes it"
+                                   : "");
+        else
+            mb_cli_error(NAME,
+                         "%s: created GPU instance %u (%s) but not its compute instance: %s; "
+                         "'migbench mig clear --ours' removes what was created",
+                         label(t), m.gi_id, p->name, err.msg);
         return MB_EXIT_FAIL;
     }
-    unsigned gi_id, ci_id;
-    if (mb_device_mig_create_gi(t->dev, (unsigned)p->driver_id, &it->placement, &gi_id, &err)) {
-        mb_cli_error(NAME, "%s: cannot create %s at %u:%u: %s%s", label(t), p->name,
-                     it->placement.start, it->placement.size, err.msg,
-                     some_made ? "; what was created is recorded: 'migbench mig clear --ours' "
-                                 "removes it"
-                               : "");
-        mb_mig_ledger_forget(t->ledger, it->placement, NULL);
+    if (m.ledger_note[0]) {
+        mb_cli_error(NAME, "%s", m.ledger_note);
         return MB_EXIT_FAIL;
     }
-    if (mb_mig_ledger_confirm(t->ledger, it->placement, gi_id, false, 0, NULL, &err) != MB_OK) {
-        mb_cli_error(NAME, "%s", err.msg);
-        return MB_EXIT_FAIL;
-    }
-    if (mb_device_mig_create_ci(t->dev, gi_id, -1, &ci_id, &err)) {
-        mb_cli_error(NAME,
-                     "%s: created GPU instance %u (%s) but not its compute instance: %s; "
-                     "'migbench mig clear --ours' removes what was created",
-                     label(t), gi_id, p->name, err.msg);
-        return MB_EXIT_FAIL;
-    }
-    if (mb_mig_ledger_confirm(t->ledger, it->placement, gi_id, true, ci_id, NULL, &err) != MB_OK) {
-        mb_cli_error(NAME, "%s", err.msg);
-        return MB_EXIT_FAIL;
-    }
-    printf("created GPU instance %u (%s at %u:%u) with compute instance %u\n", gi_id, p->name,
-           it->placement.start, it->placement.size, ci_id);
+    printf("created GPU instance %u (%s at %u:%u) with compute instance %u\n", m.gi_id, p->name,
+           it->placement.start, it->placement.size, m.ci_id);
     return MB_EXIT_OK;
 }
 

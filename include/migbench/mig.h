@@ -133,11 +133,70 @@ int mb_mig_current_layout(struct mb_device *dev, const struct mb_gpu_model *m,
                           struct mb_layout *out, struct mb_error *err);
 
 /*
+ * The MIG lifecycle: mb_mig_create is the one function in migbench that creates MIG instances,
+ * and mb_mig_destroy the one that destroys them (`mig apply`, `run`'s cells, the resume cleanup
+ * and the MIG-mode switch all call them). Both keep the ledger: an intent is written before the
+ * GPU instance is created and confirmed after each step, and an instance is forgotten once it is
+ * destroyed. So the ledger alone says what migbench made, whenever the process dies.
+ */
+
+/* The steps of a create or destroy, as hooks and failures name them. */
+enum mb_mig_step {
+    MB_MIG_STEP_NONE = 0,
+    MB_MIG_STEP_LEDGER, /* the ledger refused the intent: nothing was created */
+    MB_MIG_STEP_GI,     /* the GPU instance */
+    MB_MIG_STEP_CI,     /* its compute instance */
+};
+
+/* Called after each step that changed the GPU (ctx as given; every member may be NULL). */
+struct mb_mig_hooks {
+    /* A step of a create is done (MB_MIG_STEP_GI, then MB_MIG_STEP_CI); non-MB_OK stops it. */
+    int (*made)(void *ctx, enum mb_mig_step step, unsigned gi_id, unsigned ci_id,
+                struct mb_error *err);
+    /* A step of a destroy is done (the compute instance ci_id, then the GPU instance). */
+    int (*destroyed)(void *ctx, enum mb_mig_step step, unsigned gi_id, unsigned ci_id,
+                     struct mb_error *err);
+    void *ctx;
+};
+
+/* What to create: a GPU instance of a profile at a placement, with one compute instance. */
+struct mb_mig_new {
+    unsigned profile_id; /* the driver's id */
+    const char *profile; /* its name (for the ledger and messages) */
+    struct mb_placement placement;
+    enum mb_mig_creator creator;
+    const char *experiment; /* a run's results directory (recorded absolute); NULL otherwise */
+};
+
+/* What mb_mig_create made (also on failure: what exists). */
+struct mb_mig_made {
+    bool gi_made, ci_made;
+    unsigned gi_id, ci_id;
+    char uuid[MB_UUID_MAX];             /* of the compute instance; "" when the device names none */
+    enum mb_mig_step failed;            /* the step that failed; MB_MIG_STEP_NONE on MB_OK */
+    char ledger_note[MB_ERROR_MSG_MAX]; /* a confirmation the ledger refused; "" when none */
+};
+
+/*
+ * Creates one GPU instance and its compute instance on dev: the ledger's intent first (l may be
+ * NULL or pathless: no record), then the GPU instance, its confirmation, the compute instance,
+ * its confirmation with the MIG UUID. err holds the device's (or ledger's) reason on failure and
+ * out->failed the step; what was made stays recorded in the ledger. A confirmation the ledger
+ * refuses does not stop the create (the intent already names the instance): out->ledger_note.
+ */
+int mb_mig_create(struct mb_device *dev, struct mb_mig_ledger *l, const struct mb_mig_new *req,
+                  const struct mb_mig_hooks *hooks, struct mb_mig_made *out, struct mb_error *err);
+
+/*
  * Destroys a GPU instance's compute instances, then the instance, and forgets it in the ledger
- * (l may be NULL). An instance already gone counts as destroyed.
+ * (l may be NULL). An instance already gone counts as destroyed. hooks (may be NULL) hear of each
+ * step; a hook's failure is returned after the destroy went on.
  */
 int mb_mig_destroy(struct mb_device *dev, struct mb_mig_ledger *l, const struct mb_mig_gi *g,
-                   struct mb_error *err);
+                   const struct mb_mig_hooks *hooks, struct mb_error *err);
+
+/* The device's view of one instance as the GPU instance mb_mig_destroy takes (no processes). */
+void mb_mig_gi_of(const struct mb_mig_instance *in, struct mb_mig_gi *out);
 
 /*
  * Removes the instances that a run writing into results_dir created and that its process (not
@@ -146,6 +205,20 @@ int mb_mig_destroy(struct mb_device *dev, struct mb_mig_ledger *l, const struct 
  */
 int mb_mig_clear_run(struct mb_device *dev, struct mb_mig_ledger *l, const char *results_dir,
                      size_t *removed, struct mb_error *err);
+
+/* How many live instances mb_mig_clear_run would remove now. */
+int mb_mig_run_leftovers(struct mb_device *dev, struct mb_mig_ledger *l, const char *results_dir,
+                         size_t *n, struct mb_error *err);
+
+/*
+ * Records in the ledger, as the dead run of results_dir's, a live GPU instance that only a
+ * journal of an older migbench names (its "mig_created" event has no ledger reference): adopted
+ * when the device's GPU instance gi_id still has that profile (name) and placement (size 0: not
+ * recorded); *adopted says whether it was. So that record, too, is cleaned by mb_mig_clear_run.
+ */
+int mb_mig_ledger_adopt(struct mb_device *dev, struct mb_mig_ledger *l, const char *results_dir,
+                        unsigned gi_id, const char *profile, struct mb_placement placement,
+                        bool *adopted, struct mb_error *err);
 
 /* The catalog profile index of a live instance (by driver id, else name); MB_EDEVICE if none. */
 int mb_mig_profile_index(const struct mb_gpu_model *m, const struct mb_mig_gi *g, unsigned *out,

@@ -5,8 +5,10 @@
  *   results/<experiment>/journal.jsonl         append-only event log, fsync'd line by line
  *   results/<experiment>/<run>/<rep>/cell.json  one finished cell, written atomically
  *
- * The journal records every MIG instance and MPS daemon a run creates before the run goes on,
- * so that a later `--resume` can remove exactly what a dead run left behind.
+ * The journal records every MPS daemon a run starts before the run goes on, so that a later
+ * `--resume` can stop exactly what a dead run left behind. MIG instances have one record, the
+ * ledger of mig.h; the journal's MIG events only name it (and are read for cleanup only when an
+ * older migbench wrote them without that reference).
  *
  * Threads: a struct mb_journal may be shared by threads (the workers of a multi-GPU run): each
  * mb_journal_append writes and fsyncs its line whole, under the journal's lock.

@@ -114,11 +114,19 @@ int mb_runner_preflight(const struct mb_runner_opts *opts, const struct mb_cell 
                         size_t n_cells, struct mb_error *err);
 
 /*
- * Removes what a dead run left behind according to its journal: each outstanding MIG compute
- * and GPU instance (only when the device's UUID matches and the instance on the GPU still has
- * the recorded profile and placement) and each outstanding MPS daemon (told to quit through its
- * pipe directory). Each removal is journaled. *removed counts what was removed; problems that
- * leave something behind are returned as MB_EBUSY with the first one in err.
+ * Resume: how many MIG instances the dead run of opts->results_dir left on this GPU, by the one
+ * record of them, the MIG ledger (mig.h). Instances that only an older migbench's journal names
+ * (left->mig: "mig_created" events without a ledger reference) are first recorded in the ledger
+ * when still there with the recorded profile and placement.
+ */
+int mb_runner_mig_leftovers(const struct mb_runner_opts *opts, const struct mb_leftovers *left,
+                            size_t *n, struct mb_error *err);
+
+/*
+ * Removes what a dead run left behind: the MIG instances the ledger records as that run's (after
+ * the adoption above; mb_mig_clear_run) and each outstanding MPS daemon of the journal (told to
+ * quit through its pipe directory). Each removal is journaled. *removed counts what was removed;
+ * problems that leave something behind are returned as MB_EBUSY with the first one in err.
  */
 int mb_runner_cleanup(const struct mb_runner_opts *opts, const struct mb_leftovers *left,
                       size_t *removed, struct mb_error *err);

@@ -637,22 +637,128 @@ int mb_mig_current_layout(struct mb_device *dev, const struct mb_gpu_model *m,
     return MB_OK;
 }
 
-int mb_mig_destroy(struct mb_device *dev, struct mb_mig_ledger *l, const struct mb_mig_gi *g,
-                   struct mb_error *err)
+/* ---- the lifecycle: the one create and the one destroy ------------------------------------ */
+
+static int hook_made(const struct mb_mig_hooks *h, enum mb_mig_step step, unsigned gi, unsigned ci,
+                     struct mb_error *err)
+{
+    return h && h->made ? h->made(h->ctx, step, gi, ci, err) : MB_OK;
+}
+
+static int hook_destroyed(const struct mb_mig_hooks *h, enum mb_mig_step step, unsigned gi,
+                          unsigned ci, struct mb_error *err)
+{
+    return h && h->destroyed ? h->destroyed(h->ctx, step, gi, ci, err) : MB_OK;
+}
+
+/* A confirmation the ledger refused: noted, the create goes on (the intent names the GI). */
+static void confirm(struct mb_mig_ledger *l, const struct mb_mig_new *req, struct mb_mig_made *m)
 {
     struct mb_error e;
+    if (mb_mig_ledger_confirm(l, req->placement, m->gi_id, m->ci_made, m->ci_id, m->uuid, &e) !=
+            MB_OK &&
+        !m->ledger_note[0])
+        snprintf(m->ledger_note, sizeof(m->ledger_note), "%s", e.msg);
+}
+
+/* The MIG UUID of compute instance ci of GPU instance gi ("" when the device names none). */
+static void find_uuid(struct mb_device *dev, unsigned gi, unsigned ci, char *out, size_t cap)
+{
+    struct mb_mig_instance cur[MB_MAX_MIG_INSTANCES * 2];
+    size_t n = 0;
+    out[0] = '\0';
+    if (mb_device_mig_instances(dev, cur, sizeof(cur) / sizeof(cur[0]), &n, NULL) != MB_OK)
+        return;
+    for (size_t k = 0; k < n; k++)
+        if (cur[k].gi_id == gi && cur[k].has_ci && cur[k].ci_id == ci)
+            snprintf(out, cap, "%s", cur[k].uuid);
+}
+
+static int intend(struct mb_mig_ledger *l, const struct mb_mig_new *req, struct mb_error *err)
+{
+    struct mb_mig_owned o;
+    memset(&o, 0, sizeof(o));
+    o.profile_id = req->profile_id;
+    snprintf(o.profile, sizeof(o.profile), "%s", req->profile ? req->profile : "");
+    o.placement = req->placement;
+    o.creator = req->creator;
+    if (req->experiment && req->experiment[0]) {
+        char real[PATH_MAX];
+        snprintf(o.experiment, sizeof(o.experiment), "%s",
+                 realpath(req->experiment, real) ? real : req->experiment);
+    }
+    return mb_mig_ledger_intend(l, &o, err);
+}
+
+int mb_mig_create(struct mb_device *dev, struct mb_mig_ledger *l, const struct mb_mig_new *req,
+                  const struct mb_mig_hooks *hooks, struct mb_mig_made *out, struct mb_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = intend(l, req, err);
+    if (rc != MB_OK) {
+        out->failed = MB_MIG_STEP_LEDGER;
+        return rc;
+    }
+    out->failed = MB_MIG_STEP_GI;
+    if ((rc = mb_device_mig_create_gi(dev, req->profile_id, &req->placement, &out->gi_id, err)) !=
+        MB_OK) {
+        mb_mig_ledger_forget(l, req->placement, NULL); /* nothing was made */
+        return rc;
+    }
+    out->gi_made = true;
+    confirm(l, req, out);
+    if ((rc = hook_made(hooks, MB_MIG_STEP_GI, out->gi_id, 0, err)) != MB_OK)
+        return rc;
+    out->failed = MB_MIG_STEP_CI;
+    if ((rc = mb_device_mig_create_ci(dev, out->gi_id, -1, &out->ci_id, err)) != MB_OK)
+        return rc;
+    out->ci_made = true;
+    find_uuid(dev, out->gi_id, out->ci_id, out->uuid, sizeof(out->uuid));
+    confirm(l, req, out);
+    if ((rc = hook_made(hooks, MB_MIG_STEP_CI, out->gi_id, out->ci_id, err)) != MB_OK)
+        return rc;
+    out->failed = MB_MIG_STEP_NONE;
+    return MB_OK;
+}
+
+int mb_mig_destroy(struct mb_device *dev, struct mb_mig_ledger *l, const struct mb_mig_gi *g,
+                   const struct mb_mig_hooks *hooks, struct mb_error *err)
+{
+    struct mb_error e;
+    int hook_rc = MB_OK;
     for (size_t c = 0; c < g->n_ci; c++) {
         int rc = mb_device_mig_destroy_ci(dev, g->id, g->ci[c], &e);
         if (rc != MB_OK && rc != MB_ENOTFOUND)
             return mb_error_set(err, rc, "cannot destroy compute instance %u/%u: %s", g->id,
                                 g->ci[c], e.msg);
+        if (hook_destroyed(hooks, MB_MIG_STEP_CI, g->id, g->ci[c], &e) != MB_OK && !hook_rc)
+            hook_rc = mb_error_set(err, e.status, "%s", e.msg);
     }
     int rc = mb_device_mig_destroy_gi(dev, g->id, &e);
     if (rc != MB_OK && rc != MB_ENOTFOUND)
         return mb_error_set(err, rc, "cannot destroy GPU instance %u (%s): %s", g->id,
                             g->profile_name, e.msg);
-    return mb_mig_ledger_forget(l, g->placement, err);
+    rc = mb_mig_ledger_forget(l, g->placement, err);
+    if (hook_destroyed(hooks, MB_MIG_STEP_GI, g->id, 0, &e) != MB_OK && !hook_rc)
+        hook_rc = mb_error_set(err, e.status, "%s", e.msg);
+    return rc != MB_OK ? rc : hook_rc;
 }
+
+void mb_mig_gi_of(const struct mb_mig_instance *in, struct mb_mig_gi *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->id = in->gi_id;
+    out->profile_id = in->profile_id;
+    snprintf(out->profile_name, sizeof(out->profile_name), "%s", in->profile_name);
+    out->placement = in->placement;
+    if (in->has_ci) {
+        out->n_ci = 1;
+        out->ci[0] = in->ci_id;
+        snprintf(out->uuid, sizeof(out->uuid), "%s", in->uuid);
+    }
+}
+
+/* ---- what a dead run left ------------------------------------------------------------------- */
 
 static bool same_dir(const char *a, const char *b)
 {
@@ -662,10 +768,24 @@ static bool same_dir(const char *a, const char *b)
     return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
 }
 
-int mb_mig_clear_run(struct mb_device *dev, struct mb_mig_ledger *l, const char *results_dir,
-                     size_t *removed, struct mb_error *err)
+/* Whether live instance g is, by the ledger, one a dead run of results_dir made. */
+static bool dead_runs(const struct mb_mig_ledger *l, const struct mb_mig_gi *g,
+                      const char *results_dir)
 {
-    *removed = 0;
+    const struct mb_mig_owned *o = mb_mig_ledger_owner(l, g);
+    return o && o->creator == MB_MIG_BY_RUN && o->pid != (long)getpid() &&
+           same_dir(o->experiment, results_dir);
+}
+
+/*
+ * Loads the ledger and lists the live instances (*listed); not listed when nothing can be the
+ * dead run's.
+ */
+static int dead_run_view(struct mb_device *dev, struct mb_mig_ledger *l, struct mb_mig_gi *gis,
+                         size_t *n, bool *listed, struct mb_error *err)
+{
+    *n = 0;
+    *listed = false;
     if (!l || !l->path[0])
         return MB_OK;
     int rc = mb_mig_ledger_load(l, err);
@@ -676,18 +796,93 @@ int mb_mig_clear_run(struct mb_device *dev, struct mb_mig_ledger *l, const char 
     struct mb_mig_mode mode;
     if (l->n == 0 || (mb_device_mig_mode(dev, &mode, NULL) == MB_OK && !mode.current))
         return MB_OK;
+    *listed = true;
+    return mb_mig_list(dev, gis, MB_MIG_MAX_GIS, n, err);
+}
+
+int mb_mig_run_leftovers(struct mb_device *dev, struct mb_mig_ledger *l, const char *results_dir,
+                         size_t *n, struct mb_error *err)
+{
+    *n = 0;
+    struct mb_mig_gi gis[MB_MIG_MAX_GIS];
+    size_t ng = 0;
+    bool listed;
+    int rc = dead_run_view(dev, l, gis, &ng, &listed, err);
+    for (size_t k = 0; rc == MB_OK && k < ng; k++)
+        *n += dead_runs(l, &gis[k], results_dir);
+    return rc;
+}
+
+static int change_adopt(struct mb_mig_ledger *l, const void *arg, struct mb_error *err)
+{
+    const struct mb_mig_owned *e = arg;
+    for (size_t i = 0; i < l->n; i++)
+        if (same_place(l->e[i].placement, e->placement) && l->e[i].has_gi &&
+            l->e[i].gi_id == e->gi_id)
+            return MB_OK; /* already recorded */
+    return change_intend(l, e, err);
+}
+
+int mb_mig_ledger_adopt(struct mb_device *dev, struct mb_mig_ledger *l, const char *results_dir,
+                        unsigned gi_id, const char *profile, struct mb_placement placement,
+                        bool *adopted, struct mb_error *err)
+{
+    *adopted = false;
+    if (!l || !l->path[0])
+        return MB_OK;
     struct mb_mig_gi gis[MB_MIG_MAX_GIS];
     size_t n = 0;
-    if ((rc = mb_mig_list(dev, gis, MB_MIG_MAX_GIS, &n, err)) != MB_OK)
+    struct mb_mig_mode mode;
+    if (mb_device_mig_mode(dev, &mode, NULL) == MB_OK && !mode.current)
+        return MB_OK;
+    int rc = mb_mig_list(dev, gis, MB_MIG_MAX_GIS, &n, err);
+    if (rc != MB_OK)
+        return rc;
+    const struct mb_mig_gi *g = NULL;
+    for (size_t k = 0; k < n && !g; k++)
+        if (gis[k].id == gi_id)
+            g = &gis[k];
+    /* Gone, or the id now names someone else's instance: not ours to record. */
+    if (!g || (profile && profile[0] && strcasecmp(g->profile_name, profile) != 0) ||
+        (placement.size && !same_place(g->placement, placement)))
+        return MB_OK;
+    struct mb_mig_owned o;
+    memset(&o, 0, sizeof(o));
+    o.confirmed = o.has_gi = true;
+    o.gi_id = g->id;
+    o.has_ci = g->n_ci > 0;
+    o.ci_id = g->n_ci ? g->ci[0] : 0;
+    o.profile_id = g->profile_id;
+    snprintf(o.profile, sizeof(o.profile), "%s", g->profile_name);
+    o.placement = g->placement;
+    snprintf(o.mig_uuid, sizeof(o.mig_uuid), "%s", g->uuid);
+    o.creator = MB_MIG_BY_RUN;
+    o.pid = 0; /* the dead run's, unknown */
+    char real[PATH_MAX];
+    snprintf(o.experiment, sizeof(o.experiment), "%s",
+             realpath(results_dir, real) ? real : results_dir);
+    o.time_unix = now_unix();
+    if ((rc = ledger_update(l, change_adopt, &o, err)) == MB_OK)
+        *adopted = true;
+    return rc;
+}
+
+int mb_mig_clear_run(struct mb_device *dev, struct mb_mig_ledger *l, const char *results_dir,
+                     size_t *removed, struct mb_error *err)
+{
+    *removed = 0;
+    struct mb_mig_gi gis[MB_MIG_MAX_GIS];
+    size_t n = 0;
+    bool listed;
+    int rc = dead_run_view(dev, l, gis, &n, &listed, err);
+    if (rc != MB_OK || !listed)
         return rc;
     int first = MB_OK;
     for (size_t k = 0; k < n; k++) {
-        const struct mb_mig_owned *o = mb_mig_ledger_owner(l, &gis[k]);
-        if (!o || o->creator != MB_MIG_BY_RUN || o->pid == (long)getpid() ||
-            !same_dir(o->experiment, results_dir))
+        if (!dead_runs(l, &gis[k], results_dir))
             continue;
         struct mb_error e;
-        rc = mb_mig_destroy(dev, l, &gis[k], &e);
+        rc = mb_mig_destroy(dev, l, &gis[k], NULL, &e);
         if (rc == MB_OK)
             (*removed)++;
         else if (first == MB_OK)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Safe MIG-mode switching: plan, journal, switch, verify, restore. */
 #include "mig/migmode.h"
+#include "migbench/mig.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -181,7 +182,7 @@ static int journal(const struct mb_migmode_hooks *hooks, const char *name,
     return rc;
 }
 
-/* Destroys the instances hooks->owns claims (compute instance, then its GPU instance). */
+/* Destroys the instances hooks->owns claims, through the one destroy (mb_mig_destroy). */
 static int release_owned(struct mb_device *dev, const struct mb_migmode_hooks *hooks,
                          struct mb_error *err)
 {
@@ -193,10 +194,9 @@ static int release_owned(struct mb_device *dev, const struct mb_migmode_hooks *h
     for (size_t i = 0; i < n; i++) {
         if (!hooks || !hooks->owns || !hooks->owns(hooks->ctx, &inst[i]))
             continue;
-        if (inst[i].has_ci &&
-            (rc = mb_device_mig_destroy_ci(dev, inst[i].gi_id, inst[i].ci_id, err)) != MB_OK)
-            return rc;
-        if ((rc = mb_device_mig_destroy_gi(dev, inst[i].gi_id, err)) != MB_OK)
+        struct mb_mig_gi g;
+        mb_mig_gi_of(&inst[i], &g);
+        if ((rc = mb_mig_destroy(dev, NULL, &g, NULL, err)) != MB_OK)
             return rc;
         if (hooks->released)
             hooks->released(hooks->ctx, &inst[i]);

@@ -26,8 +26,10 @@ int mb_journal_append(struct mb_journal *j, cJSON *obj, struct mb_error *err);
 int mb_journal_read(const char *path, cJSON **events, size_t *skipped, struct mb_error *err);
 
 /*
- * From journal events (as read by mb_journal_read), the MIG instances ("mig_created" without a
- * later "mig_destroyed" of the same gpu and gi_id/ci_id) and MPS daemons ("mps_started" without
+ * From journal events (as read by mb_journal_read), the MIG instances that only an older
+ * migbench's journal records ("mig_created" without a "ledger" reference and without a later
+ * "mig_destroyed" of the same gpu and gi_id/ci_id; a current run's instances are the ledger's to
+ * clean, mig.h) and MPS daemons ("mps_started" without
  * "mps_stopped" of the same pipe_dir) still outstanding, in creation order. MB_ERANGE when more
  * than MB_MAX_LEFTOVERS.
  */

@@ -530,41 +530,144 @@ static bool uses_mig(const struct mb_exp_run *r)
     return r->mode == MB_MODE_MIG || r->on[0];
 }
 
-/*
- * The ledger entry for an instance about to be made (mig.h): written before the create call, so
- * that 'mig clear --ours' and 'run --resume' find it even when this process dies right after.
- */
-static int ledger_intend(struct cell *c, const char *profile, unsigned driver_id,
-                         struct mb_placement placement)
+static int open_ledger(struct cell *c)
 {
     struct mb_error e;
     if (!c->ledger && mb_mig_ledger_open(c->o->dev, c->o->device_spec, &c->ledger, &e) != MB_OK) {
         cell_fail(c, -1, "MIG ownership ledger: %s", e.msg);
         return MB_EIO;
     }
-    struct mb_mig_owned o;
-    memset(&o, 0, sizeof(o));
-    o.profile_id = driver_id;
-    snprintf(o.profile, sizeof(o.profile), "%s", profile);
-    o.placement = placement;
-    o.creator = MB_MIG_BY_RUN;
-    char real[PATH_MAX];
-    snprintf(o.experiment, sizeof(o.experiment), "%s",
-             realpath(c->o->results_dir, real) ? real : c->o->results_dir);
-    if (mb_mig_ledger_intend(c->ledger, &o, &e) != MB_OK) {
-        cell_fail(c, -1, "cannot record the instance before creating it: %s", e.msg);
-        return MB_EIO;
-    }
     return MB_OK;
 }
 
-/* Records what is known of a made instance (GI, then CI, then its UUID). */
-static void ledger_confirm(struct cell *c, const struct inst *in)
+/* The create/destroy hooks' view of one instance of the cell. */
+struct mig_step {
+    struct cell *c;
+    struct inst *in;
+    int journal_rc;
+};
+
+/*
+ * The journal's "mig_created"/"mig_destroyed" events name the instance and the ledger that
+ * records it ("ledger": its path): the ledger is the record --resume cleans from.
+ */
+static cJSON *mig_event(const char *name, const struct cell *c, unsigned gi_id)
 {
+    cJSON *o = jevent(name, c);
+    if (o) {
+        cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
+        cJSON_AddNumberToObject(o, "gi_id", gi_id);
+    }
+    return o;
+}
+
+static int mig_made(void *ctx, enum mb_mig_step step, unsigned gi_id, unsigned ci_id,
+                    struct mb_error *err)
+{
+    struct mig_step *st = ctx;
+    struct inst *in = st->in;
+    if (step == MB_MIG_STEP_GI) {
+        in->gi_made = true;
+        in->gi_id = gi_id;
+    } else {
+        in->ci_made = true;
+        in->ci_id = ci_id;
+    }
+    cJSON *o = mig_event("mig_created", st->c, gi_id);
+    if (o && step == MB_MIG_STEP_GI) {
+        cJSON_AddStringToObject(o, "profile", in->profile);
+        cJSON *pl = cJSON_AddObjectToObject(o, "placement");
+        cJSON_AddNumberToObject(pl, "start", in->placement.start);
+        cJSON_AddNumberToObject(pl, "size", in->placement.size);
+    } else if (o) {
+        cJSON_AddNumberToObject(o, "ci_id", ci_id);
+    }
+    if (o)
+        cJSON_AddStringToObject(o, "ledger", mb_mig_ledger_path(st->c->ledger));
+    int rc = jappend(st->c, o);
+    return rc == MB_OK ? MB_OK : mb_error_set(err, rc, "%s", st->c->err->msg);
+}
+
+static int mig_destroyed(void *ctx, enum mb_mig_step step, unsigned gi_id, unsigned ci_id,
+                         struct mb_error *err)
+{
+    struct mig_step *st = ctx;
+    cJSON *o = mig_event("mig_destroyed", st->c, gi_id);
+    if (step == MB_MIG_STEP_CI) {
+        st->in->ci_made = false;
+        if (o)
+            cJSON_AddNumberToObject(o, "ci_id", ci_id);
+    } else {
+        st->in->gi_made = false;
+    }
+    if (o)
+        cJSON_AddStringToObject(o, "ledger", mb_mig_ledger_path(st->c->ledger));
+    int rc = jappend(st->c, o);
+    if (rc != MB_OK)
+        st->journal_rc = rc;
+    return rc == MB_OK ? MB_OK : mb_error_set(err, rc, "%s", st->c->err->msg);
+}
+
+/* Largest first (the order the layout engine chose): order[] of the cell's layout. */
+static void creation_order(const struct mb_gpu_model *m, const struct mb_layout_item *placed,
+                           size_t n, size_t *order)
+{
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    for (size_t a = 1; a < n; a++)
+        for (size_t b = a; b > 0; b--) {
+            const struct mb_gi_profile *pa = &m->profiles[placed[order[b]].profile];
+            const struct mb_gi_profile *pb = &m->profiles[placed[order[b - 1]].profile];
+            if (pa->memory_slices <= pb->memory_slices)
+                break;
+            size_t t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+}
+
+/* Creates one instance of the layout through the one create (mb_mig_create). */
+static int create_inst(struct cell *c, struct inst *in, unsigned driver_id)
+{
+    const struct mb_mig_new req = {driver_id, in->profile, in->placement, MB_MIG_BY_RUN,
+                                   c->o->results_dir};
+    struct mig_step st = {c, in, MB_OK};
+    const struct mb_mig_hooks hooks = {mig_made, NULL, &st};
+    struct mb_mig_made made;
     struct mb_error e;
-    if (mb_mig_ledger_confirm(c->ledger, in->placement, in->gi_id, in->ci_made, in->ci_id, in->uuid,
-                              &e) != MB_OK)
-        emit(c, MB_RUNNER_NOTE, "MIG ownership ledger: %s", e.msg);
+    int rc = mb_mig_create(c->o->dev, c->ledger, &req, &hooks, &made, &e);
+    snprintf(in->uuid, sizeof(in->uuid), "%s", made.uuid);
+    if (made.ledger_note[0])
+        emit(c, MB_RUNNER_NOTE, "MIG ownership ledger: %s", made.ledger_note);
+    if (rc == MB_OK)
+        return MB_OK;
+    switch (made.failed) {
+    case MB_MIG_STEP_LEDGER:
+        cell_fail(c, -1, "cannot record the instance before creating it: %s", e.msg);
+        break;
+    case MB_MIG_STEP_GI:
+        cell_fail(c, -1, "cannot create GPU instance %s at slice %u: %s", in->profile,
+                  in->placement.start, e.msg);
+        break;
+    case MB_MIG_STEP_CI:
+        cell_fail(c, -1, "cannot create the compute instance in GPU instance %u: %s", in->gi_id,
+                  e.msg);
+        break;
+    default:
+        return rc; /* the journal refused (c->err says why) */
+    }
+    return MB_OK; /* the cell failed (c->failed); the run goes on */
+}
+
+/* The device's profile named like the catalog's (NULL: the device does not offer it). */
+static const struct mb_device_profile *device_profile(const struct mb_device_profile *dp, size_t n,
+                                                      const char *name)
+{
+    const struct mb_device_profile *found = NULL;
+    for (size_t k = 0; k < n; k++)
+        if (strcasecmp(dp[k].name, name) == 0)
+            found = &dp[k];
+    return found;
 }
 
 static int prepare_mig(struct cell *c)
@@ -587,76 +690,27 @@ static int prepare_mig(struct cell *c)
         cell_fail(c, -1, "cannot list MIG profiles: %s", e.msg);
         return MB_OK;
     }
+    if (open_ledger(c) != MB_OK)
+        return MB_OK;
     int64_t t_start = mb_clock_monotonic_ns();
-    /* Create largest first (the order the layout engine chose), journaling each
-     * object before going on, so that a crash at any point leaves a journal that
-     * names everything. */
+    /* Each instance is in the ledger before it exists (mb_mig_create), so that a crash at any
+     * point leaves a record that names everything. */
     size_t order[MB_EXP_MAX_JOBS];
-    for (size_t i = 0; i < r->n_layout; i++)
-        order[i] = i;
-    for (size_t a = 1; a < r->n_layout; a++)
-        for (size_t b = a; b > 0; b--) {
-            const struct mb_gi_profile *pa = &m->profiles[placed[order[b]].profile];
-            const struct mb_gi_profile *pb = &m->profiles[placed[order[b - 1]].profile];
-            if (pa->memory_slices <= pb->memory_slices)
-                break;
-            size_t t = order[b];
-            order[b] = order[b - 1];
-            order[b - 1] = t;
-        }
+    creation_order(m, placed, r->n_layout, order);
+    c->n_inst = r->n_layout;
     for (size_t oi = 0; oi < r->n_layout; oi++) {
-        size_t i = order[oi];
-        struct inst *in = &c->inst[i];
-        const struct mb_gi_profile *gp = &m->profiles[placed[i].profile];
+        struct inst *in = &c->inst[order[oi]];
+        const struct mb_gi_profile *gp = &m->profiles[placed[order[oi]].profile];
         snprintf(in->profile, sizeof(in->profile), "%s", gp->name);
-        snprintf(in->requested, sizeof(in->requested), "%s", r->layout[i]);
-        in->placement = placed[i].placement;
-        c->n_inst = r->n_layout;
-        const struct mb_device_profile *dprof = NULL;
-        for (size_t k = 0; k < n_dp; k++)
-            if (strcasecmp(dp[k].name, gp->name) == 0)
-                dprof = &dp[k];
+        snprintf(in->requested, sizeof(in->requested), "%s", r->layout[order[oi]]);
+        in->placement = placed[order[oi]].placement;
+        const struct mb_device_profile *dprof = device_profile(dp, n_dp, gp->name);
         if (!dprof) {
             cell_fail(c, -1, "the device does not offer profile %s", gp->name);
             return MB_OK;
         }
-        if (ledger_intend(c, gp->name, dprof->driver_id, in->placement) != MB_OK)
-            return MB_OK;
-        if (mb_device_mig_create_gi(c->o->dev, dprof->driver_id, &in->placement, &in->gi_id, &e) !=
-            MB_OK) {
-            cell_fail(c, -1, "cannot create GPU instance %s at slice %u: %s", gp->name,
-                      in->placement.start, e.msg);
-            mb_mig_ledger_forget(c->ledger, in->placement, NULL);
-            return MB_OK;
-        }
-        in->gi_made = true;
-        ledger_confirm(c, in);
-        cJSON *o = jevent("mig_created", c);
-        if (o) {
-            cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
-            cJSON_AddNumberToObject(o, "gi_id", in->gi_id);
-            cJSON_AddStringToObject(o, "profile", gp->name);
-            cJSON *pl = cJSON_AddObjectToObject(o, "placement");
-            cJSON_AddNumberToObject(pl, "start", in->placement.start);
-            cJSON_AddNumberToObject(pl, "size", in->placement.size);
-        }
-        int rc = jappend(c, o);
-        if (rc != MB_OK)
-            return rc;
-        if (mb_device_mig_create_ci(c->o->dev, in->gi_id, -1, &in->ci_id, &e) != MB_OK) {
-            cell_fail(c, -1, "cannot create the compute instance in GPU instance %u: %s", in->gi_id,
-                      e.msg);
-            return MB_OK;
-        }
-        in->ci_made = true;
-        ledger_confirm(c, in);
-        o = jevent("mig_created", c);
-        if (o) {
-            cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
-            cJSON_AddNumberToObject(o, "gi_id", in->gi_id);
-            cJSON_AddNumberToObject(o, "ci_id", in->ci_id);
-        }
-        if ((rc = jappend(c, o)) != MB_OK)
+        int rc = create_inst(c, in, dprof->driver_id);
+        if (rc != MB_OK || c->failed)
             return rc;
         char sl[32];
         mb_layout_slices_str(in->placement, sl, sizeof(sl));
@@ -664,69 +718,40 @@ static int prepare_mig(struct cell *c)
              in->gi_id, in->ci_id);
     }
     c->reconfigure_s = (double)(mb_clock_monotonic_ns() - t_start) / 1e9;
-    struct mb_mig_instance cur[MB_MAX_MIG_INSTANCES * 2];
-    size_t n = 0;
-    if (mb_device_mig_instances(c->o->dev, cur, sizeof(cur) / sizeof(cur[0]), &n, &e) != MB_OK) {
-        cell_fail(c, -1, "cannot list MIG instances: %s", e.msg);
-        return MB_OK;
-    }
-    for (size_t i = 0; i < c->n_inst; i++) {
-        for (size_t k = 0; k < n; k++)
-            if (cur[k].gi_id == c->inst[i].gi_id && cur[k].has_ci &&
-                cur[k].ci_id == c->inst[i].ci_id)
-                snprintf(c->inst[i].uuid, sizeof(c->inst[i].uuid), "%s", cur[k].uuid);
+    for (size_t i = 0; i < c->n_inst; i++)
         if (!c->inst[i].uuid[0]) {
             cell_fail(c, -1, "the device reports no UUID for GI %u CI %u", c->inst[i].gi_id,
                       c->inst[i].ci_id);
             return MB_OK;
         }
-        ledger_confirm(c, &c->inst[i]);
-    }
     return MB_OK;
 }
 
+/* Destroys what the cell made through the one destroy (mb_mig_destroy); each GI loses its CI
+ * first. */
 static int teardown_mig(struct cell *c)
 {
     int rc = MB_OK;
-    struct mb_error e;
-    /* Reverse creation order is not needed for correctness; each GI loses its CI
-     * first. */
     for (size_t i = c->n_inst; i-- > 0;) {
         struct inst *in = &c->inst[i];
-        if (in->ci_made) {
-            if (mb_device_mig_destroy_ci(c->o->dev, in->gi_id, in->ci_id, &e) != MB_OK) {
-                emit(c, MB_RUNNER_NOTE, "cannot destroy CI %u of GI %u: %s", in->ci_id, in->gi_id,
-                     e.msg);
-                rc = MB_EBUSY;
-                continue;
-            }
-            in->ci_made = false;
-            cJSON *o = jevent("mig_destroyed", c);
-            if (o) {
-                cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
-                cJSON_AddNumberToObject(o, "gi_id", in->gi_id);
-                cJSON_AddNumberToObject(o, "ci_id", in->ci_id);
-            }
-            if (jappend(c, o) != MB_OK)
-                rc = MB_EIO;
-        }
-        if (in->gi_made) {
-            if (mb_device_mig_destroy_gi(c->o->dev, in->gi_id, &e) != MB_OK) {
-                emit(c, MB_RUNNER_NOTE, "cannot destroy GI %u: %s", in->gi_id, e.msg);
-                rc = MB_EBUSY;
-                continue;
-            }
-            in->gi_made = false;
-            if (mb_mig_ledger_forget(c->ledger, in->placement, &e) != MB_OK)
-                emit(c, MB_RUNNER_NOTE, "%s", e.msg);
-            cJSON *o = jevent("mig_destroyed", c);
-            if (o) {
-                cJSON_AddStringToObject(o, "gpu_uuid", c->info.uuid);
-                cJSON_AddNumberToObject(o, "gi_id", in->gi_id);
-            }
-            if (jappend(c, o) != MB_OK)
-                rc = MB_EIO;
-        }
+        if (!in->gi_made)
+            continue;
+        struct mb_mig_gi g;
+        memset(&g, 0, sizeof(g));
+        g.id = in->gi_id;
+        snprintf(g.profile_name, sizeof(g.profile_name), "%s", in->profile);
+        g.placement = in->placement;
+        g.n_ci = in->ci_made ? 1 : 0;
+        g.ci[0] = in->ci_id;
+        struct mig_step st = {c, in, MB_OK};
+        const struct mb_mig_hooks hooks = {NULL, mig_destroyed, &st};
+        struct mb_error e;
+        if (mb_mig_destroy(c->o->dev, c->ledger, &g, &hooks, &e) != MB_OK && st.journal_rc == MB_OK)
+            emit(c, MB_RUNNER_NOTE, "%s", e.msg);
+        if (in->gi_made)
+            rc = MB_EBUSY;
+        else if (st.journal_rc != MB_OK)
+            rc = MB_EIO;
     }
     return rc;
 }
@@ -1868,10 +1893,70 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
 }
 
 /*
- * What the ledger says the dead run made in this results directory and the journal may not name
- * (it died between creating an instance and journaling it): removed, and journaled.
+ * A journal of an older migbench names instances in "mig_created" events without a ledger
+ * reference: each still on this GPU with the recorded profile and placement is recorded in the
+ * ledger as the dead run's, so the ledger alone is what the cleanup reads. An instance on another
+ * GPU than the open one cannot be looked at: MB_EBUSY.
  */
-static int ledger_cleanup(const struct mb_runner_opts *o, size_t *removed, struct mb_error *err)
+static int adopt_legacy(const struct mb_runner_opts *o, struct mb_mig_ledger *l,
+                        const struct mb_leftovers *left, struct mb_error *err)
+{
+    struct mb_device_info info;
+    memset(&info, 0, sizeof(info));
+    mb_device_info(o->dev, &info, NULL);
+    for (size_t i = 0; i < left->n_mig; i++) {
+        const struct mb_leftover_mig *m = &left->mig[i];
+        if (strcmp(info.uuid, m->gpu_uuid) != 0)
+            return mb_error_set(err, MB_EBUSY, "GPU %s is not the open device (%s)", m->gpu_uuid,
+                                info.uuid);
+        bool adopted;
+        int rc = mb_mig_ledger_adopt(o->dev, l, o->results_dir, m->gi_id, m->profile, m->placement,
+                                     &adopted, err);
+        if (rc != MB_OK)
+            return rc;
+    }
+    return MB_OK;
+}
+
+int mb_runner_mig_leftovers(const struct mb_runner_opts *o, const struct mb_leftovers *left,
+                            size_t *n, struct mb_error *err)
+{
+    *n = 0;
+    if (!(mb_device_caps(o->dev) & MB_CAP_MIG))
+        return MB_OK;
+    struct mb_mig_ledger *l = NULL;
+    int rc = mb_mig_ledger_open(o->dev, o->device_spec, &l, err);
+    if (rc == MB_OK)
+        rc = adopt_legacy(o, l, left, err);
+    if (rc == MB_OK)
+        rc = mb_mig_run_leftovers(o->dev, l, o->results_dir, n, err);
+    mb_mig_ledger_close(l);
+    return rc;
+}
+
+/* Closes a legacy journal's records once the ledger cleanup went through. */
+static int close_legacy(const struct mb_runner_opts *o, const struct mb_leftovers *left,
+                        struct mb_error *err)
+{
+    for (size_t i = 0; i < left->n_mig; i++) {
+        cJSON *ev = cJSON_CreateObject();
+        cJSON_AddStringToObject(ev, "event", "mig_destroyed");
+        cJSON_AddStringToObject(ev, "gpu_uuid", left->mig[i].gpu_uuid);
+        cJSON_AddNumberToObject(ev, "gi_id", left->mig[i].gi_id);
+        int rc = mb_journal_append(o->journal, ev, err);
+        cJSON_Delete(ev);
+        if (rc != MB_OK)
+            return rc;
+    }
+    return MB_OK;
+}
+
+/*
+ * The one MIG cleanup on resume: what the ledger says the dead run made in this results
+ * directory is removed (mb_mig_clear_run), and journaled.
+ */
+static int ledger_cleanup(const struct mb_runner_opts *o, const struct mb_leftovers *left,
+                          size_t *removed, struct mb_error *err)
 {
     if (!(mb_device_caps(o->dev) & MB_CAP_MIG))
         return MB_OK;
@@ -1880,6 +1965,8 @@ static int ledger_cleanup(const struct mb_runner_opts *o, size_t *removed, struc
     mb_error_clear(&e);
     size_t n = 0;
     int rc = mb_mig_ledger_open(o->dev, o->device_spec, &l, &e);
+    if (rc == MB_OK)
+        rc = adopt_legacy(o, l, left, &e);
     if (rc == MB_OK)
         rc = mb_mig_clear_run(o->dev, l, o->results_dir, &n, &e);
     mb_mig_ledger_close(l);
@@ -1895,6 +1982,8 @@ static int ledger_cleanup(const struct mb_runner_opts *o, size_t *removed, struc
     cJSON_Delete(ev);
     if (rc != MB_OK)
         return mb_error_set(err, MB_EBUSY, "%s", e.msg);
+    if (jrc == MB_OK)
+        jrc = close_legacy(o, left, &je);
     if (jrc != MB_OK)
         return mb_error_set(err, MB_EIO, "%s", je.msg);
     return MB_OK;
@@ -1904,90 +1993,7 @@ int mb_runner_cleanup(const struct mb_runner_opts *o, const struct mb_leftovers 
                       size_t *removed, struct mb_error *err)
 {
     *removed = 0;
-    int rc = MB_OK;
-    struct mb_device_info info;
-    memset(&info, 0, sizeof(info));
-    mb_device_info(o->dev, &info, NULL);
-    for (size_t i = 0; i < left->n_mig; i++) {
-        const struct mb_leftover_mig *l = &left->mig[i];
-        cJSON *ev = cJSON_CreateObject();
-        cJSON_AddStringToObject(ev, "event", "cleanup");
-        cJSON_AddStringToObject(ev, "what", "mig");
-        cJSON_AddStringToObject(ev, "gpu_uuid", l->gpu_uuid);
-        cJSON_AddNumberToObject(ev, "gi_id", l->gi_id);
-        char why[MB_ERROR_MSG_MAX] = "";
-        bool ok = false, gone = false;
-        struct mb_mig_instance cur[MB_MAX_MIG_INSTANCES * 2];
-        size_t n = 0;
-        struct mb_error e;
-        if (strcmp(info.uuid, l->gpu_uuid) != 0) {
-            snprintf(why, sizeof(why), "GPU %s is not the open device (%s)", l->gpu_uuid,
-                     info.uuid);
-        } else if (mb_device_mig_instances(o->dev, cur, sizeof(cur) / sizeof(cur[0]), &n, &e) !=
-                   MB_OK) {
-            snprintf(why, sizeof(why), "cannot list MIG instances: %.400s", e.msg);
-        } else {
-            const struct mb_mig_instance *match = NULL;
-            bool ci_there = false;
-            for (size_t k = 0; k < n; k++) {
-                if (cur[k].gi_id != l->gi_id)
-                    continue;
-                match = &cur[k];
-                if (l->has_ci && cur[k].has_ci && cur[k].ci_id == l->ci_id)
-                    ci_there = true;
-            }
-            if (!match) {
-                gone = true;
-                ok = true;
-            } else if ((l->profile[0] && strcasecmp(match->profile_name, l->profile) != 0) ||
-                       (l->placement.size && (match->placement.start != l->placement.start ||
-                                              match->placement.size != l->placement.size))) {
-                /* The id was reused by someone else: not ours to remove. */
-                snprintf(why, sizeof(why),
-                         "GI %u is now a %s at slice %u, not the %s at slice %u this "
-                         "run made; "
-                         "left alone",
-                         l->gi_id, match->profile_name, match->placement.start, l->profile,
-                         l->placement.start);
-                gone = true;
-                ok = true;
-            } else {
-                ok = true;
-                if (ci_there && mb_device_mig_destroy_ci(o->dev, l->gi_id, l->ci_id, &e) != MB_OK) {
-                    snprintf(why, sizeof(why), "cannot destroy CI %u of GI %u: %.400s", l->ci_id,
-                             l->gi_id, e.msg);
-                    ok = false;
-                }
-                if (ok && mb_device_mig_destroy_gi(o->dev, l->gi_id, &e) != MB_OK) {
-                    snprintf(why, sizeof(why), "cannot destroy GI %u: %.400s", l->gi_id, e.msg);
-                    ok = false;
-                }
-                if (ok)
-                    (*removed)++;
-            }
-        }
-        cJSON_AddBoolToObject(ev, "ok", ok);
-        cJSON_AddBoolToObject(ev, "already_gone", gone);
-        cJSON_AddItemToObject(ev, "reason", str_or_null(why));
-        struct mb_error je;
-        if (mb_journal_append(o->journal, ev, &je) != MB_OK && rc == MB_OK)
-            rc = mb_error_set(err, MB_EIO, "%s", je.msg);
-        cJSON_Delete(ev);
-        if (ok) {
-            /* Mark it removed so that a later resume does not look for it again. */
-            ev = cJSON_CreateObject();
-            cJSON_AddStringToObject(ev, "event", "mig_destroyed");
-            cJSON_AddStringToObject(ev, "gpu_uuid", l->gpu_uuid);
-            cJSON_AddNumberToObject(ev, "gi_id", l->gi_id);
-            if (mb_journal_append(o->journal, ev, &je) != MB_OK && rc == MB_OK)
-                rc = mb_error_set(err, MB_EIO, "%s", je.msg);
-            cJSON_Delete(ev);
-        } else if (rc == MB_OK) {
-            rc = mb_error_set(err, MB_EBUSY, "%s", why);
-        }
-    }
-    if (ledger_cleanup(o, removed, err) != MB_OK && rc == MB_OK)
-        rc = err->status;
+    int rc = ledger_cleanup(o, left, removed, err);
     for (size_t i = 0; i < left->n_mps; i++) {
         const struct mb_leftover_mps *l = &left->mps[i];
         char why[256] = "";

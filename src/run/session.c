@@ -777,20 +777,45 @@ static int cleanup_gpus(struct mb_session *s, const struct mb_leftovers *left, s
     return rc;
 }
 
-/* What a dead run left (journal and MIG ledger) is removed before anything else runs. */
+/* The MIG instances the dead run left on every GPU, by the ledger (mb_runner_mig_leftovers). */
+static int mig_leftovers(struct mb_session *s, const struct mb_leftovers *left, size_t *n,
+                         struct mb_error *err)
+{
+    *n = 0;
+    struct mb_leftovers *mine = malloc(sizeof(*mine));
+    if (!mine)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    int rc = MB_OK;
+    for (size_t g = 0; g < s->n_gpus && rc == MB_OK; g++) {
+        size_t k = 0;
+        memset(mine, 0, sizeof(*mine));
+        for (size_t i = 0; i < left->n_mig; i++)
+            if (s->n_gpus == 1 || strcmp(left->mig[i].gpu_uuid, s->ginfo[g].uuid) == 0)
+                mine->mig[mine->n_mig++] = left->mig[i];
+        rc = mb_runner_mig_leftovers(&s->gro[g], mine, &k, err);
+        *n += k;
+    }
+    free(mine);
+    return rc;
+}
+
+/* What a dead run left (MIG ledger, MPS daemons of the journal) is removed before anything else
+ * runs. */
 static int resume_cleanup(struct mb_session *s, struct mb_error *err)
 {
     struct mb_leftovers *left = malloc(sizeof(*left));
     if (!left)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
     int rc = mb_journal_leftovers(s->events, left, err);
-    size_t removed = 0;
+    size_t removed = 0, n_mig = 0;
+    if (rc == MB_OK)
+        rc = mig_leftovers(s, left, &n_mig, err);
     if (rc == MB_OK) {
-        if (left->n_mig || left->n_mps)
+        if (n_mig || left->n_mps)
             say(s, MB_SESSION_NOTE,
                 "resume: removing %zu MIG instance%s and %zu MPS daemon%s left by the "
                 "interrupted run",
-                left->n_mig, left->n_mig == 1 ? "" : "s", left->n_mps, left->n_mps == 1 ? "" : "s");
+                n_mig, n_mig == 1 ? "" : "s", left->n_mps, left->n_mps == 1 ? "" : "s");
         rc = cleanup_gpus(s, left, &removed, err);
     }
     free(left);

@@ -3,7 +3,8 @@
 #  - a run killed with SIGKILL leaves its instances in the ledger (creator run, its pid, its
 #    results directory), and `mig clear --ours` removes them and a `mig apply`'s, but not an
 #    instance made by someone else (here: through the fake NVML library, recorded elsewhere);
-#  - `run --resume` removes exactly the dead run's instances, never a `mig apply`'s.
+#  - `run --resume` removes exactly the dead run's instances, never a `mig apply`'s, reading the
+#    ledger alone; an older migbench's journal (instances named there only) is still cleaned.
 # Nothing races a timer: the jobs block until released, every check waits on a journal line.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 M="$MIGBENCH"
@@ -38,7 +39,7 @@ for l in open(sys.argv[1]):
 cleanup_jobs() {
     for p in $(job_pids "$1"); do kill -KILL -- "-$p" 2>/dev/null || true; done
 }
-trap 'cleanup_jobs "$TMP/r1/journal.jsonl"; cleanup_jobs "$TMP/r2/journal.jsonl"; rm -rf "$TMP"' EXIT
+trap 'for r in r1 r2 r4; do cleanup_jobs "$TMP/$r/journal.jsonl"; done; rm -rf "$TMP"' EXIT
 
 # "profile@start" of every GPU instance in the emulator's state.
 instances() {
@@ -120,6 +121,46 @@ expect_err 'resume: removing 2 MIG instances'
 [ "$(ledger)" = "mig:1g.10gb" ] || fail "resume: ledger holds '$(ledger)'"
 [ -f "$TMP/r2/mix/0/cell.json" ] || fail "resume: the cell did not run"
 grep -q '"what":"mig_ledger"' "$TMP/r2/journal.jsonl" || fail "resume: ledger cleanup not journaled"
+
+# --- an older migbench's journal: its "mig_created" events name no ledger, and (before the
+# ledger existed) nothing else records the instances. --resume still removes exactly those.
+"$M" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/r4" >"$TMP/out4" 2>"$TMP/err4" &
+pid=$!
+wait_line "$TMP/r4/journal.jsonl" '"job_started"' 2
+kill -KILL $pid
+wait $pid 2>/dev/null || true
+cleanup_jobs "$TMP/r4/journal.jsonl"
+grep -q '"event":"mig_created".*"ledger":' "$TMP/r4/journal.jsonl" ||
+    fail "journal: mig_created names no ledger"
+python3 - "$TMP/r4/journal.jsonl" "$LEDGER" <<'PY' || fail "legacy: rewriting the records"
+import json, sys
+lines = []
+for l in open(sys.argv[1]):
+    try:
+        e = json.loads(l)
+    except ValueError:  # a line torn by the kill stays as it is
+        lines.append(l.rstrip("\n"))
+        continue
+    e.pop("ledger", None)
+    lines.append(json.dumps(e, separators=(",", ":")))
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+s = json.load(open(sys.argv[2]))
+s["gpu_instances"] = [e for e in s["gpu_instances"] if e["creator"] != "run"]
+json.dump(s, open(sys.argv[2], "w"))
+PY
+[ "$(ledger)" = "mig:1g.10gb" ] || fail "legacy: ledger holds '$(ledger)'"
+(
+    wait_line "$TMP/r4/journal.jsonl" '"job_started"' 4 &&
+        for p in $(job_pids "$TMP/r4/journal.jsonl"); do : >"$TMP/release/$p"; done
+) &
+releaser=$!
+run 0 "$M" run "$TMP/exp.yaml" --device "$DEV" --results "$TMP/r4" --resume
+wait "$releaser" || fail "legacy resume: the releaser failed"
+expect_err 'resume: removing 2 MIG instances'
+[ "$(instances "$TMP/gpu.json")" = "$before" ] ||
+    fail "legacy resume: GPU has $(instances "$TMP/gpu.json"), had $before"
+[ "$(ledger)" = "mig:1g.10gb" ] || fail "legacy resume: ledger holds '$(ledger)'"
+[ -f "$TMP/r4/mix/0/cell.json" ] || fail "legacy resume: the cell did not run"
 
 # A run that could not record its instances creates none: refused before anything changes.
 (

@@ -183,7 +183,15 @@ static void test_leftovers(void **state)
     append_event(j, "mig_destroyed", 2, 0); /* GI 2 fully removed */
     append_event(j, "mig_destroyed", 2, -1);
     append_event(j, "mig_created", 5, -1); /* GI 5 created, CI never */
+    /* A current run's instance names its ledger: the ledger's to clean, not a journal leftover. */
     cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "event", "mig_created");
+    cJSON_AddStringToObject(o, "gpu_uuid", "GPU-1");
+    cJSON_AddNumberToObject(o, "gi_id", 7);
+    cJSON_AddStringToObject(o, "ledger", "/var/lib/migbench/owned-GPU-1.json");
+    assert_int_equal(mb_journal_append(j, o, &err), MB_OK);
+    cJSON_Delete(o);
+    o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "event", "mps_started");
     cJSON_AddNumberToObject(o, "pid", 4242);
     cJSON_AddStringToObject(o, "pipe_dir", "/r/mps/pipe");

@@ -207,7 +207,7 @@ static void test_killed_run_and_apply(void **state)
     assert_int_equal(mb_mig_list(dev, gis, MB_MIG_MAX_GIS, &n, &err), MB_OK);
     for (size_t i = 0; i < n; i++)
         if (mb_mig_ledger_owner(l, &gis[i]))
-            assert_int_equal(mb_mig_destroy(dev, l, &gis[i], &err), MB_OK);
+            assert_int_equal(mb_mig_destroy(dev, l, &gis[i], NULL, &err), MB_OK);
     assert_int_equal(access(f->ledger, F_OK), -1);
     assert_int_equal(n_instances(dev), 1);
     mb_mig_ledger_close(l);
@@ -248,7 +248,7 @@ static void test_dead_intent_pruned(void **state)
     assert_int_equal(mb_mig_ledger_prune(l, gis, n, &err), MB_OK);
     assert_int_equal(mb_mig_ledger_count(l), 1);
     assert_true(mb_mig_ledger_entry(l, 0)->confirmed);
-    assert_int_equal(mb_mig_destroy(dev, l, &gis[0], &err), MB_OK);
+    assert_int_equal(mb_mig_destroy(dev, l, &gis[0], NULL, &err), MB_OK);
     mb_mig_ledger_close(l);
     mb_device_close(dev);
 }

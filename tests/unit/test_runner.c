@@ -224,7 +224,11 @@ static void test_cleanup_only_ours(void **state)
     struct mb_journal *j;
     assert_int_equal(mb_journal_open(jpath, &j, &err), MB_OK);
     volatile sig_atomic_t stop = 0;
-    struct mb_runner_opts o = {.dev = dev, .device_spec = spec, .journal = j, .stop = &stop};
+    struct mb_runner_opts o = {
+        .dev = dev, .device_spec = spec, .journal = j, .stop = &stop, .results_dir = dir};
+    size_t outstanding = 0;
+    assert_int_equal(mb_runner_mig_leftovers(&o, left, &outstanding, &err), MB_OK);
+    assert_int_equal(outstanding, 1); /* the reused id is not adopted */
     size_t removed = 0;
     assert_int_equal(mb_runner_cleanup(&o, left, &removed, &err), MB_OK);
     assert_int_equal(removed, 1);
