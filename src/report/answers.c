@@ -223,7 +223,7 @@ size_t mb__answers(const struct mb_an_experiment *e, struct mb__answer *out, siz
         int metric = q == MB__Q_MIG ? MB__Q_ENERGY : q;
         if (metric == MB__Q_ENERGY && mb__no_energy_sensor(e)) {
             snprintf(a->sentence, sizeof(a->sentence),
-                     "%s: not measured: this device has no energy sensor.", heads[q]);
+                     "%s: not measured (no energy sensor on this device).", heads[q]);
             n++;
             continue;
         }
