@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # What `cmake --install` puts under the prefix, in the conventional places (GNUInstallDirs):
-#   bin/migbench, lib*/libmigbench.{a,so.0}, include/migbench/*.h, lib*/pkgconfig/migbench.pc,
+#   bin/migbench, lib*/libmigbench.{a,so.MB_ABI_VERSION}, include/migbench/*.h (the public headers
+#   only, below), lib*/pkgconfig/migbench.pc,
 #   share/migbench/{mig-catalog.json,workloads/}, share/man/man1/migbench*.1,
 #   share/bash-completion/completions/migbench, share/zsh/site-functions/_migbench,
 #   share/doc/migbench/{LICENSE,README.md,docs/}
@@ -28,8 +29,19 @@ install(TARGETS migbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS migbench_lib migbench_shared
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Unspecified)
-install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/migbench
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+# Headers: the stable API of libmigbench.so (export.h, version.h, status.h, api.h), and the
+# headers of the static library's wider API (no ABI promise: docs/api.md). The library's
+# internal utilities stay in include/migbench/ for the CLI and the tests but are not installed:
+# proc, fileio, num, clock, stats, gpuqueue, live, prom, report_verbs, and progress.h and
+# monitor.h, which include them.
+set(MB_PUBLIC_HEADERS export status api analysis catalog device experiment exporter fleet layout
+    meter mig migcfg plan plan_io powercap powersel report results runner session)
+foreach(h ${MB_PUBLIC_HEADERS})
+    install(FILES ${CMAKE_SOURCE_DIR}/include/migbench/${h}.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/migbench)
+endforeach()
+install(FILES ${CMAKE_BINARY_DIR}/include/migbench/version.h
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/migbench)
 
 # pkg-config: public headers include <cjson/cJSON.h>, so libcjson is a public requirement.
 set(MB_PC_LIBDIR ${CMAKE_INSTALL_LIBDIR})

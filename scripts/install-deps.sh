@@ -15,12 +15,15 @@ set -euo pipefail
 # prometheus (promtool) for the textfile check, tmux for the monitor test, man-db for the man page
 # test, chromium, in which the tests open the HTML report, and clang with its libFuzzer runtime
 # (libclang-rt-14-dev) for the fuzz targets (scripts/fuzz.sh), and a real Slurm (slurmctld,
-# slurmd, slurm-client, munge) that the slurm tests start on loopback (tests/slurm/slurm-up.sh).
+# slurmd, slurm-client, munge) that the slurm tests start on loopback (tests/slurm/slurm-up.sh),
+# abigail-tools (abidw/abidiff) for the ABI check (scripts/abi-check.sh) and python3-pytest and
+# python3-setuptools for the Python package's tests (python/tests) and `pip install ./python`.
 pkgs=(build-essential cmake pkg-config libyaml-dev libcjson-dev python3 python3-torch
       python3-torchvision)
 if [ "${1:-}" = "--test" ]; then
     pkgs+=(libcmocka-dev clang-format python3-yaml chromium prometheus tmux man-db clang
-           libclang-rt-14-dev slurmctld slurmd slurm-client munge)
+           libclang-rt-14-dev slurmctld slurmd slurm-client munge abigail-tools python3-pytest
+           python3-setuptools python3-pip)
 fi
 
 missing=()

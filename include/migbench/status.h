@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "migbench/export.h"
+
 /*
  * The status list is stable and append-only: a code's number never changes once released.
  * X(name, number, description).
@@ -39,17 +41,18 @@ enum mb_status {
 };
 
 /* Returns a static, never-NULL description of status s ("unknown status" for unknown codes). */
-const char *mb_status_str(int s);
+MB_API const char *mb_status_str(int s);
 
 /* Returns the symbolic name of status s ("MB_EINVAL"), or "MB_UNKNOWN". Never NULL. */
-const char *mb_status_name(int s);
+MB_API const char *mb_status_name(int s);
 
 #define MB_ERROR_MSG_MAX 512
 
 /*
  * Caller-owned error detail. Functions that take a `struct mb_error *` may pass NULL; when it is
  * not NULL and the function fails, `msg` holds a one-line, user-readable explanation (no trailing
- * newline) and `status` the returned code.
+ * newline) and `status` the returned code. Its layout is frozen: it is part of the exported ABI
+ * (api.h), so a change is an ABI break (docs/api.md).
  */
 struct mb_error {
     int status;
@@ -57,7 +60,7 @@ struct mb_error {
 };
 
 /* Clears err (no-op on NULL). */
-void mb_error_clear(struct mb_error *err);
+MB_API void mb_error_clear(struct mb_error *err);
 
 /*
  * Records status and a printf-style message in err (no-op on NULL) and returns status, so that a

@@ -927,7 +927,7 @@ int mb_mig_diff(const struct mb_gpu_model *m, const struct mb_mig_gi *gis, size_
         need[want[i]]++;
     struct mb_layout keep = {0};
     for (size_t i = 0; i < n && i < MB_MIG_MAX_GIS; i++) {
-        unsigned idx;
+        unsigned idx = 0; /* set by mb_mig_profile_index on MB_OK */
         if ((rc = mb_mig_profile_index(m, &gis[i], &idx, err)) != MB_OK)
             return rc;
         if (need[idx] > 0 && keep.n < MB_LAYOUT_MAX) {
@@ -961,7 +961,7 @@ int mb_mig_matches(const struct mb_gpu_model *m, const struct mb_mig_gi *gis, si
 {
     unsigned have[MB_MAX_PROFILES] = {0}, asked[MB_MAX_PROFILES] = {0};
     for (size_t i = 0; i < n; i++) {
-        unsigned idx;
+        unsigned idx = 0; /* set by mb_mig_profile_index on MB_OK */
         int rc = mb_mig_profile_index(m, &gis[i], &idx, err);
         if (rc != MB_OK)
             return rc;

@@ -9,7 +9,7 @@ for tool in cmake cc pkg-config man readelf cpack dpkg-deb; do
 done
 P="$TMP/prefix"
 run 0 cmake --install "$MB_BINARY_DIR" --prefix "$P"
-for f in bin/migbench include/migbench/device.h include/migbench/monitor.h \
+for f in bin/migbench include/migbench/device.h include/migbench/api.h include/migbench/version.h \
     share/migbench/mig-catalog.json share/migbench/workloads/vision.py \
     share/man/man1/migbench.1 share/man/man1/migbench-run.1 share/man/man1/migbench-monitor.1 \
     share/bash-completion/completions/migbench share/zsh/site-functions/_migbench \
@@ -20,9 +20,17 @@ PC=$(find "$P" -name migbench.pc)
 [ -n "$PC" ] || { fail "no migbench.pc"; finish; }
 LIBDIR=$(dirname "$(dirname "$PC")")
 [ -e "$LIBDIR/libmigbench.a" ] || fail "no static library in $LIBDIR"
-readelf -d "$LIBDIR/libmigbench.so.0" | grep -q 'Library soname: \[libmigbench.so.0\]' ||
-    fail "libmigbench.so.0 lacks its versioned SONAME"
-[ "$(readlink "$LIBDIR/libmigbench.so")" = libmigbench.so.0 ] || fail "libmigbench.so -> .so.0"
+# The SOVERSION is the ABI version (MB_ABI_VERSION), not the project's major version.
+ABI=$(sed -n 's/^set(MB_ABI_VERSION \([0-9]*\)).*/\1/p' "$MB_SOURCE_DIR/CMakeLists.txt")
+readelf -d "$LIBDIR/libmigbench.so.$ABI" | grep -q "Library soname: \[libmigbench.so.$ABI\]" ||
+    fail "libmigbench.so.$ABI lacks its versioned SONAME"
+[ "$(readlink "$LIBDIR/libmigbench.so")" = "libmigbench.so.$ABI" ] || fail "libmigbench.so -> .so.$ABI"
+# The library's internal utilities are not installed as API (docs/api.md).
+for h in proc fileio num clock stats gpuqueue live prom report_verbs progress monitor; do
+    [ ! -e "$P/include/migbench/$h.h" ] || fail "internal header installed: $h.h"
+done
+grep -q "#define MB_VERSION_TEXT \"$("$MIGBENCH" --version | cut -d' ' -f2)\"" \
+    "$P/include/migbench/version.h" || fail "version.h does not carry the project version"
 grep -q 'Apache License' "$P/share/doc/migbench/LICENSE" || fail "LICENSE text"
 
 # A library built with sanitizers (CI's ASan build) needs programs linked with them too.
@@ -36,7 +44,51 @@ export PKG_CONFIG_PATH
 run 0 pkg-config --exists migbench
 run 0 pkg-config --modversion migbench
 expect_out "^$("$MIGBENCH" --version | cut -d' ' -f2)\$"
+# A program against the installed shared library through its stable API (migbench/api.h), found
+# through pkg-config only: the version, a status, a window on an emulated GPU.
 cat >"$TMP/prog.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+#include <migbench/api.h>
+
+int main(void)
+{
+    struct mb_error err;
+    struct mb_wmeter *m = NULL;
+    char *json = NULL;
+    printf("version %s abi %d headers %s\n", mb_version(), mb_abi_version(), MB_VERSION_TEXT);
+    if (mb_wmeter_open("emu:A100-40GB", 0, 0, &m, &err) != MB_OK) {
+        fprintf(stderr, "open: %s\n", err.msg);
+        return 1;
+    }
+    int rc = mb_wmeter_info(m, &json, &err);
+    if (rc == MB_OK)
+        printf("%s\n", json);
+    mb_free(json);
+    mb_wmeter_close(m);
+    printf("%s\n", mb_status_str(MB_EUNSUPPORTED));
+    return rc == MB_OK ? 0 : 1;
+}
+C
+# shellcheck disable=SC2046 # pkg-config's output is meant to be split into words
+run 0 cc -std=c11 -Wall -Werror ${SANFLAGS[@]+"${SANFLAGS[@]}"} -o "$TMP/prog" "$TMP/prog.c" \
+    $(pkg-config --cflags --libs migbench)
+LD_LIBRARY_PATH="$LIBDIR" run 0 "$TMP/prog"
+expect_out "^version $("$MIGBENCH" --version | cut -d' ' -f2) abi $ABI headers "
+expect_out '"backend":"emu","emulated":true'
+expect_out '^not supported by this device$'
+LD_LIBRARY_PATH="$LIBDIR" run 0 ldd "$TMP/prog"
+expect_out "libmigbench\.so\.$ABI => $LIBDIR/libmigbench\.so\.$ABI"
+# As docs/install.md says: with an RPATH, no LD_LIBRARY_PATH under a non-system prefix.
+# shellcheck disable=SC2046
+run 0 cc -std=c11 ${SANFLAGS[@]+"${SANFLAGS[@]}"} -o "$TMP/prog-rpath" "$TMP/prog.c" \
+    $(pkg-config --cflags --libs migbench) -Wl,-rpath,"$(pkg-config --variable=libdir migbench)"
+run 0 env -u LD_LIBRARY_PATH "$TMP/prog-rpath"
+expect_out '"backend":"emu","emulated":true'
+
+
+# The static library keeps the wider API (device.h, layout.h; no ABI promise).
+cat >"$TMP/prog-static.c" <<'C'
 #include <stdio.h>
 #include <migbench/device.h>
 #include <migbench/layout.h>
@@ -54,28 +106,19 @@ int main(void)
     if (rc == MB_OK)
         printf("%s %s emulated=%d\n", info.backend, info.model, info.emulated);
     mb_device_close(dev);
-    printf("%s\n", mb_status_str(MB_EUNSUPPORTED));
     return rc == MB_OK ? 0 : 1;
 }
 C
-# shellcheck disable=SC2046 # pkg-config's output is meant to be split into words
-run 0 cc -std=c11 -Wall -Werror ${SANFLAGS[@]+"${SANFLAGS[@]}"} -o "$TMP/prog" "$TMP/prog.c" \
-    $(pkg-config --cflags --libs migbench)
-LD_LIBRARY_PATH="$LIBDIR" run 0 "$TMP/prog"
-# As docs/install.md says: with an RPATH, no LD_LIBRARY_PATH under a non-system prefix.
-run 0 cc -std=c11 ${SANFLAGS[@]+"${SANFLAGS[@]}"} -o "$TMP/prog-rpath" "$TMP/prog.c" \
-    $(pkg-config --cflags --libs migbench) -Wl,-rpath,"$(pkg-config --variable=libdir migbench)"
-run 0 env -u LD_LIBRARY_PATH "$TMP/prog-rpath"
-expect_out '^emu A100-SXM4-40GB emulated=1$'
-expect_out '^not supported by this device$'
-LD_LIBRARY_PATH="$LIBDIR" run 0 ldd "$TMP/prog"
-expect_out "libmigbench\.so\.0 => $LIBDIR/libmigbench\.so\.0"
 # shellcheck disable=SC2046
-run 0 cc -std=c11 ${SANFLAGS[@]+"${SANFLAGS[@]}"} -o "$TMP/prog-static" "$TMP/prog.c" \
+run 0 cc -std=c11 ${SANFLAGS[@]+"${SANFLAGS[@]}"} -o "$TMP/prog-static" "$TMP/prog-static.c" \
     $(pkg-config --cflags migbench) \
     "$LIBDIR/libmigbench.a" $(pkg-config --static --libs migbench | sed 's/-lmigbench//')
 run 0 "$TMP/prog-static"
 expect_out '^emu A100-SXM4-40GB emulated=1$'
+# ... and the same program cannot link against the shared library: it exports the stable API only.
+# shellcheck disable=SC2046
+run 1 cc -std=c11 -o "$TMP/prog-shared" "$TMP/prog-static.c" $(pkg-config --cflags --libs migbench)
+expect_err 'undefined reference to .mb_device_open'
 
 # The installed binary runs and finds its installed workloads.
 run 0 "$P/bin/migbench" layouts --list-gpus
@@ -125,7 +168,7 @@ grep -q '^#compdef migbench' "$P/share/zsh/site-functions/_migbench" || fail "zs
 DEB=$(find "$TMP/pkg" -maxdepth 1 -name 'migbench_*.deb' 2>/dev/null | head -1)
 if [ -n "$DEB" ]; then
     dpkg-deb -c "$DEB" >"$TMP/deb.txt"
-    for f in ./usr/bin/migbench ./usr/lib/libmigbench.so.0 ./usr/lib/pkgconfig/migbench.pc \
+    for f in ./usr/bin/migbench "./usr/lib/libmigbench.so.$ABI" ./usr/lib/pkgconfig/migbench.pc \
         ./usr/share/man/man1/migbench-run.1 ./usr/include/migbench/device.h; do
         grep -q " $f" "$TMP/deb.txt" || fail "package lacks $f"
     done
