@@ -141,7 +141,7 @@ static void sentence(struct mb__answer *a, const char *head, int q)
                               : a->clear == 0 ? "not clear of the noise"
                                               : "whether that is clear of the noise is unknown "
                                                 "(95% intervals need two repetitions)";
-        const char *pts = fabs(a->margin.mean * 100) < 1.5 ? "point" : "points";
+        const char *pts = lround(fabs(a->margin.mean * 100)) == 1 ? "point" : "points";
         if (a->runner_exclusive)
             snprintf(lead, sizeof(lead), "; the next best is the baseline itself: %s", verdict);
         else if (a->margin.ci_valid)
@@ -175,16 +175,16 @@ static void power_answer(const struct mb_an_experiment *e, struct mb__answer *a)
             continue;
         const struct mb_power_choice *c = &it->optimal;
         const char *verdict = !c->has_runner  ? "the only limit measured"
-                              : !c->intervals ? "95% intervals unavailable (one repetition)"
+                              : !c->intervals ? "95% intervals unavailable: one repetition"
                               : c->distinct   ? "clear of the noise"
                                               : "not clear of the noise";
         char runner[96] = "";
         if (c->has_runner)
-            snprintf(runner, sizeof(runner), ", next %s", it->points[c->runner_up].limit);
+            snprintf(runner, sizeof(runner), "; next best %s", it->points[c->runner_up].limit);
         const char *sep = a->answered ? ";" : "";
         used += (size_t)snprintf(a->sentence + used, sizeof(a->sentence) - used,
-                                 "%s %s in %s at %s (%.4g J per unit%s: %s)", sep, it->job, it->run,
-                                 it->points[c->index].limit, c->value, runner, verdict);
+                                 "%s %s in run %s at %s (%.4g J per unit%s; %s)", sep, it->job,
+                                 it->run, it->points[c->index].limit, c->value, runner, verdict);
         if (!a->answered) {
             snprintf(a->winner, sizeof(a->winner), "%s", it->points[c->index].limit);
             a->answered = 1;
@@ -228,14 +228,19 @@ size_t mb__answers(const struct mb_an_experiment *e, struct mb__answer *out, siz
             continue;
         }
         rank(e, metric, q == MB__Q_MIG, a);
-        if (a->answered)
-            sentence(a, heads[q], metric);
-        else
-            snprintf(a->sentence, sizeof(a->sentence),
-                     "%s: no answer: no run could be compared with running the jobs one after "
-                     "another.",
-                     heads[q]);
+        if (!a->answered)
+            continue;
+        sentence(a, heads[q], metric);
         n++;
+    }
+    /* Nothing answered at all: one sentence says why, rather than none. */
+    if (n == 0 && cap > 0) {
+        memset(&out[0], 0, sizeof(out[0]));
+        out[0].question = MB__Q_THROUGHPUT;
+        snprintf(out[0].sentence, sizeof(out[0].sentence),
+                 "No answer: no run could be compared with running the same jobs one after "
+                 "another (an exclusive run with every job is needed).");
+        n = 1;
     }
     return n;
 }
