@@ -151,6 +151,7 @@ done
 MANWIDTH=200 man -M "$P/share/man" migbench 2>/dev/null | col -bx >"$TMP/man.txt"
 grep -q 'migbench-monitor(1)' "$TMP/man.txt" || fail "migbench(1) does not list migbench-monitor(1)"
 grep -q -- '--version' "$TMP/man.txt" || fail "migbench(1) lacks --version"
+grep -q 'slurm.*Slurm: submit' "$TMP/man.txt" || fail "migbench(1) does not say that slurm submits"
 
 # bash completion: commands, and a command's options, from the installed binary.
 complete_words() {
@@ -160,6 +161,15 @@ complete_words() {
 [ "$(complete_words migbench mon)" = monitor ] || fail "completion of 'mon'"
 [ "$(complete_words migbench monitor --prom)" = --prometheus ] || fail "completion of --prom"
 [ "$(complete_words migbench mig s)" = show ] || fail "completion of 'mig s'"
+# Values, not only names: report formats, GPU models, device specs, a model's profiles, runs.
+[ "$(complete_words migbench report --format ht)" = html ] || fail "completion of --format"
+[ "$(complete_words migbench layouts --gpu H100-S)" = H100-SXM5-80GB ] || fail "completion of --gpu"
+complete_words migbench devices --device emu:A30 | grep -qx 'emu:A30-24GB:mig=on' ||
+    fail "completion of --device"
+[ "$(complete_words migbench layouts --gpu A30-24GB --check 4g.24gb,2g.12gb+)" = \
+    "4g.24gb,2g.12gb+me" ] || fail "completion of a profile list"
+[ "$(complete_words migbench run "$MB_SOURCE_DIR/examples/run/quick.yaml" --only sh)" = shared ] ||
+    fail "completion of run --only"
 grep -q '^#compdef migbench' "$P/share/zsh/site-functions/_migbench" || fail "zsh #compdef"
 
 # cpack -G DEB: the same tree under /usr, with its library dependencies.
