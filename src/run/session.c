@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Experiment sessions: open an experiment on a device, select cells, run them (session.h). */
 #define _DEFAULT_SOURCE /* readlink */
+#include "results/journal_events.h"
 #include "results/results_json.h"
 #include "migbench/session.h"
 
@@ -420,12 +421,6 @@ static int open_cells(struct mb_session *s, struct mb_error *err)
     return mb_session_select(s, NULL, NULL, err);
 }
 
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* The journal's experiment must be this one (same file and --set options). */
 static int check_same_experiment(struct mb_session *s, const cJSON *events, const char *what,
                                  struct mb_error *err)
@@ -433,10 +428,10 @@ static int check_same_experiment(struct mb_session *s, const cJSON *events, cons
     const cJSON *ev;
     cJSON_ArrayForEach(ev, events)
     {
-        const char *name = jstr(ev, "event");
-        const char *sha = jstr(ev, "experiment_sha");
-        if (!name || strcmp(name, "experiment_started") != 0 || !sha)
+        struct mb_jev e;
+        if (!mb_jev_decode(ev, &e) || e.kind != MB_JEV_EXPERIMENT_STARTED || !e.experiment_sha)
             continue;
+        const char *sha = e.experiment_sha;
         if (strcmp(sha, s->exp->sha) != 0)
             return mb_error_set(err, MB_EINVAL,
                                 "%s%s was started from a different experiment file or --set "
@@ -911,15 +906,60 @@ int mb_session_start(struct mb_session *s, struct mb_error *err)
 
 static void journal_interrupted(struct mb_session *s, int sig, const struct mb_cell *c)
 {
-    cJSON *ev = cJSON_CreateObject();
-    if (!ev)
-        return;
-    cJSON_AddStringToObject(ev, "event", "interrupted");
-    cJSON_AddNumberToObject(ev, "signal", sig);
-    cJSON_AddStringToObject(ev, "run", s->exp->runs[c->run].name);
-    cJSON_AddNumberToObject(ev, "rep", c->rep);
-    mb_journal_append(s->journal, ev, NULL);
+    struct mb_jev e = mb_jev_init(MB_JEV_INTERRUPTED);
+    e.signal = sig;
+    e.run = s->exp->runs[c->run].name;
+    e.rep = (int)c->rep;
+    cJSON *ev = mb_jev_encode(&e);
+    if (ev)
+        mb_journal_append(s->journal, ev, NULL);
     cJSON_Delete(ev);
+}
+
+/*
+ * Whether a cell needs no run: it has a cell.json, and (for a selection without --resume, such
+ * as a Slurm array task resubmitted for it) that says ok. A failed cell is run again.
+ */
+static bool cell_settled(const struct mb_session *s, const char *run, unsigned rep)
+{
+    if (!mb_results_cell_done(s->dir, run, rep))
+        return false;
+    if (s->o.resume)
+        return true;
+    char path[PATH_MAX + 200];
+    snprintf(path, sizeof(path), "%s/%s/%u/cell.json", s->dir, run, rep);
+    cJSON *o = NULL;
+    if (mb_results_read_json(path, 64u << 20, &o, NULL) != MB_OK)
+        return true; /* unreadable: not ours to overwrite */
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+    bool ok = !cJSON_IsString(st) || strcmp(st->valuestring, "failed") != 0;
+    cJSON_Delete(o);
+    return ok;
+}
+
+/*
+ * A failed cell about to run again keeps its record: cell.json becomes cell.failed-<n>.json
+ * (n from 1, the first free), which nothing reads as the cell's result.
+ */
+static int keep_failed_attempt(struct mb_session *s, const char *run, unsigned rep,
+                               struct mb_error *err)
+{
+    char from[PATH_MAX + 200], to[PATH_MAX + 300];
+    snprintf(from, sizeof(from), "%s/%s/%u/cell.json", s->dir, run, rep);
+    if (access(from, F_OK) != 0)
+        return MB_OK;
+    for (unsigned n = 1; n < 10000; n++) {
+        snprintf(to, sizeof(to), "%s/%s/%u/cell.failed-%u.json", s->dir, run, rep, n);
+        if (access(to, F_OK) == 0)
+            continue;
+        if (rename(from, to) != 0)
+            return mb_error_set(err, MB_EIO, "%s: cannot keep the failed attempt: %s", from,
+                                strerror(errno));
+        say(s, MB_SESSION_NOTE, "%s %u: failed before (kept as %s); running it again", run, rep,
+            strrchr(to, '/') + 1);
+        return MB_OK;
+    }
+    return mb_error_set(err, MB_ERANGE, "%s: too many failed attempts kept", from);
 }
 
 int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skipped,
@@ -932,7 +972,7 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
                             i);
     const struct mb_cell *c = &s->sel[i];
     const struct mb_exp_run *r = &s->exp->runs[c->run];
-    if ((s->o.resume || s->selected) && mb_results_cell_done(s->dir, r->name, c->rep)) {
+    if ((s->o.resume || s->selected) && cell_settled(s, r->name, c->rep)) {
         *skipped = true;
         return MB_OK;
     }
@@ -948,10 +988,17 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
         if (crc != MB_OK)
             return crc;
         /* Finished by another invocation between the check above and the claim. */
-        if (mb_results_cell_done(s->dir, r->name, c->rep)) {
+        if (cell_settled(s, r->name, c->rep)) {
             mb_results_cell_release(claim);
             *skipped = true;
             return MB_OK;
+        }
+    }
+    if (s->selected && !s->o.resume) {
+        int krc = keep_failed_attempt(s, r->name, c->rep, err);
+        if (krc != MB_OK) {
+            mb_results_cell_release(claim);
+            return krc;
         }
     }
     int sig = *s->o.stop;
@@ -1066,15 +1113,14 @@ static int run_node(struct mb_session *s, struct mb_session_summary *sum, struct
 
 static void journal_finished(struct mb_session *s, const struct mb_session_summary *sum)
 {
-    cJSON *ev = cJSON_CreateObject();
-    if (ev) {
-        cJSON_AddStringToObject(ev, "event", "experiment_finished");
-        cJSON_AddNumberToObject(ev, "ok", (double)sum->ok);
-        cJSON_AddNumberToObject(ev, "failed", (double)sum->failed);
-        cJSON_AddNumberToObject(ev, "skipped", (double)sum->skipped);
+    struct mb_jev e = mb_jev_init(MB_JEV_EXPERIMENT_FINISHED);
+    e.n_ok = (double)sum->ok;
+    e.n_failed = (double)sum->failed;
+    e.n_skipped = (double)sum->skipped;
+    cJSON *ev = mb_jev_encode(&e);
+    if (ev)
         mb_journal_append(s->journal, ev, NULL);
-        cJSON_Delete(ev);
-    }
+    cJSON_Delete(ev);
 }
 
 int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct mb_error *err)
@@ -1096,7 +1142,7 @@ int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct 
         double est = mb_session_cell_estimate(s->exp, &s->exp->runs[s->sel[i].run], &unknown);
         total -= est;
         if ((s->o.resume || s->selected) &&
-            mb_results_cell_done(s->dir, s->exp->runs[s->sel[i].run].name, s->sel[i].rep)) {
+            cell_settled(s, s->exp->runs[s->sel[i].run].name, s->sel[i].rep)) {
             sum->skipped++;
             continue;
         }
