@@ -293,11 +293,13 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
     } else if (strcmp(key, "state") == 0) {
         if (!val[0] || strlen(val) >= sizeof(e->state_path) - 40)
             return mb_error_set(err, MB_EINVAL, "option state=: empty or over-long path");
+        if (mb__spec_path(key, val, err))
+            return MB_EINVAL;
         snprintf(e->state_path, sizeof(e->state_path), "%s", val);
-    } else if (strcmp(key, "catalog") == 0) {
-        snprintf(o->catalog, sizeof(o->catalog), "%s", val);
-    } else if (strcmp(key, "trace") == 0) {
-        snprintf(o->trace, sizeof(o->trace), "%s", val);
+    } else if (strcmp(key, "catalog") == 0 || strcmp(key, "trace") == 0) {
+        if (mb__spec_path(key, val, err))
+            return MB_EINVAL;
+        snprintf(key[0] == 'c' ? o->catalog : o->trace, sizeof(o->trace), "%s", val);
     } else if (strcmp(key, "idle_w") == 0 || strcmp(key, "max_w") == 0) {
         if (mb__spec_double(key, val, &d, err) || d < 0 || d > 100000)
             return mb_error_set(err, MB_EINVAL, "option %s=%s: expected watts in 0..100000", key,
