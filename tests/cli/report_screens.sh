@@ -12,12 +12,24 @@ cd "$TMP/w"
 X=$MB_SOURCE_DIR/examples/run
 # Windows in steps where the device has no energy sensor (timing-independent); 5 s where energy
 # is read (the emulated sensor refuses shorter windows).
-run 0 "$MIGBENCH" run "$X/quick.yaml" --device host --results host --set 'measure.warmup=2 steps' \
-    --set 'measure.duration=30 steps'
+cat >host.yaml <<YAML
+version: 1
+name: host-quick
+device: host
+workloads:
+  fast: {command: [build/fixtures/fx_steady, --rate, "40", --duration, "600", --samples-per-step, "8"], unit: images}
+  slow: {command: [build/fixtures/fx_steady, --rate, "20", --duration, "600", --samples-per-step, "4"], unit: images}
+runs:
+  - {name: alone, mode: exclusive, jobs: [fast, slow]}
+  - {name: shared, mode: timeslice, jobs: [fast, slow]}
+  - {name: split, mode: partition, jobs: [fast, slow]}
+measure: {warmup: 2 steps, duration: 30 steps, repetitions: 2}
+YAML
+run 0 "$MIGBENCH" run host.yaml --results host
 run 0 "$MIGBENCH" run "$X/power-axis.yaml" --device "emu:H100-80GB:mig=on:state=$TMP/pa.json" \
     --results axis --set measure.duration=5s
-run 0 "$MIGBENCH" run "$X/quick.yaml" --device emu:H100-80GB:mig=on --results mig \
-    --set measure.warmup=0s --set measure.duration=5s
+run 0 "$MIGBENCH" run "$X/quick.yaml" --results mig --set measure.warmup=0s \
+    --set measure.duration=5s
 for r in host axis mig; do
     run 0 "$MIGBENCH" report "$r" --format html -o "$r.html"
     python3 - "$r.html" "$r" <<'PY' || fail "$r: report layout"
