@@ -56,6 +56,7 @@ struct target {
     uint32_t caps;                    /* MB_CAP_* of the device */
     const struct mb_gpu_model *model; /* GPUs with a catalog model; else NULL */
     char label[256];
+    bool mig_on; /* MIG mode is enabled now (read when the device says) */
 };
 
 static int parse_args(int argc, char **argv, struct run_args *a)
@@ -208,6 +209,8 @@ static int resolve_target(const char *spec, struct mb_catalog *cat, struct targe
     struct mb_device_info info;
     int rc = mb_device_info(dev, &info, &err);
     t->caps = mb_device_caps(dev);
+    struct mb_mig_mode mm;
+    t->mig_on = (t->caps & MB_CAP_MIG) && mb_device_mig_mode(dev, &mm, NULL) == MB_OK && mm.current;
     mb_device_close(dev);
     if (rc != MB_OK) {
         mb_cli_error(CMD, "device %s: %s", spec, err.msg);
@@ -475,8 +478,11 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
                "on the jobs)\n");
     if (gpus.n > 1)
         print_gpu_estimate(a, exp, cells, n_cells, gpus.n);
-    if (t.caps & MB_CAP_GPU)
-        print_phases(exp, cells, n_cells, a->manage_mig_mode || exp->manage_mig_mode);
+    /* An emulated GPU in MIG mode runs the whole-GPU modes too (session.c, filter_by_mig_mode):
+     * there every cell runs, and the note that only one mode's cells run would be wrong. */
+    bool manage = a->manage_mig_mode || exp->manage_mig_mode;
+    if ((t.caps & MB_CAP_GPU) && (manage || !(t.caps & MB_CAP_EMULATED) || !t.mig_on))
+        print_phases(exp, cells, n_cells, manage);
 out:
     mb_device_spec_list_free(&gpus);
     free(cells);

@@ -187,6 +187,20 @@ bool mb__device_state_file(const char *spec, char *out, size_t cap)
     return false;
 }
 
+/*
+ * True (with the error copied to err) when opening NVML failed because the library named in
+ * MIGBENCH_NVML_LIBRARY does not load: a mistake to report, not a reason to fall back to the host.
+ */
+static bool named_library_failed(const struct mb_error *nvml_err, struct mb_error *err)
+{
+    const char *lib = getenv("MIGBENCH_NVML_LIBRARY");
+    if (!lib || !*lib || nvml_err->status != MB_ELIB)
+        return false;
+    if (err)
+        *err = *nvml_err;
+    return true;
+}
+
 int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *err)
 {
     if (!out)
@@ -203,6 +217,8 @@ int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *er
             struct mb_error ignored;
             if (mb__device_open_ops(nvml, "0", spec, out, &ignored) == MB_OK)
                 return MB_OK;
+            if (named_library_failed(&ignored, err))
+                return err ? err->status : MB_ELIB;
         }
         return mb__device_open_ops(&mb__host_ops, NULL, spec, out, err);
     }
@@ -237,6 +253,8 @@ int mb_device_open_nth(size_t i, char *spec, size_t spec_cap, struct mb_device *
         struct mb_error ignored;
         if (mb__device_open_ops(nvml, args, spec, out, &ignored) == MB_OK)
             return MB_OK;
+        if (i == 0 && named_library_failed(&ignored, err))
+            return err ? err->status : MB_ELIB;
     }
     /* No GPU i: the end of the GPUs, or, when there is none at all, the host as device 0. */
     if (i > 0)
