@@ -134,12 +134,19 @@ chmod 0777 "$TMP/rt"
 run 1 "$M" monitor --device emu:H100-80GB --count 1 --plain --runtime-dir "$TMP/rt"
 expect_err "runtime directory .*/rt: mode 0777 lets others write to it"
 mkdir -m 0700 "$TMP/rt2"
-printf '{"pid": %d, "device": "emu:H100-80GB", "run": "r\\ndevice=FAKE power=9999.0W", "jobs": []}\n' \
-    $$ >"$TMP/rt2/run-$$.json"
+uuid=$("$M" monitor --device emu:H100-80GB --count 1 --json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["gpus"][0]["uuid"])')
+live() { # the fields after pid, device and device_uuid of a live file of this shell (alive)
+    printf '{"pid": %d, "device": "emu:H100-80GB", "device_uuid": "%s", %s}\n' $$ "$uuid" "$1" \
+        >"$TMP/rt2/run-$$.json"
+}
+live '"run": "good", "phase": "window", "cell_index": 1, "cells": 2, "jobs": []'
+run 0 "$M" monitor --device emu:H100-80GB --count 1 --plain --runtime-dir "$TMP/rt2"
+expect_out " run=/good#0 phase=window" # shown: so would the cases below be, but for the checks
+live '"run": "r\ndevice=FAKE power=9999.0W", "jobs": []'
 run 0 "$M" monitor --device emu:H100-80GB --count 1 --plain --runtime-dir "$TMP/rt2"
 grep -q FAKE "$TMP/out" && fail "a forged line from a live file reached the terminal"
-printf '{"pid": %d, "device": "emu:H100-80GB", "run": "r", "cell_index": 5, "cells": 2, "window_s": -5}\n' \
-    $$ >"$TMP/rt2/run-$$.json"
+live '"run": "r", "cell_index": 5, "cells": 2, "window_s": -5, "jobs": []'
 run 0 "$M" monitor --device emu:H100-80GB --count 1 --plain --runtime-dir "$TMP/rt2" \
     --prometheus "$TMP/prom.txt"
 grep -q 'migbench_cell_progress_ratio\|migbench_cell_window_seconds' "$TMP/prom.txt" &&
