@@ -210,6 +210,10 @@ static bool named_library_failed(const struct mb_error *nvml_err, struct mb_erro
     const char *lib = getenv("MIGBENCH_NVML_LIBRARY");
     if (!lib || !*lib || nvml_err->status != MB_ELIB)
         return false;
+    /* The library loaded but found no driver (NVML's DRIVER_NOT_LOADED, also MB_ELIB): that is
+     * the no-GPU case, and auto falls back to the host with a note. */
+    if (!strstr(nvml_err->msg, "(from MIGBENCH_NVML_LIBRARY)") && !strstr(nvml_err->msg, " lacks "))
+        return false;
     if (err)
         *err = *nvml_err;
     return true;

@@ -3,7 +3,7 @@
 # daemon starts and answers without a GPU), with the fake libnvidia-ml.so.1 as the device:
 #  - the daemon starts with private 0700 pipe and log directories given as absolute paths (the
 #    run's --results is relative), each job gets them absolute too, and a job that changes its
-#    working directory still reaches the daemon; per-client thread percentages; `quit` at the end
+#    working directory still finds the daemon's socket; per-client thread percentages; `quit` at the end
 #    leaves no daemon;
 #  - migbench killed with SIGKILL leaves its daemon running: `run --resume` tells it to quit and
 #    the resumed cell starts a new one in the same (stale) pipe directory;
@@ -41,14 +41,15 @@ trap cleanup EXIT
 # asks DIR's daemon: prints its answer, status 1 when there is none.
 ask() { echo "$2" | CUDA_MPS_PIPE_DIRECTORY="$1" CUDA_MPS_LOG_DIRECTORY="$1" nvidia-cuda-mps-control; }
 
-# Each job first asks the daemon from / (as a Hydra job that changes directory would run).
+# Each job first looks for the daemon's control socket from / (as a Hydra job that changes
+# directory would run; asking the daemon itself from three jobs at once is not reliable).
 cat >"$TMP/exp.yaml" <<YAML
 version: 1
 name: realmps
 device: nvml:0
 workloads:
   a:
-    command: ["/bin/sh", "-c", "cd / && echo get_server_list | nvidia-cuda-mps-control >\"$TMP/asked.\$\$\" 2>&1; echo \"status \$?\" >>\"$TMP/asked.\$\$\"; exec \"\$0\" \"\$@\"", "$FX/fx_steady", --rate, "20", --release-dir, "$TMP/release"]
+    command: ["/bin/sh", "-c", "cd / && test -S \"\$CUDA_MPS_PIPE_DIRECTORY/control\"; echo \"status \$?\" >\"$TMP/asked.\$\$\"; exec \"\$0\" \"\$@\"", "$FX/fx_steady", --rate, "20", --release-dir, "$TMP/release"]
 runs:
   - {name: m3, mode: mps, jobs: [a, a, a], match_layout: [4g.40gb, 2g.20gb, 1g.10gb]}
 measure: {warmup: 2 steps, duration: completion, sample_interval: 50ms, grace: 1s, progress_timeout: 60s, repetitions: 1}
