@@ -189,3 +189,34 @@ def test_host_device():
         assert r.reason
     else:
         assert r.energy_j > 0
+
+
+def test_nvml_device_through_the_fake_driver(package_env):
+    """The nvml backend, on the fake libnvidia-ml.so.1 the C tests use (an emulated GPU behind
+    NVML's API): the same windows and figures as on emu."""
+    import os
+
+    from conftest import run_python
+
+    build = os.path.dirname(package_env["MIGBENCH_LIBRARY"])
+    fake = os.path.join(build, "tests", "fake-nvml", "libnvidia-ml.so.1")
+    if not os.path.exists(fake):
+        pytest.fail("the fake NVML is not built at %s" % fake)
+    env = dict(package_env, MIGBENCH_NVML_LIBRARY=fake,
+               MIGBENCH_FAKE_NVML_SPEC="A100-40GB:idle_w=100,max_w=300,load=0.5")
+    p = run_python(
+        "import time, migbench\n"
+        "with migbench.Meter('nvml:0', interval=0.01, min_window=0.1) as m:\n"
+        "    print(m.info['backend'], m.info['emulated'])\n"
+        "    m.begin('w')\n"
+        "    end = time.monotonic() + 0.3\n"
+        "    while time.monotonic() < end: pass\n"
+        "    r = m.end('w')\n"
+        "print(r.refused, r.counter_j / r.duration_s, r.integral_j / r.duration_s)\n", env)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "nvml False"
+    refused, counter_w, integral_w = lines[1].split()
+    assert refused == "False"
+    assert float(counter_w) == pytest.approx(TRUE_W, rel=STATED_ERROR)
+    assert float(integral_w) == pytest.approx(TRUE_W, rel=STATED_ERROR)
