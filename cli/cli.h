@@ -84,5 +84,6 @@ extern const struct mb_cmd mb_cmd_run;
 extern const struct mb_cmd mb_cmd_plan;
 extern const struct mb_cmd mb_cmd_monitor;
 extern const struct mb_cmd mb_cmd_slurm;
+extern const struct mb_cmd mb_cmd_k8s;
 
 #endif

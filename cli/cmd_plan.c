@@ -48,6 +48,7 @@ struct opts {
     long gpus_per_node;
     const char *image;
     const char *k8s_namespace;
+    const char *migbench; /* --migbench: the binary on the nodes / in the image */
     const char *verify;
     const char *plan;
     const char *power_limits;
@@ -179,6 +180,7 @@ static const struct option long_opts[] = {
     {"gpus-per-node", required_argument, NULL, 'G'},
     {"image", required_argument, NULL, 'I'},
     {"namespace", required_argument, NULL, 'A'},
+    {"migbench", required_argument, NULL, 'B'},
     {"verify", required_argument, NULL, 'V'},
     {"plan", required_argument, NULL, 'L'},
     {"power-limits", required_argument, NULL, 'W'},
@@ -294,6 +296,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
             break;
         case 'A':
             o->k8s_namespace = optarg;
+            break;
+        case 'B':
+            o->migbench = optarg;
             break;
         case 'V':
             o->verify = optarg;
@@ -462,16 +467,15 @@ static int emit_fleet(const struct mb_plan_context *c, const struct mb_plan *p,
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t && n < MB_FLEET_MAX_NODES;
          t = strtok_r(NULL, ",", &save))
         nodes[n++] = t;
-    char self[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    self[len > 0 ? len : 0] = '\0';
+    /* The nodes' and images' migbench: never this machine's path (a build directory). */
     struct mb_fleet_plan_opts fo = {.n_nodes = n,
                                     .nodes = n ? nodes : NULL,
                                     .gpus_per_node = (unsigned)o->gpus_per_node,
-                                    .migbench = self[0] ? self : NULL,
+                                    .migbench = o->migbench,
                                     .jobset = c->js,
                                     .image = o->image,
-                                    .k8s_namespace = o->k8s_namespace};
+                                    .k8s_namespace = o->k8s_namespace,
+                                    .power_limit_w = p->power_limit_w};
     struct mb_error err;
     int rc = MB_OK;
     if (o->emit_slurm)
@@ -627,7 +631,7 @@ const struct mb_cmd mb_cmd_plan = {
              "                     [--power-limits all|default,W,...]\n"
              "                     [--emit-slurm DIR] [--emit-k8s DIR] [--nodes N1,N2,...] "
              "[--gpus-per-node K]\n"
-             "                     [--image IMAGE] [--namespace NS]\n"
+             "                     [--image IMAGE] [--namespace NS] [--migbench PATH]\n"
              "       migbench plan --verify RESULTS_DIR --plan PLAN.json [--json]",
     .help = "Finds the MIG layout of each GPU and the queue of jobs on each instance that finish\n"
             "the job set with the least energy (default), the shortest makespan, or, for\n"
@@ -661,6 +665,8 @@ const struct mb_cmd mb_cmd_plan = {
             "  --nodes N1,N2,...     node names for the fleet (default node0, node1, ...)\n"
             "  --gpus-per-node K     plan GPU g is on node g / K (default: all on one node)\n"
             "  --image, --namespace  the Kubernetes Jobs' container image and namespace\n"
+            "  --migbench PATH       migbench on the nodes and in the image (default: migbench\n"
+            "                        on their PATH); the plan's power limit goes with the files\n"
             "  --verify DIR --plan P measured (DIR: results of the emitted experiment) against\n"
             "                        predicted, per job and in total, with the error\n\n"
             "Exit status: 0 plan found, 1 no feasible plan or a write failed, 2 bad input.\n",

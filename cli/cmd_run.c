@@ -710,10 +710,12 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
         if (pctx.line_open)
             fputs("\r\033[K", stderr);
         if (rc == MB_EINTR) {
-            mb_cli_error(CMD,
-                         "%s; jobs stopped and the sharing mode torn down; continue with "
-                         "--resume",
-                         err.msg);
+            /* A --journal run is one task of a Slurm array or Indexed Job: --resume does not
+             * go with --journal; the cell is run again by submitting again. */
+            mb_cli_error(CMD, "%s; jobs stopped and the sharing mode torn down; %s", err.msg,
+                         a->journal ? "the cell has no result: submit again (migbench slurm "
+                                      "submit EXP.yaml) to run it"
+                                    : "continue with --resume");
             code = 128 + (sum.signal ? sum.signal : SIGINT);
         } else if (rc != MB_OK) {
             mb_cli_error(CMD, "%s", err.msg);
@@ -722,9 +724,13 @@ static int execute(const struct run_args *a, const struct mb_experiment *exp, co
             const struct mb_cell *cells;
             size_t n = mb_session_cells(s, &cells, NULL);
             mb_run_summary_write(stdout, exp, dir, cells, n, name_width(exp));
+            char skipped[96] = "";
+            if (sum.skipped)
+                snprintf(skipped, sizeof(skipped), ", %zu skipped (%s)", sum.skipped,
+                         a->resume ? "already done before --resume"
+                                   : "already done, or running in another invocation");
             mb_cli_info(CMD, "%zu cell%s ok, %zu failed%s; results in %s", sum.ok,
-                        sum.ok == 1 ? "" : "s", sum.failed,
-                        sum.skipped ? ", some already done before --resume" : "", dir);
+                        sum.ok == 1 ? "" : "s", sum.failed, skipped, dir);
             code = sum.failed ? MB_EXIT_FAIL : MB_EXIT_OK;
         }
     }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fleet_cli.h"
 #include "migbench/catalog.h"
 #include "migbench/device.h"
 #include "migbench/experiment.h"
@@ -23,19 +24,13 @@
 
 #define NAME "slurm"
 
-#define MAX_SETS 64
-
 struct opts {
     const char *sub;
-    const char *device;
-    bool device_given;
+    struct mb_cli_fleet_exp fe;
     const char *results;
     const char *emit;
     const char *migbench;
-    const char *gpu; /* --gpu MODEL: number the cells as on that GPU (emulated here) */
     struct mb_slurm_array_opts array;
-    size_t n_sets;
-    const char *sets[MAX_SETS];
     const char *node;
     const char *out;
     const char *dev_prefix;
@@ -50,7 +45,7 @@ static int cmd_gres(const struct opts *o)
     struct mb_error err;
     mb_error_clear(&err);
     struct mb_device *dev = NULL;
-    int rc = mb_device_open(o->device, &dev, &err);
+    int rc = mb_device_open(o->fe.device, &dev, &err);
     struct mb_slurm_gres_dev devs[MB_MAX_MIG_INSTANCES * 2];
     size_t n = 0;
     if (rc == MB_OK)
@@ -71,6 +66,19 @@ static int cmd_gres(const struct opts *o)
     return MB_EXIT_OK;
 }
 
+int mb_cli_fleet_status_print(const char *name, const struct mb_slurm_cell *cells, size_t n)
+{
+    size_t count[MB_SLURM_CELL_STATES];
+    mb_slurm_status_text_write(stdout, cells, n, count);
+    fprintf(stderr,
+            "migbench: %s: %zu cells: %zu done, %zu failed, %zu running, %zu queued, %zu "
+            "requeued, %zu not run\n",
+            name, n, count[MB_SLURM_CELL_DONE], count[MB_SLURM_CELL_FAILED],
+            count[MB_SLURM_CELL_RUNNING], count[MB_SLURM_CELL_QUEUED],
+            count[MB_SLURM_CELL_REQUEUED], count[MB_SLURM_CELL_NOT_RUN]);
+    return count[MB_SLURM_CELL_DONE] == n ? MB_EXIT_OK : MB_EXIT_FAIL;
+}
+
 /* status RESULTS: one line per cell; exit 0 when every cell is done, 1 otherwise. */
 static int cmd_status(const char *results)
 {
@@ -83,15 +91,9 @@ static int cmd_status(const char *results)
         mb_cli_error(NAME, "status: %s", err.msg);
         return rc == MB_ENOTFOUND || rc == MB_EPARSE ? MB_EXIT_USAGE : MB_EXIT_FAIL;
     }
-    size_t count[MB_SLURM_CELL_FAILED + 1];
-    mb_slurm_status_text_write(stdout, cells, n, count);
-    fprintf(stderr,
-            "migbench: slurm: %zu cells: %zu done, %zu failed, %zu running, %zu queued, %zu not "
-            "run\n",
-            n, count[MB_SLURM_CELL_DONE], count[MB_SLURM_CELL_FAILED], count[MB_SLURM_CELL_RUNNING],
-            count[MB_SLURM_CELL_QUEUED], count[MB_SLURM_CELL_NOT_RUN]);
+    int code = mb_cli_fleet_status_print(NAME, cells, n);
     free(cells);
-    return count[MB_SLURM_CELL_DONE] == n ? MB_EXIT_OK : MB_EXIT_FAIL;
+    return code;
 }
 
 /* An absolute path for p (which need not exist yet): cwd/p when p is relative. */
@@ -105,16 +107,15 @@ static bool absolute(const char *p, char *out, size_t cap)
     return (size_t)snprintf(out, cap, "%s/%s", cwd, p) < cap;
 }
 
-static void on_session_event(void *ctx, const struct mb_session_event *ev)
+void mb_cli_fleet_on_event(void *ctx, const struct mb_session_event *ev)
 {
     (void)ctx;
     if (ev->kind == MB_SESSION_NOTE || ev->kind == MB_SESSION_WARN)
         mb_cli_info(NAME, "%s", ev->text);
 }
 
-/* The experiment's cells for the device its tasks will run on, numbered as `run --cells` does. */
-static int experiment_cells(const struct mb_experiment *exp, const char *device,
-                            struct mb_cell **cells, size_t *n, struct mb_error *err)
+int mb_cli_fleet_cells(const struct mb_experiment *exp, const char *device, struct mb_cell **cells,
+                       size_t *n, struct mb_error *err)
 {
     if (strcmp(device, "auto") == 0) {
         struct mb_device *dev = NULL;
@@ -129,7 +130,7 @@ static int experiment_cells(const struct mb_experiment *exp, const char *device,
     }
     volatile sig_atomic_t stop = 0;
     struct mb_session_opts so = {
-        .device_spec = device, .stop = &stop, .on_event = on_session_event};
+        .device_spec = device, .stop = &stop, .on_event = mb_cli_fleet_on_event};
     struct mb_session *s = NULL;
     int rc = mb_session_open(exp, &so, &s, err);
     if (rc == MB_OK) {
@@ -146,24 +147,76 @@ static int experiment_cells(const struct mb_experiment *exp, const char *device,
     return rc;
 }
 
-static int load_experiment(struct opts *o, const char *path, struct mb_experiment **exp, char *gpu,
-                           size_t gpu_cap, char *reps, size_t reps_cap, struct mb_error *err)
+int mb_cli_fleet_load(struct mb_cli_fleet_exp *fe, const char *path, struct mb_experiment **exp,
+                      struct mb_error *err)
 {
-    int rc = mb_experiment_load(path, o->sets, o->n_sets, exp, err);
+    int rc = mb_experiment_load(path, fe->sets, fe->n_sets, exp, err);
     if (rc != MB_OK)
         return rc;
-    if (!o->gpu && !o->device_given && (*exp)->slurm.gpu[0]) {
-        snprintf(gpu, gpu_cap, "%s", (*exp)->slurm.gpu);
-        o->gpu = gpu;
+    if (!fe->gpu && !fe->device_given && (*exp)->slurm.gpu[0]) {
+        snprintf(fe->gpu_buf, sizeof(fe->gpu_buf), "%s", (*exp)->slurm.gpu);
+        fe->gpu = fe->gpu_buf;
     }
-    if (!o->gpu || (*exp)->measure.repetitions >= 0 || o->n_sets >= MAX_SETS)
+    if (!fe->gpu || (*exp)->measure.repetitions >= 0 || fe->n_sets >= MB_CLI_FLEET_MAX_SETS)
         return MB_OK;
-    snprintf(reps, reps_cap, "measure.repetitions=%u",
+    snprintf(fe->reps_buf, sizeof(fe->reps_buf), "measure.repetitions=%u",
              mb_experiment_repetitions(*exp, MB_CAP_GPU | MB_CAP_MIG | MB_CAP_MPS));
-    o->sets[o->n_sets++] = reps;
+    fe->sets[fe->n_sets++] = fe->reps_buf;
     mb_experiment_destroy(*exp);
     *exp = NULL;
-    return mb_experiment_load(path, o->sets, o->n_sets, exp, err);
+    return mb_experiment_load(path, fe->sets, fe->n_sets, exp, err);
+}
+
+int mb_cli_fleet_numbered(struct mb_cli_fleet_exp *fe, const struct mb_experiment *exp,
+                          struct mb_cell **cells, size_t *n, struct mb_error *err)
+{
+    char numbering[MB_DEVICE_SPEC_MAX];
+    if (fe->gpu)
+        snprintf(numbering, sizeof(numbering), "emu:%s:mig=on", fe->gpu);
+    else
+        snprintf(numbering, sizeof(numbering), "%s", fe->device_given ? fe->device : exp->device);
+    return mb_cli_fleet_cells(exp, numbering, cells, n, err);
+}
+
+/* The experiment's slurm: block, where the command line says nothing. */
+static void slurm_block(struct opts *o, const struct mb_experiment *exp)
+{
+    const struct mb_exp_slurm *es = &exp->slurm;
+    if (!o->array.partition && es->partition[0])
+        o->array.partition = es->partition;
+    if (!o->array.account && es->account[0])
+        o->array.account = es->account;
+    if (!o->array.time_limit && es->time[0])
+        o->array.time_limit = es->time;
+    if (!o->array.max_concurrent)
+        o->array.max_concurrent = es->max_concurrent;
+    for (size_t i = 0; i < es->n_sbatch && o->array.n_extra < MB_FLEET_MAX_EXTRA; i++)
+        o->array.extra[o->array.n_extra++] = es->sbatch[i];
+}
+
+static int submit_said(const struct opts *o, const struct mb_slurm_submission *sub,
+                       const char *results)
+{
+    if (o->emit) {
+        printf("%s/array.sbatch\n%s/report.sbatch\n%s/cells.tsv\n%s/submit.sh\n", o->emit, o->emit,
+               o->emit, o->emit);
+        return MB_EXIT_OK;
+    }
+    if (sub->n_capped)
+        mb_cli_info(NAME,
+                    "%zu failed cell%s had %u attempts and %s not resubmitted (--max-attempts; "
+                    "see slurm status %s)",
+                    sub->n_capped, sub->n_capped == 1 ? "" : "s", sub->max_attempts,
+                    sub->n_capped == 1 ? "is" : "are", results);
+    if (sub->n == 0)
+        mb_cli_info(NAME,
+                    "nothing to submit: every cell of %s is done, queued, running, or out of "
+                    "attempts",
+                    results);
+    else
+        printf("array job %s (%zu cells, %zu-%zu), report job %s\n", sub->array_job, sub->n,
+               sub->first, sub->last, sub->report_job);
+    return MB_EXIT_OK;
 }
 
 static int cmd_submit(struct opts *o, const char *exp_path)
@@ -171,8 +224,7 @@ static int cmd_submit(struct opts *o, const char *exp_path)
     struct mb_error err;
     mb_error_clear(&err);
     struct mb_experiment *exp = NULL;
-    char gpu[MB_EXP_SLURM_VALUE_MAX], reps[64];
-    int rc = load_experiment(o, exp_path, &exp, gpu, sizeof(gpu), reps, sizeof(reps), &err);
+    int rc = mb_cli_fleet_load(&o->fe, exp_path, &exp, &err);
     if (rc != MB_OK) {
         mb_cli_error(NAME, "%s", err.msg);
         return MB_EXIT_USAGE; /* an experiment file that cannot be read is bad input, as for run */
@@ -188,32 +240,16 @@ static int cmd_submit(struct opts *o, const char *exp_path)
     }
     ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
     self[len > 0 ? len : 0] = '\0';
-    /* The experiment's slurm: block, where the command line says nothing. */
-    const struct mb_exp_slurm *es = &exp->slurm;
-    if (!o->array.partition && es->partition[0])
-        o->array.partition = es->partition;
-    if (!o->array.account && es->account[0])
-        o->array.account = es->account;
-    if (!o->array.time_limit && es->time[0])
-        o->array.time_limit = es->time;
-    if (!o->array.max_concurrent)
-        o->array.max_concurrent = es->max_concurrent;
-    for (size_t i = 0; i < es->n_sbatch && o->array.n_extra < MB_FLEET_MAX_EXTRA; i++)
-        o->array.extra[o->array.n_extra++] = es->sbatch[i];
+    slurm_block(o, exp);
     o->array.migbench = o->migbench ? o->migbench : self;
     o->array.experiment = exp_abs;
     o->array.results = results;
-    o->array.overrides = o->sets;
-    o->array.n_overrides = o->n_sets;
-    o->array.device = o->device_given ? o->device : NULL;
+    o->array.overrides = o->fe.sets;
+    o->array.n_overrides = o->fe.n_sets;
+    o->array.device = o->fe.device_given ? o->fe.device : NULL;
     struct mb_cell *cells = NULL;
     size_t n_cells = 0;
-    char numbering[MB_DEVICE_SPEC_MAX];
-    if (o->gpu)
-        snprintf(numbering, sizeof(numbering), "emu:%s:mig=on", o->gpu);
-    else
-        snprintf(numbering, sizeof(numbering), "%s", o->device_given ? o->device : exp->device);
-    rc = experiment_cells(exp, numbering, &cells, &n_cells, &err);
+    rc = mb_cli_fleet_numbered(&o->fe, exp, &cells, &n_cells, &err);
     struct mb_slurm_submission sub;
     if (rc == MB_OK)
         rc = mb_slurm_submit_experiment(exp, cells, n_cells, &o->array, o->emit,
@@ -226,16 +262,7 @@ static int cmd_submit(struct opts *o, const char *exp_path)
         mb_cli_error(NAME, "%s", err.msg);
         return MB_EXIT_FAIL;
     }
-    if (o->emit)
-        printf("%s/array.sbatch\n%s/report.sbatch\n%s/cells.tsv\n%s/submit.sh\n", o->emit, o->emit,
-               o->emit, o->emit);
-    else if (sub.n == 0)
-        mb_cli_info(NAME, "nothing to submit: every cell of %s is recorded, queued or running",
-                    results);
-    else
-        printf("array job %s (%zu cells, %zu-%zu), report job %s\n", sub.array_job, sub.n,
-               sub.first, sub.last, sub.report_job);
-    return MB_EXIT_OK;
+    return submit_said(o, &sub, results);
 }
 
 /* A whole number 1..max for an option. */
@@ -266,13 +293,14 @@ static const struct option long_opts[] = {
     {"set", required_argument, NULL, 'S'},
     {"migbench", required_argument, NULL, 'M'},
     {"gpu", required_argument, NULL, 'G'},
+    {"max-attempts", required_argument, NULL, 'X'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
 static int slurm_run(int argc, char **argv)
 {
-    struct opts o = {.device = "auto"};
+    struct opts o = {.fe = {.device = "auto"}};
     if (argc < 2)
         return mb_cli_usage_error(&mb_cmd_slurm, "expected a subcommand (gres)");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -290,8 +318,8 @@ static int slurm_run(int argc, char **argv)
     while ((ch = getopt_long(argc - 1, av, ":o:h", long_opts, NULL)) != -1) {
         switch (ch) {
         case 'D':
-            o.device = optarg;
-            o.device_given = true;
+            o.fe.device = optarg;
+            o.fe.device_given = true;
             break;
         case 'r':
             o.results = optarg;
@@ -320,15 +348,21 @@ static int slurm_run(int argc, char **argv)
             o.array.extra[o.array.n_extra++] = optarg;
             break;
         case 'S':
-            if (o.n_sets >= MAX_SETS)
-                return mb_cli_usage_error(&mb_cmd_slurm, "at most %d --set options", MAX_SETS);
-            o.sets[o.n_sets++] = optarg;
+            if (o.fe.n_sets >= MB_CLI_FLEET_MAX_SETS)
+                return mb_cli_usage_error(&mb_cmd_slurm, "at most %d --set options",
+                                          MB_CLI_FLEET_MAX_SETS);
+            o.fe.sets[o.fe.n_sets++] = optarg;
             break;
         case 'M':
             o.migbench = optarg;
             break;
         case 'G':
-            o.gpu = optarg;
+            o.fe.gpu = optarg;
+            break;
+        case 'X':
+            if (!parse_count(optarg, 1000, &o.array.max_attempts))
+                return mb_cli_usage_error(&mb_cmd_slurm, "--max-attempts %s: expected 1..1000",
+                                          optarg);
             break;
         case 'N':
             o.node = optarg;
@@ -379,6 +413,7 @@ const struct mb_cmd mb_cmd_slurm = {
              "                             [--partition P] [--account A] [--time LIMIT]\n"
              "                             [--max-concurrent K] [--sbatch-line OPTION]...\n"
              "                             [--set KEY=VALUE]... [--migbench PATH]\n"
+             "                             [--max-attempts N]\n"
              "       migbench slurm status RESULTS\n"
              "       migbench slurm gres --out DIR [--device SPEC] [--node NAME] [--cpus N]\n"
              "                           [--fake [--dev-prefix PATH]]",
@@ -388,8 +423,10 @@ const struct mb_cmd mb_cmd_slurm = {
         "the shared results directory, and a report job that waits for the array\n"
         "(--dependency=afterany) and writes slurm-status.txt, report.md and report.html. The\n"
         "files (array.sbatch, report.sbatch, cells.tsv, submit.sh) go to RESULTS/slurm; with\n"
-        "--emit DIR only to DIR, and nothing is submitted. A results directory submitted to\n"
-        "before gets only the cells that have no result and are not queued or running.\n"
+        "--emit DIR only to DIR, and nothing is submitted (DIR/submit.sh submits and records\n"
+        "it). A results directory submitted to before gets only the cells that are failed or\n"
+        "not run (not done, queued, requeued or running), each at most --max-attempts times\n"
+        "in all. One submitter per results directory at a time (RESULTS/slurm/submit.lock).\n"
         "  --results DIR         the shared results directory (default results/<name>)\n"
         "  --gpu MODEL           the nodes' GPU model: cells are numbered as on it (with MIG\n"
         "                        on), here, without one; the tasks still use the file's device\n"
@@ -399,11 +436,13 @@ const struct mb_cmd mb_cmd_slurm = {
         "  --sbatch-line OPTION  one more #SBATCH line (--qos=high); repeatable\n"
         "  --set KEY=VALUE       override a setting, for submit and every task\n"
         "  --migbench PATH       the migbench binary on the nodes (default: this one)\n"
+        "  --max-attempts N      submissions of one cell before a failed cell is left (3)\n"
         "\n"
         "status says what became of each cell of an experiment submitted into RESULTS:\n"
-        "done or failed (its cell.json), running or queued (squeue), failed when its task\n"
-        "ended without a result (cancelled, killed), or not run; one tab-separated line per\n"
-        "cell with the Slurm job. Exit status 0 when every cell is done, else 1.\n"
+        "done or failed (its cell.json), running, queued or requeued (scontrol, sacct), failed\n"
+        "when its task ended without a result (cancelled, killed), or not run; one\n"
+        "tab-separated line per cell with the Slurm job. Exit status 0 when every cell is\n"
+        "done, else 1.\n"
         "\n"
         "gres writes what Slurm needs to know about this node's GPUs and MIG instances:\n"
         "  DIR/gres.conf        AutoDetect=nvml (an NVML-enabled Slurm finds them itself)\n"

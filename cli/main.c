@@ -17,6 +17,7 @@ static const struct mb_cmd *const commands[] = {
     &mb_cmd_mig,
     &mb_cmd_monitor,
     &mb_cmd_slurm,
+    &mb_cmd_k8s,
     &mb_cmd_help,
 };
 /* clang-format on */

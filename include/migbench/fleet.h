@@ -86,7 +86,11 @@ struct mb_slurm_array_opts {
     const char *extra[MB_FLEET_MAX_EXTRA];
     const char *const *overrides; /* "key=value" passed to every run with --set; may be NULL */
     size_t n_overrides;
+    unsigned max_attempts; /* submissions of one cell before it is left failed; 0: 3 */
 };
+
+/* The attempts a cell gets when mb_slurm_array_opts.max_attempts is 0. */
+#define MB_SLURM_MAX_ATTEMPTS_DEFAULT 3
 
 /*
  * Writes the job array for the cells listed in `indices` (n_indices indices into cells, the
@@ -117,6 +121,7 @@ struct mb_fleet_plan_opts {
     const char *workloads;     /* replaces {workloads}; NULL: "/usr/share/migbench/workloads" */
     const char *image;         /* k8s: the container image; NULL: "migbench:latest" */
     const char *k8s_namespace; /* k8s: the Jobs' namespace; NULL: "default" */
+    double power_limit_w;      /* the plan's GPU power limit (W); 0 or NaN: the default limit */
 };
 
 /*
@@ -155,11 +160,12 @@ int mb_fleet_command(char *const *argv, char *out, size_t cap, int timeout_ms,
  * Submits what mb_slurm_write_array wrote in dir: `sbatch --parsable DIR/array.sbatch`, then
  * `sbatch --parsable --dependency=afterany:<array> DIR/report.sbatch`, creating
  * <results>/slurm for the tasks' output first. The job ids go to array_job / report_job and,
- * with the cell indices, as one line to <results>/slurm/submissions.jsonl.
+ * with the cell indices and max_attempts (0: not recorded), as one line to
+ * <results>/slurm/submissions.jsonl.
  */
 int mb_slurm_submit(const char *dir, const char *results, const size_t *indices, size_t n,
-                    char *array_job, size_t array_cap, char *report_job, size_t report_cap,
-                    struct mb_error *err);
+                    unsigned max_attempts, char *array_job, size_t array_cap, char *report_job,
+                    size_t report_cap, struct mb_error *err);
 
 enum mb_slurm_cell_state {
     MB_SLURM_CELL_NOT_RUN = 0, /* no task has run it and none waits to */
@@ -167,9 +173,12 @@ enum mb_slurm_cell_state {
     MB_SLURM_CELL_RUNNING,     /* started, and its job still runs */
     MB_SLURM_CELL_DONE,        /* recorded: cell.json says ok */
     MB_SLURM_CELL_FAILED,      /* recorded as failed, or its job ended without recording it */
+    MB_SLURM_CELL_REQUEUED,    /* its task was requeued (scontrol requeue, node failure) and
+                                  waits in the queue to run the cell again */
 };
+#define MB_SLURM_CELL_STATES 6 /* the number of states, for per-state counts */
 
-/* "not run", "queued", "running", "done", "failed". */
+/* "not run", "queued", "running", "done", "failed", "requeued". */
 const char *mb_slurm_cell_state_str(enum mb_slurm_cell_state s);
 
 /* One cell of a submitted experiment. */
@@ -178,19 +187,28 @@ struct mb_slurm_cell {
     char run[MB_EXP_NAME_MAX];
     unsigned rep;
     enum mb_slurm_cell_state state;
-    bool recorded; /* it has a cell.json (done or failed): running it again changes nothing */
-    char job[64];  /* the Slurm job that ran or runs it ("123_4" for array task 4), or "" */
-    char why[256]; /* failed: the reason */
+    bool recorded;     /* it has a cell.json (done or failed): running it again changes nothing */
+    char job[64];      /* the Slurm job that ran or runs it ("123_4" for array task 4), or "" */
+    char why[256];     /* failed: the reason */
+    unsigned attempts; /* submissions that held this cell (submissions.jsonl) */
+    unsigned max_attempts; /* the cap the last submission recorded; 0: none recorded */
+    char power_limit[16];  /* the cell's power limit ("250W", "80%"), "" without the axis */
 };
 
 /*
  * A job's state as Slurm tells it ("PENDING", "RUNNING", "CANCELLED", ...) into state, or "" when
- * Slurm no longer knows the job. Return MB_OK, or an error when Slurm cannot be asked.
+ * Slurm no longer knows the job; "REQUEUED" for a job that waits to run again after a requeue
+ * (Slurm's REQUEUED and REQUEUE_HOLD, or PENDING with a restart count). Return MB_OK, or an
+ * error when Slurm cannot be asked.
  */
 typedef int (*mb_slurm_job_state_fn)(void *ctx, const char *job, char *state, size_t cap,
                                      struct mb_error *err);
 
-/* mb_slurm_job_state_fn through `squeue -h -t all -j JOB -o %T` (ctx unused). */
+/*
+ * mb_slurm_job_state_fn through `scontrol -o show job JOB` (JobState, Restarts), and for a job
+ * slurmctld has forgotten, `sacct -n -X -P -o State -j JOB` where accounting is kept (ctx
+ * unused).
+ */
 int mb_slurm_squeue_state(void *ctx, const char *job, char *state, size_t cap,
                           struct mb_error *err);
 
@@ -212,19 +230,62 @@ struct mb_slurm_submission {
     bool submitted;     /* sbatch ran (not --emit) */
     char array_job[32];
     char report_job[32];
+    size_t n_capped;       /* failed cells not resubmitted: they had max_attempts submissions */
+    unsigned max_attempts; /* the cap in force */
 };
 
 /*
  * The whole of `slurm submit`: with emit_dir, writes the job array over every cell into emit_dir
- * and submits nothing. Otherwise into <o->results>/slurm: when that holds a cells.tsv from an
- * earlier submission (which must name the same runs and repetitions, else MB_EINVAL: the
- * experiment changed), only the cells that have no cell.json and are neither queued nor running
- * (job_state, as for mb_slurm_status) are written and submitted; when there is none, out->n is 0
- * and nothing is submitted.
+ * and submits nothing (its submit.sh records the submission as this does). Otherwise into
+ * <o->results>/slurm, holding <results>/slurm/submit.lock (MB_EBUSY, naming the holder's pid,
+ * when another submitter holds it): when that holds a cells.tsv from an earlier submission
+ * (which must name the same runs and repetitions, else MB_EINVAL: the experiment changed), only
+ * the cells that are failed or not run (job_state, as for mb_slurm_status) and were submitted
+ * fewer than max_attempts times are written and submitted; when there is none, out->n is 0 and
+ * nothing is submitted.
  */
 int mb_slurm_submit_experiment(const struct mb_experiment *exp, const struct mb_cell *cells,
                                size_t n_cells, const struct mb_slurm_array_opts *o,
                                const char *emit_dir, mb_slurm_job_state_fn job_state, void *ctx,
                                struct mb_slurm_submission *out, struct mb_error *err);
+
+/* ---- the experiment matrix as a Kubernetes Indexed Job ---------------------------------- */
+
+/* Where the Indexed Job's pods find migbench, the experiment and the results. Zero-initialise. */
+struct mb_k8s_array_opts {
+    const char *migbench;      /* the binary in the image; NULL: "migbench" (on its PATH) */
+    const char *image;         /* the container image; NULL: "migbench:latest" */
+    const char *k8s_namespace; /* NULL: "default" */
+    const char *pvc;           /* the shared results volume's claim; NULL: "migbench-results" */
+    const char *results;       /* the results directory inside the pod; NULL: "/results/<name>" */
+    const char *device;        /* passed to every run as --device; NULL: the file's */
+    unsigned parallelism;      /* pods at once; 0: every cell at once */
+    const char *const *overrides; /* "key=value" passed to every run with --set; may be NULL */
+    size_t n_overrides;
+};
+
+/*
+ * The experiment's cells as Kubernetes objects in dir: experiment.yaml (a ConfigMap holding the
+ * experiment file and cells.tsv) and job.yaml (an Indexed Job, completions = the cells, each pod
+ * one whole GPU, nvidia.com/gpu: 1, running `migbench run EXP --cells $JOB_COMPLETION_INDEX
+ * --results R --journal journal-k8s-<index>.jsonl` with the results volume mounted, after copying
+ * cells.tsv to R/k8s/cells.tsv so that mb_k8s_status reads it), plus dir/cells.tsv.
+ */
+int mb_k8s_write_array(const struct mb_experiment *exp, const struct mb_cell *cells, size_t n_cells,
+                       const struct mb_k8s_array_opts *o, const char *dir, struct mb_error *err);
+
+/*
+ * What became of each cell of an experiment run as an Indexed Job into results: as
+ * mb_slurm_status, from <results>/k8s/cells.tsv, the cell.json files and the journals (no queue
+ * is asked: a cell with no result is running when its journal says it started, else not run).
+ */
+int mb_k8s_status(const char *results, struct mb_slurm_cell **out, size_t *n, struct mb_error *err);
+
+/*
+ * The NVIDIA device plugin's resource name (mixed MIG strategy) for a MIG profile:
+ * "nvidia.com/mig-" and the profile, each '+' made '.' ("1g.10gb+me" ->
+ * "nvidia.com/mig-1g.10gb.me").
+ */
+void mb_k8s_mig_resource(const char *profile, char *out, size_t cap);
 
 #endif

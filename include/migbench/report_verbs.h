@@ -212,7 +212,7 @@ void mb_plan_check_text_write(FILE *out, const struct mb_plan_check *ck, const c
 /* `slurm status`: a header and one tab-separated line per cell (cell, run, rep, state, job or
  * "-", why); count[state] gets how many cells are in each state. */
 void mb_slurm_status_text_write(FILE *f, const struct mb_slurm_cell *cells, size_t n,
-                                size_t count[MB_SLURM_CELL_FAILED + 1]);
+                                size_t count[MB_SLURM_CELL_STATES]);
 
 /* ---- run ------------------------------------------------------------------------------------ */
 

@@ -3,8 +3,11 @@
  * Kubernetes, output only: a fleet plan as the mig-parted ConfigMap that NVIDIA's MIG manager
  * applies when a node's nvidia.com/mig.config label names one of its configs, the label commands
  * with a wait on nvidia.com/mig.config.state=success, and Indexed Jobs (one per MIG profile)
- * requesting nvidia.com/mig-<profile>, the resource names of the device plugin's mixed strategy.
+ * requesting the device plugin's mixed-strategy resource ("mig-" and the profile, '+' made '.':
+ * nvidia.com/mig-1g.10gb.me for 1g.10gb+me, as k8s-device-plugin's AddDefaultResourcesToConfig
+ * names them). The containers run `migbench` from the image's PATH unless told otherwise.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,11 @@
 #include "fleet/fleet_internal.h"
 
 #define CONFIGMAP_NAME "migbench-mig-parted"
+
+static bool has_power(double w)
+{
+    return isfinite(w) && w > 0;
+}
 
 static int write_configmap(const struct mb_gpu_model *model, const struct mb_plan *plan,
                            const struct mb_fleet_plan_opts *o, const char *dir,
@@ -25,11 +33,15 @@ static int write_configmap(const struct mb_gpu_model *model, const struct mb_pla
     fprintf(f,
             "# Written by migbench plan --emit-k8s for %u x %s. Point the GPU operator's MIG\n"
             "# manager at it (ClusterPolicy migManager.config.name: " CONFIGMAP_NAME "),\n"
-            "# then label each node with its config (label-nodes.sh).\n"
+            "# then label each node with its config (label-nodes.sh).%s\n"
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " CONFIGMAP_NAME "\n"
             "  namespace: gpu-operator\ndata:\n  config.yaml: |\n    version: v1\n"
             "    mig-configs:\n",
-            plan->count, model->name);
+            plan->count, model->name,
+            has_power(o->power_limit_w)
+                ? "\n# The plan's GPU power limit is not part of a mig-parted config: see\n"
+                  "# label-nodes.sh (label migbench/power-limit-w) and docs/kubernetes.md."
+                : "");
     unsigned per = o->gpus_per_node ? o->gpus_per_node : plan->count;
     unsigned n_nodes = mb__fleet_n_nodes(o, plan->count);
     char node[256];
@@ -78,6 +90,12 @@ static int write_labels(const struct mb_plan *plan, const struct mb_fleet_plan_o
                 fputc(' ', f);
                 mb__sh_quote(f, label);
                 fputs(" --overwrite\n", f);
+                if (has_power(o->power_limit_w)) {
+                    /* For the site's power-limit agent: the GPU operator does not set limits. */
+                    fputs("kubectl label node ", f);
+                    mb__sh_quote(f, node);
+                    fprintf(f, " migbench/power-limit-w=%.0f --overwrite\n", o->power_limit_w);
+                }
             } else {
                 snprintf(label, sizeof(label), "node/%s", node);
                 fputs("kubectl wait ", f);
@@ -94,12 +112,33 @@ static int write_labels(const struct mb_plan *plan, const struct mb_fleet_plan_o
     return mb__ftext_commit(&t, dir, "label-nodes.sh", 0755, err);
 }
 
-/* A Kubernetes name from a profile: "3g.40gb" -> "3g-40gb", "full" for a whole GPU. */
-static void k8s_name(const char *profile, char *out, size_t cap)
+void mb_k8s_mig_resource(const char *profile, char *out, size_t cap)
 {
-    size_t n = 0;
-    for (const char *p = profile; *p && n + 1 < cap; p++)
-        out[n++] = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ? *p : '-';
+    int n = snprintf(out, cap, "nvidia.com/mig-%s", profile);
+    for (int i = 0; i < n && (size_t)i < cap; i++)
+        if (out[i] == '+')
+            out[i] = '.';
+}
+
+/*
+ * A DNS-1123 label from s: lowercase letters, digits and '-' (any other character, and runs of
+ * them, one '-'), starting and ending with a letter or digit, at most 63 characters and cap-1.
+ */
+static void k8s_name(const char *s, char *out, size_t cap)
+{
+    size_t n = 0, max = cap - 1 < 63 ? cap - 1 : 63;
+    for (const char *p = s; *p && n < max; p++) {
+        char c = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (ok)
+            out[n++] = c;
+        else if (n > 0 && out[n - 1] != '-')
+            out[n++] = '-';
+    }
+    while (n > 0 && out[n - 1] == '-')
+        n--;
+    if (n == 0)
+        out[n++] = 'x';
     out[n] = '\0';
 }
 
@@ -127,12 +166,14 @@ static void write_indexed_job(FILE *f, const struct mb_gpu_model *model, const s
     if (count == 0)
         return;
     char name[64];
-    k8s_name(prof ? prof : "full", name, sizeof(name));
+    k8s_name(prof ? prof : "full", name, sizeof(name) - 10);
     fprintf(f,
             "---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migbench-%s\n"
             "  namespace: ",
             name);
     mb__yaml_quote(f, o->k8s_namespace ? o->k8s_namespace : "default");
+    if (has_power(o->power_limit_w))
+        fprintf(f, "\n  annotations:\n    migbench/power-limit-w: \"%.0f\"", o->power_limit_w);
     fprintf(f,
             "\nspec:\n  completionMode: Indexed\n  completions: %zu\n  parallelism: %u\n"
             "  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n"
@@ -164,11 +205,18 @@ static void write_indexed_job(FILE *f, const struct mb_gpu_model *model, const s
     fflush(s.f);
     mb__yaml_quote(f, s.buf ? s.buf : "");
     mb__ftext_abort(&s);
+    if (has_power(o->power_limit_w))
+        fprintf(f,
+                "\n          env:\n            - name: MB_PLAN_POWER_LIMIT_W\n"
+                "              value: \"%.0f\"",
+                o->power_limit_w);
     fputs("\n          resources:\n            limits:\n", f);
+    char res[128];
     if (prof)
-        fprintf(f, "              nvidia.com/mig-%s: 1\n", prof);
+        mb_k8s_mig_resource(prof, res, sizeof(res));
     else
-        fputs("              nvidia.com/gpu: 1\n", f);
+        snprintf(res, sizeof(res), "nvidia.com/gpu");
+    fprintf(f, "              %s: 1\n", res);
 }
 
 static int write_jobs(const struct mb_gpu_model *model, const struct mb_plan *plan,

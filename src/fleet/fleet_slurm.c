@@ -7,6 +7,7 @@
  * on 22.05 a changed GRES count needs slurmctld and slurmd restarted before the node resumes.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,28 +264,29 @@ static int write_report_sbatch(const struct mb_slurm_array_opts *o, const char *
     sbatch_common(f, o);
     fprintf(f, "#SBATCH --output=%s/slurm/report-job-%%j.out\n", o->results);
     fprintf(f, "# Submitted with --dependency=afterany:<array job>: runs when every task has\n"
-               "# ended, however it ended, and reports what the cells recorded.\n"
+               "# ended, however it ended, and reports what the cells recorded. Its exit status\n"
+               "# says whether the report was written, not whether every cell is done (that is\n"
+               "# in slurm-status.txt).\n"
                "set -u\nstatus=0\n");
-    const char *steps[][3] = {
-        {"slurm status", NULL, "slurm-status.txt"},
-        {"report", "md", "report.md"},
-        {"report", "html", "report.html"},
-    };
-    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+    char out[4200];
+    mb__sh_quote(f, o->migbench);
+    fputs(" slurm status ", f);
+    mb__sh_quote(f, o->results);
+    fputs(" >", f);
+    snprintf(out, sizeof(out), "%s/slurm-status.txt", o->results);
+    mb__sh_quote(f, out);
+    fputs(
+        "\nst=$?\n# 1: some cell is not done (failed, not run); the file is written all the same.\n"
+        "[ \"$st\" -le 1 ] || status=$st\n",
+        f);
+    const char *formats[][2] = {{"md", "report.md"}, {"html", "report.html"}};
+    for (size_t i = 0; i < 2; i++) {
         mb__sh_quote(f, o->migbench);
-        fprintf(f, " %s ", steps[i][0]);
+        fputs(" report ", f);
         mb__sh_quote(f, o->results);
-        if (steps[i][1]) {
-            fprintf(f, " --format %s -o ", steps[i][1]);
-            char out[4200];
-            snprintf(out, sizeof(out), "%s/%s", o->results, steps[i][2]);
-            mb__sh_quote(f, out);
-        } else {
-            fputs(" >", f);
-            char out[4200];
-            snprintf(out, sizeof(out), "%s/%s", o->results, steps[i][2]);
-            mb__sh_quote(f, out);
-        }
+        fprintf(f, " --format %s -o ", formats[i][0]);
+        snprintf(out, sizeof(out), "%s/%s", o->results, formats[i][1]);
+        mb__sh_quote(f, out);
         fputs(" || status=$?\n", f);
     }
     fputs("exit \"$status\"\n", f);
@@ -305,7 +307,7 @@ static int write_cells_tsv(const struct mb_experiment *exp, const struct mb_cell
     int rc = mb__ftext_open(&t, err);
     if (rc != MB_OK)
         return rc;
-    fputs("index\trun\trepetition\tmode\tjobs\n", t.f);
+    fputs("index\trun\trepetition\tmode\tjobs\tpower_limit\n", t.f);
     for (size_t i = 0; i < n; i++) {
         const struct mb_exp_run *r = &exp->runs[cells[i].run];
         fprintf(t.f, "%zu\t", i);
@@ -316,35 +318,65 @@ static int write_cells_tsv(const struct mb_experiment *exp, const struct mb_cell
                 fputc(',', t.f);
             tsv_field(t.f, r->job_name[j]);
         }
+        fputc('\t', t.f);
+        tsv_field(t.f, r->power_limit); /* "" without the power-limit axis */
         fputc('\n', t.f);
     }
     return mb__ftext_commit(&t, dir, "cells.tsv", 0644, err);
 }
 
-static int write_submit_sh(const struct mb_slurm_array_opts *o, const char *dir,
-                           struct mb_error *err)
+/* submit.sh's lines up to its sbatch calls: the lock, and cells.tsv into the results. */
+static void submit_sh_prologue(FILE *f, const struct mb_slurm_array_opts *o, const char *dir)
+{
+    char path[4200];
+    fputs(
+        "#!/bin/bash\n# Submits the job array, then the report job that waits for all of it, and\n"
+        "# records both as `migbench slurm submit` does (cells.tsv and submissions.jsonl in\n"
+        "# the results' slurm/), so that `migbench slurm status` and a later `slurm submit`\n"
+        "# know them. One submitter per results directory at a time (slurm/submit.lock).\n"
+        "set -euo pipefail\nout=",
+        f);
+    snprintf(path, sizeof(path), "%s/slurm", o->results);
+    mb__sh_quote(f, path);
+    fputs("\nhere=", f);
+    mb__sh_quote(f, dir);
+    fputs("\nmkdir -p \"$out\"\nexec 9>>\"$out/submit.lock\"\n"
+          "if ! flock -n 9; then\n"
+          "    echo \"submit.sh: another submitter (pid $(head -n 1 \"$out/submit.lock\")) is\"\\\n"
+          "        \"submitting into $out now; wait until it has finished\" >&2\n"
+          "    exit 1\nfi\necho \"$$\" >\"$out/submit.lock\"\n"
+          "if [ -e \"$out/cells.tsv\" ] && ! cmp -s \"$here/cells.tsv\" \"$out/cells.tsv\"; then\n"
+          "    echo \"submit.sh: $out/cells.tsv numbers other cells: submit a changed\"\\\n"
+          "        \"experiment into a new results directory\" >&2\n"
+          "    exit 2\nfi\n"
+          "if ! [ \"$here/cells.tsv\" -ef \"$out/cells.tsv\" ]; then\n"
+          "    cp \"$here/cells.tsv\" \"$out/cells.tsv.$$\" && mv -f \"$out/cells.tsv.$$\" "
+          "\"$out/cells.tsv\"\nfi\n",
+          f);
+}
+
+static int write_submit_sh(const struct mb_slurm_array_opts *o, const size_t *idx, size_t n,
+                           const char *dir, struct mb_error *err)
 {
     struct mb__ftext t;
     int rc = mb__ftext_open(&t, err);
     if (rc != MB_OK)
         return rc;
     FILE *f = t.f;
-    char path[4200];
-    fputs("#!/bin/bash\n# Submits the job array, then the report job that waits for all of it.\n"
-          "# (migbench slurm submit does the same through sbatch directly.)\n"
-          "set -euo pipefail\nmkdir -p ",
+    submit_sh_prologue(f, o, dir);
+    fputs("array=$(sbatch --parsable \"$here/array.sbatch\")\narray=${array%%;*}\n"
+          "echo \"array job $array\"\n"
+          "report=$(sbatch --parsable --dependency=afterany:\"$array\" \"$here/report.sbatch\")\n"
+          "report=${report%%;*}\necho \"report job $report\"\n",
           f);
-    snprintf(path, sizeof(path), "%s/slurm", o->results);
-    mb__sh_quote(f, path);
-    fputs("\narray=$(sbatch --parsable ", f);
-    snprintf(path, sizeof(path), "%s/array.sbatch", dir);
-    mb__sh_quote(f, path);
-    fputs(")\narray=${array%%;*}\necho \"array job $array\"\n"
-          "sbatch --parsable --dependency=afterany:\"$array\" ",
-          f);
-    snprintf(path, sizeof(path), "%s/report.sbatch", dir);
-    mb__sh_quote(f, path);
-    fputc('\n', f);
+    fprintf(f,
+            "printf '{\"array_job\":\"%%s\",\"report_job\":\"%%s\",\"submitted_unix\":%%s,"
+            "\"max_attempts\":%u,\"by\":\"submit.sh\",\"cells\":[%%s]}\\n' \\\n"
+            "    \"$array\" \"$report\" \"$(date +%%s)\" '",
+            o->max_attempts ? o->max_attempts : MB_SLURM_MAX_ATTEMPTS_DEFAULT);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%zu", i ? "," : "", idx[i]);
+    fputs("' >>\"$out/submissions.jsonl\"\n", f);
     return mb__ftext_commit(&t, dir, "submit.sh", 0755, err);
 }
 
@@ -382,7 +414,7 @@ int mb_slurm_write_array(const struct mb_experiment *exp, const struct mb_cell *
     if (rc == MB_OK)
         rc = write_report_sbatch(o, job_name, dir, err);
     if (rc == MB_OK)
-        rc = write_submit_sh(o, dir, err);
+        rc = write_submit_sh(o, idx, n, dir, err);
     free(idx);
     return rc;
 }
@@ -390,15 +422,20 @@ int mb_slurm_write_array(const struct mb_experiment *exp, const struct mb_cell *
 /* ---- a fleet plan, rolled out node by node ------------------------------------------------ */
 
 /* The part of rollout.sh after its settings: the same for every node. */
-static const char rollout_body[] =
+static const char rollout_hooks[] =
     "slurm_conf=${SLURM_CONF:-/etc/slurm/slurm.conf}\n"
     "wait_s=${MB_ROLLOUT_WAIT_S:-3600}\n"
+    "force=${MB_ROLLOUT_FORCE:-0}\n"
+    "[ \"${1:-}\" != --force ] || force=1\n"
+    "ours='migbench MIG layout rollout'\n"
     "\n"
     "# Site hooks: MB_ROLLOUT_HOOKS may name a bash file that redefines any of these.\n"
     "apply_layout() {\n"
     "    \"$migbench\" mig apply \"$here/mig-parted.yaml\" -c migbench-plan \\\n"
     "        ${MIGBENCH_DEVICE:+--device \"$MIGBENCH_DEVICE\"}\n"
     "}\n"
+    "# The plan's power limit (W) on every GPU of the node; not called without one.\n"
+    "set_power_limit() { nvidia-smi -pl \"$1\"; }\n"
     "after_apply() { :; }\n"
     "restart_slurmctld() { systemctl restart slurmctld; }\n"
     "restart_slurmd() { systemctl restart slurmd; }\n"
@@ -407,23 +444,76 @@ static const char rollout_body[] =
     "fi\n"
     "\n"
     "say() { echo \"rollout $node: $*\" >&2; }\n"
+    "node_state() { sinfo -h -N -n \"$node\" -o %T 2>/dev/null | head -n 1; }\n"
+    "node_reason() { sinfo -h -N -n \"$node\" -o %E 2>/dev/null | head -n 1; }\n"
     "# until_state REGEX: waits (bounded) until the node's state matches.\n"
     "until_state() {\n"
     "    local deadline=$((SECONDS + wait_s)) st\n"
     "    while :; do\n"
-    "        st=$(sinfo -h -N -n \"$node\" -o %T 2>/dev/null | head -n 1)\n"
+    "        st=$(node_state)\n"
     "        [[ $st =~ ^($1)$ ]] && return 0\n"
     "        [ \"$SECONDS\" -lt \"$deadline\" ] || { say \"state '$st' after ${wait_s}s\"; return "
     "1; }\n"
     "        sleep 2\n"
     "    done\n"
     "}\n"
+    "# has_gres: sinfo shows every planned type and count on the node.\n"
+    "has_gres() {\n"
+    "    have=$(sinfo -h -N -n \"$node\" -o %G | head -n 1)\n"
+    "    local g\n"
+    "    IFS=, read -r -a want <<<\"$gres\"\n"
+    "    for g in \"${want[@]}\"; do\n"
+    "        [[ \",$have,\" == *\",$g\"[,\\(]* ]] || return 1\n"
+    "    done\n"
+    "}\n"
+    "# stale_jobs: queued jobs that ask for a GPU type no node offers any more.\n"
+    "stale_jobs() {\n"
+    "    local types id gres_req t n=0\n"
+    "    types=,$(sinfo -h -o %G | tr '\\n' ',' | sed 's/([^)]*)//g'),\n"
+    "    while IFS='|' read -r id gres_req; do\n"
+    "        for t in $(grep -o 'gpu:[^:,]*:' <<<\"$gres_req\" | sed 's/^gpu://; s/:$//'); do\n"
+    "            [[ $t =~ ^[0-9]+$ ]] && continue\n"
+    "            [[ $types == *\":$t:\"* || $types == *\"_$t:\"* ]] && continue\n"
+    "            say \"job $id waits for gpu:$t, which no node offers now: it cannot start\"\\\n"
+    "                \"(scancel it, or resubmit it for a type sinfo shows)\"\n"
+    "            n=$((n + 1))\n"
+    "        done\n"
+    "    done < <(squeue -h -t PENDING -o '%i|%b')\n"
+    "    [ \"$n\" = 0 ] || say \"$n queued job(s) ask for a GPU type that is gone\"\n"
+    "}\n";
+
+static const char rollout_body[] =
     "\n"
-    "say \"draining\"\n"
-    "scontrol update NodeName=\"$node\" State=DRAIN Reason=\"migbench MIG layout rollout\"\n"
-    "until_state 'drained'\n"
+    "st=$(node_state)\n"
+    "reason=$(node_reason)\n"
+    "# A node drained or down for another reason is the admin's: left alone unless forced, and\n"
+    "# then left drained with the admin's reason.\n"
+    "keep=''\n"
+    "if [[ $st =~ ^(drain|down|fail|maint|reboot|inval|future) && $reason != \"$ours\" ]]; then\n"
+    "    if [ \"$force\" != 1 ]; then\n"
+    "        say \"is $st ($reason), not by a rollout: left alone. MB_ROLLOUT_FORCE=1 (or --force)"
+    "\"\\\n"
+    "            \"rolls out anyway and leaves it $st with that reason\"\n"
+    "        exit 3\n"
+    "    fi\n"
+    "    keep=$reason\n"
+    "    say \"is $st ($reason): forced; the node stays drained with that reason\"\n"
+    "elif [[ $reason != \"$ours\" ]] && has_gres; then\n"
+    "    say \"already has the planned GRES ($have): nothing to do\"\n"
+    "    stale_jobs\n"
+    "    exit 0\n"
+    "fi\n"
+    "if [ -z \"$keep\" ]; then\n"
+    "    say \"draining\"\n"
+    "    scontrol update NodeName=\"$node\" State=DRAIN Reason=\"$ours\"\n"
+    "fi\n"
+    "until_state 'drained|down|drained\\*|down\\*|fail|maint'\n"
     "say \"applying the layout\"\n"
     "apply_layout\n"
+    "if [ -n \"$power_w\" ]; then\n"
+    "    say \"setting the power limit to $power_w W\"\n"
+    "    set_power_limit \"$power_w\"\n"
+    "fi\n"
     "after_apply\n"
     "# The node's Gres= in slurm.conf (the same file on every node and the controller).\n"
     "tmp=$(mktemp \"$slurm_conf.XXXXXX\")\n"
@@ -450,16 +540,21 @@ static const char rollout_body[] =
     "    [ \"$SECONDS\" -lt \"$deadline\" ] || { say \"slurmd did not register ($st)\"; exit 1; }\n"
     "    sleep 2\n"
     "done\n"
-    "scontrol update NodeName=\"$node\" State=RESUME\n"
-    "until_state 'idle|mixed|allocated'\n"
-    "have=$(sinfo -h -N -n \"$node\" -o %G | head -n 1)\n"
-    "IFS=, read -r -a want <<<\"$gres\"\n"
-    "for g in \"${want[@]}\"; do\n"
-    "    [[ \",$have,\" == *\",$g\"[,\\(]* ]] || { say \"sinfo shows '$have', not $g\"; exit 1; }\n"
-    "done\n"
-    "say \"resumed with $have\"\n";
+    "if [ -n \"$keep\" ]; then\n"
+    "    # The admin's drain, with the admin's reason, as it was.\n"
+    "    [ \"$(node_reason)\" = \"$keep\" ] ||\n"
+    "        scontrol update NodeName=\"$node\" State=DRAIN Reason=\"$keep\"\n"
+    "    has_gres || { say \"sinfo shows '$have', not $gres\"; exit 1; }\n"
+    "    say \"left drained ($keep) with $have\"\n"
+    "else\n"
+    "    scontrol update NodeName=\"$node\" State=RESUME\n"
+    "    until_state 'idle|mixed|allocated'\n"
+    "    has_gres || { say \"sinfo shows '$have', not $gres\"; exit 1; }\n"
+    "    say \"resumed with $have\"\n"
+    "fi\n"
+    "stale_jobs\n";
 
-static int write_rollout(const char *node, const char *gres, const char *migbench,
+static int write_rollout(const char *node, const char *gres, const char *migbench, double power_w,
                          const char *node_dir, struct mb_error *err)
 {
     struct mb__ftext t;
@@ -471,8 +566,12 @@ static int write_rollout(const char *node, const char *gres, const char *migbenc
             "#!/bin/bash\n"
             "# Written by migbench plan --emit-slurm: moves node %s to its planned MIG layout.\n"
             "# Run it on the node as root: it drains the node, waits until no job runs, applies\n"
-            "# mig-parted.yaml, sets the node's Gres= in slurm.conf, restarts slurmctld and\n"
-            "# slurmd, resumes the node and checks what sinfo shows.\n"
+            "# mig-parted.yaml (and the plan's power limit), sets the node's Gres= in\n"
+            "# slurm.conf, restarts slurmctld and slurmd, resumes the node, checks what sinfo\n"
+            "# shows, and names queued jobs that ask for a GPU type no node has any more. A\n"
+            "# node drained or down for another reason is left alone (exit 3) unless forced\n"
+            "# (MB_ROLLOUT_FORCE=1 or --force), and then stays drained with that reason. Safe\n"
+            "# to run again: a node that has the planned GRES is left as it is.\n"
             "set -euo pipefail\nhere=$(cd \"$(dirname \"$0\")\" && pwd)\nnode=",
             node);
     mb__sh_quote(f, node);
@@ -480,7 +579,11 @@ static int write_rollout(const char *node, const char *gres, const char *migbenc
     mb__sh_quote(f, gres);
     fputs("\nmigbench=${MIGBENCH:-", f);
     mb__sh_quote(f, migbench);
-    fputs("}\n", f);
+    fputs("}\n# The plan's GPU power limit in W (empty: the default limit).\npower_w=", f);
+    if (isfinite(power_w) && power_w > 0)
+        fprintf(f, "%.0f", power_w);
+    fputs("\n", f);
+    fputs(rollout_hooks, f);
     fputs(rollout_body, f);
     return mb__ftext_commit(&t, node_dir, "rollout.sh", 0755, err);
 }
@@ -530,7 +633,7 @@ static int write_plan_node(const struct mb_gpu_model *model, const struct mb_pla
         gres_value(t.f, ptrs, n_types);
         fflush(t.f);
         rc = write_rollout(node, t.buf ? t.buf : "", o->migbench ? o->migbench : "migbench",
-                           node_dir, err);
+                           o->power_limit_w, node_dir, err);
         mb__ftext_abort(&t);
     }
     free(types);
@@ -559,6 +662,8 @@ static void plan_job_line(FILE *f, const struct mb_gpu_model *model, const struc
     mb__sh_quote(f, node);
     fprintf(f, " --gres=gpu:%s:1 --job-name=", type);
     mb__sh_quote(f, jobs[s->job].name);
+    if (isfinite(o->power_limit_w) && o->power_limit_w > 0)
+        fprintf(f, " --comment=migbench-power-limit-%.0fW", o->power_limit_w);
     for (size_t p = 0; p < plan->n_slots; p++) {
         const struct mb_plan_slot *q = &plan->slots[p];
         if (q->gpu == s->gpu && q->instance == s->instance && q->order + 1 == s->order)
@@ -597,6 +702,11 @@ int mb_slurm_write_plan(const struct mb_gpu_model *model, const struct mb_plan *
             "#!/bin/bash\n# Written by migbench plan --emit-slurm: one sbatch per planned job, "
             "on the node and\n# GRES type it was planned on; jobs that share an instance run "
             "in the plan's order.\nset -euo pipefail\n");
+    if (isfinite(o->power_limit_w) && o->power_limit_w > 0)
+        fprintf(t.f,
+                "# The plan holds for a GPU power limit of %.0f W, which each node's rollout.sh\n"
+                "# sets; every job carries it as --comment=migbench-power-limit-%.0fW.\n",
+                o->power_limit_w, o->power_limit_w);
     unsigned max_order = 0;
     for (size_t j = 0; j < n_jobs; j++)
         if (plan->slots[j].order > max_order)

@@ -5,9 +5,12 @@
  */
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "fleet/fleet_internal.h"
@@ -32,10 +35,28 @@ const char *mb_slurm_cell_state_str(enum mb_slurm_cell_state s)
         return "done";
     case MB_SLURM_CELL_FAILED:
         return "failed";
+    case MB_SLURM_CELL_REQUEUED:
+        return "requeued";
     case MB_SLURM_CELL_NOT_RUN:
         break;
     }
     return "not run";
+}
+
+/* The 6th column of a cells.tsv line (after index, run, repetition: mode, jobs, power limit). */
+static void tsv_power_limit(const char *rest, char *out, size_t cap)
+{
+    out[0] = '\0';
+    for (int col = 3; col < 5 && rest; col++)
+        rest = strchr(rest + (*rest == '\t'), '\t');
+    if (!rest || *rest != '\t')
+        return;
+    rest++;
+    size_t n = strcspn(rest, "\t\r");
+    if (n > 0 && n < cap) {
+        memcpy(out, rest, n);
+        out[n] = '\0';
+    }
 }
 
 /* cells.tsv: a header, then "index<TAB>run<TAB>repetition<TAB>..." per cell. */
@@ -72,6 +93,7 @@ static int read_cells_tsv(const char *path, struct mb_slurm_cell **out, size_t *
         }
         cells[k] = (struct mb_slurm_cell){.index = idx, .rep = rep};
         mb__copy_str(cells[k].run, sizeof(cells[k].run), run);
+        tsv_power_limit(l + used, cells[k].power_limit, sizeof(cells[k].power_limit));
         k++;
     }
     free(text);
@@ -166,19 +188,29 @@ static bool started_unfinished(const cJSON *events, const struct mb_slurm_cell *
     return open;
 }
 
-/* The array task that last had this cell: "<array job>_<index>" from submissions.jsonl. */
-static void submitted_job(const cJSON *subs, size_t index, char *job, size_t cap)
+/*
+ * From submissions.jsonl: the array task that last had this cell ("<array job>_<index>"), how
+ * many submissions held it, and the attempt cap the last submission recorded.
+ */
+static void submitted_job(const cJSON *subs, struct mb_slurm_cell *c, char *job, size_t cap)
 {
     const cJSON *s;
+    c->attempts = 0;
     cJSON_ArrayForEach(s, subs)
     {
         const cJSON *aj = cJSON_GetObjectItemCaseSensitive(s, "array_job");
         const cJSON *cells = cJSON_GetObjectItemCaseSensitive(s, "cells");
+        const cJSON *max = cJSON_GetObjectItemCaseSensitive(s, "max_attempts");
+        if (cJSON_IsNumber(max) && max->valuedouble >= 1 && max->valuedouble <= 1e6)
+            c->max_attempts = (unsigned)max->valuedouble;
         const cJSON *i;
         cJSON_ArrayForEach(i, cells)
         {
-            if (cJSON_IsString(aj) && cJSON_IsNumber(i) && i->valuedouble == (double)index)
-                snprintf(job, cap, "%s_%zu", aj->valuestring, index);
+            if (!cJSON_IsNumber(i) || i->valuedouble != (double)c->index)
+                continue;
+            c->attempts++;
+            if (cJSON_IsString(aj) && job)
+                snprintf(job, cap, "%s_%zu", aj->valuestring, c->index);
         }
     }
 }
@@ -204,22 +236,46 @@ static cJSON *read_submissions(const char *results)
 
 static bool live_state(const char *st)
 {
-    const char *live[] = {"PENDING",  "RUNNING",  "CONFIGURING", "COMPLETING", "SUSPENDED",
-                          "REQUEUED", "RESIZING", "SIGNALING",   "STAGE_OUT"};
+    const char *live[] = {"PENDING",   "RUNNING",      "CONFIGURING", "COMPLETING",
+                          "SUSPENDED", "REQUEUED",     "RESIZING",    "SIGNALING",
+                          "STAGE_OUT", "REQUEUE_HOLD", "REQUEUE_FED"};
     for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
         if (strcmp(st, live[i]) == 0)
             return true;
     return false;
 }
 
+static bool requeued_state(const char *st)
+{
+    return strcmp(st, "REQUEUED") == 0 || strcmp(st, "REQUEUE_HOLD") == 0 ||
+           strcmp(st, "REQUEUE_FED") == 0;
+}
+
+/* A started cell without a result, from the state of its job. */
+static void started_state(struct mb_slurm_cell *c, const char *st, bool asked)
+{
+    if (requeued_state(st) || strcmp(st, "PENDING") == 0) {
+        /* It ran once and waits again: Slurm requeued it (scontrol requeue, a node failure). */
+        c->state = MB_SLURM_CELL_REQUEUED;
+    } else if (live_state(st)) {
+        c->state = MB_SLURM_CELL_RUNNING;
+    } else {
+        c->state = MB_SLURM_CELL_FAILED;
+        snprintf(c->why, sizeof(c->why), "started but ended without a result (Slurm: %s)",
+                 st[0]   ? st
+                 : asked ? "job no longer known"
+                         : "not asked");
+    }
+}
+
 /* A cell with no result: started (journal) or not, and what Slurm says of its job. */
-static int unrecorded(struct mb_slurm_cell *c, const cJSON *events, const cJSON *subs,
-                      mb_slurm_job_state_fn job_state, void *ctx, struct mb_error *err)
+static int unrecorded(struct mb_slurm_cell *c, const cJSON *events, mb_slurm_job_state_fn job_state,
+                      void *ctx, struct mb_error *err)
 {
     char job[64] = "";
     bool started = started_unfinished(events, c, job, sizeof(job));
     if (!job[0])
-        submitted_job(subs, c->index, job, sizeof(job));
+        mb__copy_str(job, sizeof(job), c->job);
     mb__copy_str(c->job, sizeof(c->job), job);
     char st[64] = "";
     if (job[0] && job_state) {
@@ -227,18 +283,15 @@ static int unrecorded(struct mb_slurm_cell *c, const cJSON *events, const cJSON 
         if (rc != MB_OK)
             return rc;
     }
-    if (started) {
-        c->state = live_state(st) ? MB_SLURM_CELL_RUNNING : MB_SLURM_CELL_FAILED;
-        if (c->state == MB_SLURM_CELL_FAILED)
-            snprintf(c->why, sizeof(c->why), "started but ended without a result (Slurm: %s)",
-                     st[0]       ? st
-                     : job_state ? "job no longer known"
-                                 : "not asked");
-    } else if (strcmp(st, "PENDING") == 0) {
+    if (started)
+        started_state(c, st, job_state != NULL);
+    else if (requeued_state(st))
+        c->state = MB_SLURM_CELL_REQUEUED;
+    else if (strcmp(st, "PENDING") == 0)
         c->state = MB_SLURM_CELL_QUEUED;
-    } else if (live_state(st)) {
+    else if (live_state(st))
         c->state = MB_SLURM_CELL_RUNNING;
-    } else if (st[0]) {
+    else if (st[0]) {
         c->state = MB_SLURM_CELL_FAILED;
         snprintf(c->why, sizeof(c->why), "its task ended before the cell started (Slurm: %s)", st);
     } else {
@@ -247,30 +300,74 @@ static int unrecorded(struct mb_slurm_cell *c, const cJSON *events, const cJSON 
     return MB_OK;
 }
 
-int mb_slurm_status(const char *results, mb_slurm_job_state_fn job_state, void *ctx,
-                    struct mb_slurm_cell **out, size_t *n, struct mb_error *err)
+/*
+ * A cell recorded as failed whose resubmitted task (job) has not started it yet: queued,
+ * requeued or running while that task lives, else still failed.
+ */
+static int resubmitted(struct mb_slurm_cell *c, const char *job, mb_slurm_job_state_fn job_state,
+                       void *ctx, struct mb_error *err)
+{
+    char st[64] = "";
+    if (!job_state)
+        return MB_OK;
+    int rc = job_state(ctx, job, st, sizeof(st), err);
+    if (rc != MB_OK || !live_state(st))
+        return rc;
+    c->state = requeued_state(st)           ? MB_SLURM_CELL_REQUEUED
+               : strcmp(st, "PENDING") == 0 ? MB_SLURM_CELL_QUEUED
+                                            : MB_SLURM_CELL_RUNNING;
+    c->recorded = false;
+    c->why[0] = '\0';
+    mb__copy_str(c->job, sizeof(c->job), job);
+    return MB_OK;
+}
+
+/* A failed cell that has had its attempts says so, and that submit leaves it. */
+static void note_attempts(struct mb_slurm_cell *c)
+{
+    if (c->state != MB_SLURM_CELL_FAILED || !c->max_attempts || c->attempts < c->max_attempts)
+        return;
+    size_t n = strlen(c->why);
+    snprintf(c->why + n, sizeof(c->why) - n, "%s%u of %u attempts: not resubmitted", n ? "; " : "",
+             c->attempts, c->max_attempts);
+}
+
+/* Status from <results>/<sub>/cells.tsv (sub "slurm" or "k8s"). */
+static int fleet_status(const char *results, const char *sub, mb_slurm_job_state_fn job_state,
+                        void *ctx, struct mb_slurm_cell **out, size_t *n, struct mb_error *err)
 {
     *out = NULL;
     *n = 0;
     char path[4200];
-    snprintf(path, sizeof(path), "%s/slurm/cells.tsv", results);
+    snprintf(path, sizeof(path), "%s/%s/cells.tsv", results, sub);
     struct mb_slurm_cell *cells = NULL;
     size_t nc = 0;
     int rc = read_cells_tsv(path, &cells, &nc, err);
     if (rc == MB_ENOTFOUND)
         mb_error_set(err, MB_ENOTFOUND,
-                     "%s: no cells.tsv (was this submitted with migbench "
-                     "slurm submit?)",
-                     path);
+                     "%s: no cells.tsv (was this submitted with migbench %s submit?)", path,
+                     strcmp(sub, "k8s") == 0 ? "k8s" : "slurm");
     if (rc != MB_OK)
         return rc;
     cJSON *events = read_journals(results);
     cJSON *subs = read_submissions(results);
     if (!events || !subs)
         rc = mb_error_set(err, MB_ENOMEM, "out of memory");
-    for (size_t i = 0; rc == MB_OK && i < nc; i++)
-        if (!from_cell_json(results, &cells[i]))
-            rc = unrecorded(&cells[i], events, subs, job_state, ctx, err);
+    for (size_t i = 0; rc == MB_OK && i < nc; i++) {
+        char sub_job[64] = "";
+        submitted_job(subs, &cells[i], sub_job, sizeof(sub_job));
+        cells[i].job[0] = '\0';
+        if (!from_cell_json(results, &cells[i])) {
+            mb__copy_str(cells[i].job, sizeof(cells[i].job), sub_job);
+            rc = unrecorded(&cells[i], events, job_state, ctx, err);
+        } else if (cells[i].state == MB_SLURM_CELL_FAILED && sub_job[0] &&
+                   strcmp(sub_job, cells[i].job) != 0) {
+            rc = resubmitted(&cells[i], sub_job, job_state, ctx, err);
+        }
+        if (!cells[i].job[0]) /* a result that names no job: the task given it */
+            mb__copy_str(cells[i].job, sizeof(cells[i].job), sub_job);
+        note_attempts(&cells[i]);
+    }
     cJSON_Delete(events);
     cJSON_Delete(subs);
     if (rc != MB_OK) {
@@ -282,12 +379,23 @@ int mb_slurm_status(const char *results, mb_slurm_job_state_fn job_state, void *
     return MB_OK;
 }
 
+int mb_k8s_status(const char *results, struct mb_slurm_cell **out, size_t *n, struct mb_error *err)
+{
+    return fleet_status(results, "k8s", NULL, NULL, out, n, err);
+}
+
+int mb_slurm_status(const char *results, mb_slurm_job_state_fn job_state, void *ctx,
+                    struct mb_slurm_cell **out, size_t *n, struct mb_error *err)
+{
+    return fleet_status(results, "slurm", job_state, ctx, out, n, err);
+}
+
 /* The cells of a resubmission, checking that cells.tsv still describes this experiment. */
 static int cells_to_resubmit(const struct mb_experiment *exp, const struct mb_cell *cells,
                              size_t n_cells, const struct mb_slurm_cell *st, size_t n_st,
-                             size_t *idx, size_t *n, struct mb_error *err)
+                             size_t *idx, struct mb_slurm_submission *out, struct mb_error *err)
 {
-    *n = 0;
+    out->n = 0;
     if (n_st != n_cells)
         return mb_error_set(err, MB_EINVAL,
                             "the earlier submission had %zu cells, the experiment now has %zu: "
@@ -300,11 +408,68 @@ static int cells_to_resubmit(const struct mb_experiment *exp, const struct mb_ce
                                 "cell %zu was %s %u in the earlier submission and is %s %u now: "
                                 "submit a changed experiment into a new results directory",
                                 i, st[i].run, st[i].rep, r->name, cells[i].rep);
-        if (!st[i].recorded && st[i].state != MB_SLURM_CELL_QUEUED &&
-            st[i].state != MB_SLURM_CELL_RUNNING)
-            idx[(*n)++] = i;
+        if (st[i].state != MB_SLURM_CELL_FAILED && st[i].state != MB_SLURM_CELL_NOT_RUN)
+            continue; /* done, or queued, requeued or running now */
+        if (st[i].attempts >= out->max_attempts)
+            out->n_capped++;
+        else
+            idx[out->n++] = i;
     }
     return MB_OK;
+}
+
+/*
+ * Takes <results>/slurm/submit.lock for this process (flock, released when it exits or by
+ * unlock_submit), writing its pid into it; MB_EBUSY naming the holder when another has it.
+ */
+static int lock_submit(const char *dir, int *fd, struct mb_error *err)
+{
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/submit.lock", dir);
+    int rc = mb_results_mkdirs(dir, 0755, err);
+    if (rc != MB_OK)
+        return rc;
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0)
+        return mb_error_set(err, MB_EIO, "%s: %s", path, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t got = pread(*fd, pid, sizeof(pid) - 1, 0);
+        pid[got > 0 ? got : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        close(*fd);
+        *fd = -1;
+        return mb_error_set(err, MB_EBUSY,
+                            "another submitter (pid %s) is submitting into %s now (it holds "
+                            "%s): wait until it has finished, then see `migbench slurm status`",
+                            pid[0] ? pid : "unknown", dir, path);
+    }
+    char line[32];
+    int len = snprintf(line, sizeof(line), "%ld\n", (long)getpid());
+    if (ftruncate(*fd, 0) != 0 || pwrite(*fd, line, (size_t)len, 0) != len) {
+        /* The pid is only for the message of a second submitter; the lock holds regardless. */
+    }
+    return MB_OK;
+}
+
+/* The indices to submit into results: all cells, or after an earlier submission those due. */
+static int due_cells(const struct mb_experiment *exp, const struct mb_cell *cells, size_t n_cells,
+                     const struct mb_slurm_array_opts *o, const char *tsv,
+                     mb_slurm_job_state_fn job_state, void *ctx, size_t *idx,
+                     struct mb_slurm_submission *out, struct mb_error *err)
+{
+    out->n = n_cells;
+    for (size_t i = 0; i < n_cells; i++)
+        idx[i] = i;
+    if (access(tsv, F_OK) != 0)
+        return MB_OK;
+    struct mb_slurm_cell *st = NULL;
+    size_t n_st = 0;
+    int rc = mb_slurm_status(o->results, job_state, ctx, &st, &n_st, err);
+    if (rc == MB_OK)
+        rc = cells_to_resubmit(exp, cells, n_cells, st, n_st, idx, out, err);
+    free(st);
+    return rc;
 }
 
 int mb_slurm_submit_experiment(const struct mb_experiment *exp, const struct mb_cell *cells,
@@ -313,6 +478,7 @@ int mb_slurm_submit_experiment(const struct mb_experiment *exp, const struct mb_
                                struct mb_slurm_submission *out, struct mb_error *err)
 {
     memset(out, 0, sizeof(*out));
+    out->max_attempts = o->max_attempts ? o->max_attempts : MB_SLURM_MAX_ATTEMPTS_DEFAULT;
     if (n_cells == 0)
         return mb_error_set(err, MB_EINVAL, "the experiment has no cell for this device");
     if (emit_dir) {
@@ -329,28 +495,22 @@ int mb_slurm_submit_experiment(const struct mb_experiment *exp, const struct mb_
     size_t *idx = malloc(n_cells * sizeof(*idx));
     if (!idx)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
-    size_t n = n_cells;
-    for (size_t i = 0; i < n_cells; i++)
-        idx[i] = i;
-    int rc = MB_OK;
-    if (access(tsv, F_OK) == 0) {
-        struct mb_slurm_cell *st = NULL;
-        size_t n_st = 0;
-        rc = mb_slurm_status(o->results, job_state, ctx, &st, &n_st, err);
-        if (rc == MB_OK)
-            rc = cells_to_resubmit(exp, cells, n_cells, st, n_st, idx, &n, err);
-        free(st);
-    }
-    if (rc == MB_OK && n > 0) {
-        out->n = n;
+    int lock = -1;
+    int rc = lock_submit(dir, &lock, err);
+    if (rc == MB_OK)
+        rc = due_cells(exp, cells, n_cells, o, tsv, job_state, ctx, idx, out, err);
+    if (rc == MB_OK && out->n > 0) {
         out->first = idx[0];
-        out->last = idx[n - 1];
-        rc = mb_slurm_write_array(exp, cells, n_cells, idx, n, o, dir, err);
+        out->last = idx[out->n - 1];
+        rc = mb_slurm_write_array(exp, cells, n_cells, idx, out->n, o, dir, err);
         if (rc == MB_OK)
-            rc = mb_slurm_submit(dir, o->results, idx, n, out->array_job, sizeof(out->array_job),
-                                 out->report_job, sizeof(out->report_job), err);
+            rc = mb_slurm_submit(dir, o->results, idx, out->n, out->max_attempts, out->array_job,
+                                 sizeof(out->array_job), out->report_job, sizeof(out->report_job),
+                                 err);
         out->submitted = rc == MB_OK;
     }
+    if (lock >= 0)
+        close(lock);
     free(idx);
     return rc;
 }

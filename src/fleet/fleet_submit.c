@@ -93,7 +93,8 @@ static int parsable_id(const char *text, char *id, size_t cap, struct mb_error *
 }
 
 static int record_submission(const char *results, const char *array_job, const char *report_job,
-                             const size_t *indices, size_t n, struct mb_error *err)
+                             const size_t *indices, size_t n, unsigned max_attempts,
+                             struct mb_error *err)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = o ? cJSON_AddArrayToObject(o, "cells") : NULL;
@@ -104,6 +105,8 @@ static int record_submission(const char *results, const char *array_job, const c
     cJSON_AddStringToObject(o, "array_job", array_job);
     cJSON_AddStringToObject(o, "report_job", report_job);
     cJSON_AddNumberToObject(o, "submitted_unix", (double)time(NULL));
+    if (max_attempts)
+        cJSON_AddNumberToObject(o, "max_attempts", max_attempts);
     for (size_t i = 0; i < n; i++)
         cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)indices[i]));
     char *line = cJSON_PrintUnformatted(o);
@@ -123,8 +126,8 @@ static int record_submission(const char *results, const char *array_job, const c
 }
 
 int mb_slurm_submit(const char *dir, const char *results, const size_t *indices, size_t n,
-                    char *array_job, size_t array_cap, char *report_job, size_t report_cap,
-                    struct mb_error *err)
+                    unsigned max_attempts, char *array_job, size_t array_cap, char *report_job,
+                    size_t report_cap, struct mb_error *err)
 {
     char out_dir[4200], array_path[4200], report_path[4200], dep[128], answer[CMD_OUT_MAX];
     snprintf(out_dir, sizeof(out_dir), "%s/slurm", results);
@@ -149,8 +152,39 @@ int mb_slurm_submit(const char *dir, const char *results, const size_t *indices,
     if (rc != MB_OK)
         mb_error_prefix(err, "job array %s submitted; its report job: ", array_job);
     else
-        rc = record_submission(results, array_job, report_job, indices, n, err);
+        rc = record_submission(results, array_job, report_job, indices, n, max_attempts, err);
     return rc;
+}
+
+/* The value of " KEY=" in a `scontrol -o` line into out ("" when absent). */
+static void scontrol_field(const char *line, const char *key, char *out, size_t cap)
+{
+    out[0] = '\0';
+    size_t kl = strlen(key);
+    for (const char *p = line; (p = strstr(p, key)) != NULL; p += kl) {
+        if ((p != line && p[-1] != ' ') || p[kl] != '=')
+            continue;
+        p += kl + 1;
+        size_t n = strcspn(p, " \n");
+        if (n < cap) {
+            memcpy(out, p, n);
+            out[n] = '\0';
+        }
+        return;
+    }
+}
+
+/* A job slurmctld has forgotten, from accounting (""when there is none). */
+static void sacct_state(const char *job, char *state, size_t cap)
+{
+    char jarg[80], out[CMD_OUT_MAX];
+    snprintf(jarg, sizeof(jarg), "%s", job);
+    char *argv[] = {"sacct", "-n", "-X", "-P", "-o", "State", "-j", jarg, NULL};
+    state[0] = '\0';
+    if (mb_fleet_command(argv, out, sizeof(out), 60000, NULL) != MB_OK)
+        return;
+    out[strcspn(out, "\n ")] = '\0'; /* "CANCELLED by 0" -> "CANCELLED" */
+    mb__copy_str(state, cap, out);
 }
 
 int mb_slurm_squeue_state(void *ctx, const char *job, char *state, size_t cap, struct mb_error *err)
@@ -158,12 +192,12 @@ int mb_slurm_squeue_state(void *ctx, const char *job, char *state, size_t cap, s
     (void)ctx;
     char jarg[80];
     snprintf(jarg, sizeof(jarg), "%s", job);
-    char *argv[] = {"squeue", "-h", "-t", "all", "-j", jarg, "-o", "%T", NULL};
+    char *argv[] = {"scontrol", "-o", "show", "job", jarg, NULL};
     char out[CMD_OUT_MAX];
     struct mb_error e;
     int rc = mb_fleet_command(argv, out, sizeof(out), 60000, &e);
     if (rc == MB_ECHILD && strstr(e.msg, "Invalid job id")) {
-        state[0] = '\0'; /* gone from slurmctld's memory */
+        sacct_state(job, state, cap); /* gone from slurmctld's memory */
         return MB_OK;
     }
     if (rc != MB_OK) {
@@ -172,6 +206,13 @@ int mb_slurm_squeue_state(void *ctx, const char *job, char *state, size_t cap, s
         return rc;
     }
     out[strcspn(out, "\n")] = '\0';
-    mb__copy_str(state, cap, out);
+    char st[64], restarts[32];
+    scontrol_field(out, "JobState", st, sizeof(st));
+    scontrol_field(out, "Restarts", restarts, sizeof(restarts));
+    /* Pending after a restart: requeued (scontrol requeue, a node failure), waiting again. */
+    if (strcmp(st, "PENDING") == 0 && restarts[0] && strcmp(restarts, "0") != 0)
+        mb__copy_str(state, cap, "REQUEUED");
+    else
+        mb__copy_str(state, cap, st);
     return MB_OK;
 }

@@ -6,9 +6,9 @@
 #include "migbench/report_verbs.h"
 
 void mb_slurm_status_text_write(FILE *f, const struct mb_slurm_cell *cells, size_t n,
-                                size_t count[MB_SLURM_CELL_FAILED + 1])
+                                size_t count[MB_SLURM_CELL_STATES])
 {
-    memset(count, 0, (MB_SLURM_CELL_FAILED + 1) * sizeof(count[0]));
+    memset(count, 0, MB_SLURM_CELL_STATES * sizeof(count[0]));
     fprintf(f, "cell\trun\trep\tstate\tjob\twhy\n");
     for (size_t i = 0; i < n; i++) {
         const struct mb_slurm_cell *c = &cells[i];

@@ -922,6 +922,52 @@ static void journal_interrupted(struct mb_session *s, int sig, const struct mb_c
     cJSON_Delete(ev);
 }
 
+/*
+ * Whether a cell needs no run: it has a cell.json, and (for a selection without --resume, such
+ * as a Slurm array task resubmitted for it) that says ok. A failed cell is run again.
+ */
+static bool cell_settled(const struct mb_session *s, const char *run, unsigned rep)
+{
+    if (!mb_results_cell_done(s->dir, run, rep))
+        return false;
+    if (s->o.resume)
+        return true;
+    char path[PATH_MAX + 200];
+    snprintf(path, sizeof(path), "%s/%s/%u/cell.json", s->dir, run, rep);
+    cJSON *o = NULL;
+    if (mb_results_read_json(path, 64u << 20, &o, NULL) != MB_OK)
+        return true; /* unreadable: not ours to overwrite */
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+    bool ok = !cJSON_IsString(st) || strcmp(st->valuestring, "failed") != 0;
+    cJSON_Delete(o);
+    return ok;
+}
+
+/*
+ * A failed cell about to run again keeps its record: cell.json becomes cell.failed-<n>.json
+ * (n from 1, the first free), which nothing reads as the cell's result.
+ */
+static int keep_failed_attempt(struct mb_session *s, const char *run, unsigned rep,
+                               struct mb_error *err)
+{
+    char from[PATH_MAX + 200], to[PATH_MAX + 300];
+    snprintf(from, sizeof(from), "%s/%s/%u/cell.json", s->dir, run, rep);
+    if (access(from, F_OK) != 0)
+        return MB_OK;
+    for (unsigned n = 1; n < 10000; n++) {
+        snprintf(to, sizeof(to), "%s/%s/%u/cell.failed-%u.json", s->dir, run, rep, n);
+        if (access(to, F_OK) == 0)
+            continue;
+        if (rename(from, to) != 0)
+            return mb_error_set(err, MB_EIO, "%s: cannot keep the failed attempt: %s", from,
+                                strerror(errno));
+        say(s, MB_SESSION_NOTE, "%s %u: failed before (kept as %s); running it again", run, rep,
+            strrchr(to, '/') + 1);
+        return MB_OK;
+    }
+    return mb_error_set(err, MB_ERANGE, "%s: too many failed attempts kept", from);
+}
+
 int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skipped,
                         struct mb_error *err)
 {
@@ -932,7 +978,7 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
                             i);
     const struct mb_cell *c = &s->sel[i];
     const struct mb_exp_run *r = &s->exp->runs[c->run];
-    if ((s->o.resume || s->selected) && mb_results_cell_done(s->dir, r->name, c->rep)) {
+    if ((s->o.resume || s->selected) && cell_settled(s, r->name, c->rep)) {
         *skipped = true;
         return MB_OK;
     }
@@ -948,10 +994,17 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
         if (crc != MB_OK)
             return crc;
         /* Finished by another invocation between the check above and the claim. */
-        if (mb_results_cell_done(s->dir, r->name, c->rep)) {
+        if (cell_settled(s, r->name, c->rep)) {
             mb_results_cell_release(claim);
             *skipped = true;
             return MB_OK;
+        }
+    }
+    if (s->selected && !s->o.resume) {
+        int krc = keep_failed_attempt(s, r->name, c->rep, err);
+        if (krc != MB_OK) {
+            mb_results_cell_release(claim);
+            return krc;
         }
     }
     int sig = *s->o.stop;
@@ -1096,7 +1149,7 @@ int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct 
         double est = mb_session_cell_estimate(s->exp, &s->exp->runs[s->sel[i].run], &unknown);
         total -= est;
         if ((s->o.resume || s->selected) &&
-            mb_results_cell_done(s->dir, s->exp->runs[s->sel[i].run].name, s->sel[i].rep)) {
+            cell_settled(s, s->exp->runs[s->sel[i].run].name, s->sel[i].rep)) {
             sum->skipped++;
             continue;
         }

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # `migbench slurm submit` against a real slurmctld/slurmd: every cell of a small emulated
 # experiment runs exactly once as an array task into one results directory, each cell records
-# its job, and the report job (--dependency=afterany) writes the report.
+# its job, and the report job (--dependency=afterany) writes the report. The by-hand path
+# (submit --emit DIR, then bash DIR/submit.sh) records its submission: status is right and a
+# second submit submits nothing.
 . "$MB_SOURCE_DIR/tests/slurm/lib.sh"
 FX="$MB_BINARY_DIR/fixtures"
 slurm_up
@@ -68,4 +70,19 @@ grep -q $'\tdone\t' "$RES/slurm-status.txt" || fail "the report job wrote no slu
 run 0 "$MIGBENCH" slurm submit "$TMP/exp.yaml" --results "$RES"
 expect_err 'nothing to submit'
 [ "$(wc -l <"$RES/slurm/submissions.jsonl")" = 1 ] || fail "a second submission was recorded"
+
+# By hand: --emit DIR, then bash DIR/submit.sh: it records what it submits, so status knows the
+# cells and a later submit submits nothing more.
+R2="$TMP/res2"
+run 0 "$MIGBENCH" slurm submit "$TMP/exp.yaml" --results "$R2" --emit "$TMP/byhand"
+run 0 bash "$TMP/byhand/submit.sh"
+expect_out '^array job [0-9]+$'
+A2=$(sed -n 's/^array job \([0-9]*\)$/\1/p' "$TMP/out")
+R2J=$(sed -n 's/^report job \([0-9]*\)$/\1/p' "$TMP/out")
+wait_job "$R2J" 240
+[ "$(job_state "$R2J")" = COMPLETED ] || fail "by-hand report job: $(job_state "$R2J")"
+run 0 "$MIGBENCH" slurm status "$R2"
+[ "$(grep -c $'\tdone\t'"${A2}_" "$TMP/out")" = 4 ] || fail "by hand: 4 cells done under $A2"
+run 0 "$MIGBENCH" slurm submit "$TMP/exp.yaml" --results "$R2"
+expect_err 'nothing to submit'
 finish

@@ -535,6 +535,9 @@ static int fake_job_state(void *ctx, const char *job, char *state, size_t cap, s
     snprintf(state, cap, "%s",
              strcmp(job, "7_2") == 0   ? "CANCELLED"
              : strcmp(job, "7_3") == 0 ? "PENDING"
+             : strcmp(job, "9_2") == 0 ? "PENDING"  /* started before: requeued */
+             : strcmp(job, "9_4") == 0 ? "REQUEUED" /* the state fn saw a restart */
+             : strcmp(job, "9_1") == 0 ? "PENDING"  /* a failed cell's new task */
                                        : "");
     return MB_OK;
 }
@@ -574,7 +577,8 @@ static void test_status(void **state)
     enum mb_slurm_cell_state want[] = {MB_SLURM_CELL_DONE, MB_SLURM_CELL_FAILED,
                                        MB_SLURM_CELL_FAILED, MB_SLURM_CELL_QUEUED,
                                        MB_SLURM_CELL_NOT_RUN};
-    const char *jobs[] = {"7_0", "", "7_2", "7_3", "7_4"};
+    /* A recorded cell that names no job gets the task its submission gave it. */
+    const char *jobs[] = {"7_0", "7_1", "7_2", "7_3", "7_4"};
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(c[i].index, i);
         assert_int_equal(c[i].state, want[i]);
@@ -584,7 +588,9 @@ static void test_status(void **state)
     assert_true(c[0].recorded && c[1].recorded);
     assert_false(c[2].recorded || c[3].recorded || c[4].recorded);
     assert_non_null(strstr(c[2].why, "CANCELLED"));
-    assert_int_equal(asked, 3); /* only the unrecorded cells are asked about */
+    /* The unrecorded cells are asked about, and the failed one whose result names no job (its
+     * task may be a newer one, waiting): not the done one. */
+    assert_int_equal(asked, 4);
     assert_string_equal(mb_slurm_cell_state_str(c[3].state), "queued");
     free(c);
 
@@ -594,7 +600,36 @@ static void test_status(void **state)
     assert_int_equal(c[3].state, MB_SLURM_CELL_NOT_RUN);
     free(c);
 
+    /* Resubmitted (cells 1, 2, 4, cap 2): the failed cell waits under its new task, a started
+     * cell pending again is requeued, as is one whose job says so. */
     snprintf(d, sizeof(d), "%s/slurm", res);
+    write_text(d, "submissions.jsonl",
+               "{\"array_job\":\"7\",\"report_job\":\"8\",\"cells\":[0,1,2,3,4]}\n"
+               "{\"array_job\":\"9\",\"report_job\":\"10\",\"max_attempts\":2,"
+               "\"cells\":[1,2,4]}\n");
+    write_text(
+        res, "journal-9_2.jsonl",
+        "{\"event\":\"cell_started\",\"run\":\"b\",\"rep\":0,\"slurm\":{\"job\":\"9_2\"}}\n");
+    assert_int_equal(mb_slurm_status(res, fake_job_state, &asked, &c, &n, &err), MB_OK);
+    assert_int_equal(c[1].state, MB_SLURM_CELL_QUEUED);
+    assert_string_equal(c[1].job, "9_1");
+    assert_int_equal(c[2].state, MB_SLURM_CELL_REQUEUED);
+    assert_int_equal(c[4].state, MB_SLURM_CELL_REQUEUED);
+    assert_string_equal(mb_slurm_cell_state_str(c[4].state), "requeued");
+    assert_int_equal(c[1].attempts, 2);
+    assert_int_equal(c[0].attempts, 1);
+    assert_int_equal(c[1].max_attempts, 2);
+    free(c);
+    /* Its new task gone without a start: failed, and out of attempts. */
+    write_text(d, "submissions.jsonl",
+               "{\"array_job\":\"7\",\"report_job\":\"8\",\"cells\":[0,1,2,3,4]}\n"
+               "{\"array_job\":\"11\",\"report_job\":\"12\",\"max_attempts\":2,"
+               "\"cells\":[1]}\n");
+    assert_int_equal(mb_slurm_status(res, fake_job_state, &asked, &c, &n, &err), MB_OK);
+    assert_int_equal(c[1].state, MB_SLURM_CELL_FAILED);
+    assert_non_null(strstr(c[1].why, "2 of 2 attempts: not resubmitted"));
+    free(c);
+
     write_text(d, "cells.tsv", "index\trun\trepetition\n0\ta\n");
     assert_int_equal(mb_slurm_status(res, NULL, NULL, &c, &n, &err), MB_EPARSE);
     assert_non_null(strstr(err.msg, "cells.tsv:2"));

@@ -256,7 +256,7 @@ static void test_slurm_status(void **state)
     }
     snprintf(cells[1].job, sizeof(cells[1].job), "12_1");
     snprintf(cells[1].why, sizeof(cells[1].why), "exit 3");
-    size_t count[MB_SLURM_CELL_FAILED + 1];
+    size_t count[MB_SLURM_CELL_STATES];
     char *t = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&t, &len);
