@@ -146,7 +146,7 @@ static int k8s_run(int argc, char **argv)
     const char *sub = argv[1];
     if (strcmp(sub, "submit") != 0 && strcmp(sub, "status") != 0)
         return mb_cli_usage_error(&mb_cmd_k8s, "unknown subcommand '%s' (submit, status)", sub);
-    struct opts o = {.fe = {.device = "auto"}};
+    struct opts o = {.fe = {.device = "auto", .cmd = NAME}};
     optind = 0;
     opterr = 0;
     int ch;

@@ -400,6 +400,32 @@ static int create_one(struct target *t, const struct mb_layout_item *it, bool so
     return MB_EXIT_OK;
 }
 
+/* Verify: the device must now hold exactly the config's multiset. */
+static int verify_applied(struct target *t, const unsigned *want, size_t nw)
+{
+    struct mb_error err;
+    struct mb_mig_gi gis[MAX_GIS];
+    size_t n = 0;
+    if (list_gis(t, gis, &n) != MB_EXIT_OK)
+        return MB_EXIT_FAIL;
+    bool match = false;
+    if (mb_mig_matches(t->model, gis, n, want, nw, &match, &err) != MB_OK) {
+        mb_cli_error(NAME, "%s: %s", label(t), err.msg);
+        return MB_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (gis[i].n_ci == 0)
+            mb_cli_warn(NAME, "%s: GPU instance %u has no compute instance", label(t), gis[i].id);
+    if (!match) {
+        mb_cli_error(NAME,
+                     "%s: verification failed: the GPU does not hold the config's "
+                     "instances afterwards ('migbench mig show' shows what it holds)",
+                     label(t));
+        return MB_EXIT_FAIL;
+    }
+    return MB_EXIT_OK;
+}
+
 static int apply_one(struct target *t, const struct mb_migcfg *cfg,
                      const struct mb_migcfg_config *config, const struct opts *o)
 {
@@ -482,24 +508,8 @@ static int apply_one(struct target *t, const struct mb_migcfg *cfg,
         if (create_one(t, &placed.items[i], i > 0) != MB_EXIT_OK)
             return MB_EXIT_FAIL;
 
-    /* Verify: the device must now hold exactly the config's multiset. */
-    if (list_gis(t, gis, &n) != MB_EXIT_OK)
+    if (verify_applied(t, want, nw) != MB_EXIT_OK)
         return MB_EXIT_FAIL;
-    bool match = false;
-    if (mb_mig_matches(t->model, gis, n, want, nw, &match, &err) != MB_OK) {
-        mb_cli_error(NAME, "%s: %s", label(t), err.msg);
-        return MB_EXIT_FAIL;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (gis[i].n_ci == 0)
-            mb_cli_warn(NAME, "%s: GPU instance %u has no compute instance", label(t), gis[i].id);
-    if (!match) {
-        mb_cli_error(NAME,
-                     "%s: verification failed: the GPU does not hold the config's "
-                     "instances afterwards ('migbench mig show' shows what it holds)",
-                     label(t));
-        return MB_EXIT_FAIL;
-    }
     mb_cli_info(NAME, "%s: config '%s' applied and verified (%zu kept, %zu removed, %zu created)",
                 label(t), config->name, kept, nrm, placed.n);
     return MB_EXIT_OK;

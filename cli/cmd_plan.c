@@ -52,6 +52,9 @@ struct opts {
     const char *verify;
     const char *plan;
     const char *power_limits;
+    double time_limit;
+    long threads;
+    unsigned long long seed;
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -184,6 +187,9 @@ static const struct option long_opts[] = {
     {"verify", required_argument, NULL, 'V'},
     {"plan", required_argument, NULL, 'L'},
     {"power-limits", required_argument, NULL, 'W'},
+    {"time-limit", required_argument, NULL, 'T'},
+    {"threads", required_argument, NULL, 'j' + 256},
+    {"seed", required_argument, NULL, 's'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -205,6 +211,115 @@ static int add_source(const char **v, size_t *n, const char *what, const char *a
     return MB_EXIT_OK;
 }
 
+/* The combinations of options that parse_args accepts; -1 or the exit status. */
+static int check_args(int argc, char **argv, struct opts *o)
+{
+    if (optind < argc)
+        return mb_cli_usage_error(&mb_cmd_plan, "unexpected argument '%s'", argv[optind]);
+    if (o->verify || o->plan) {
+        if (!o->verify || !o->plan)
+            return mb_cli_usage_error(&mb_cmd_plan, "--verify RESULTS_DIR needs --plan PLAN.json");
+        if (o->jobs || o->n_profiles || o->n_results || o->pareto || o->emit_experiment ||
+            o->emit_mig_parted || o->emit_slurm || o->emit_k8s)
+            return mb_cli_usage_error(&mb_cmd_plan, "--verify takes only --plan, --json and "
+                                                    "--catalog");
+    } else {
+        if (!o->jobs)
+            return mb_cli_usage_error(&mb_cmd_plan, "--jobs JOBS.yaml is required");
+        if (!o->n_profiles && !o->n_results)
+            return mb_cli_usage_error(&mb_cmd_plan,
+                                      "give --profiles FILE.csv or --results DIR (or both)");
+        if (o->pareto && o->power_limits)
+            return mb_cli_usage_error(&mb_cmd_plan, "--power-limits and --pareto do not go "
+                                                    "together");
+        if (o->pareto && (o->emit_experiment || o->emit_mig_parted || o->emit_slurm || o->emit_k8s))
+            return mb_cli_usage_error(&mb_cmd_plan,
+                                      "--pareto shows a front; emit files from one plan");
+    }
+
+    return -1;
+}
+
+/* The emitters' and --verify's options; -1: not one of them, else the exit status or -2. */
+static int parse_emit(int ch, struct opts *o)
+{
+    double v;
+    switch (ch) {
+    case 'M':
+        o->emit_mig_parted = optarg;
+        break;
+    case 'E':
+        o->emit_experiment = optarg;
+        break;
+    case 'S':
+        o->emit_slurm = optarg;
+        break;
+    case 'K':
+        o->emit_k8s = optarg;
+        break;
+    case 'N':
+        o->nodes = optarg;
+        break;
+    case 'G':
+        if (!parse_pos(optarg, &v) || v != floor(v) || v > MB_PLAN_MAX_GPUS)
+            return mb_cli_usage_error(&mb_cmd_plan, "--gpus-per-node: '%s' is not 1 to %d", optarg,
+                                      MB_PLAN_MAX_GPUS);
+        o->gpus_per_node = (long)v;
+        break;
+    case 'I':
+        o->image = optarg;
+        break;
+    case 'A':
+        o->k8s_namespace = optarg;
+        break;
+    case 'B':
+        o->migbench = optarg;
+        break;
+    case 'V':
+        o->verify = optarg;
+        break;
+    case 'L':
+        o->plan = optarg;
+        break;
+    default:
+        return -1;
+    }
+    return -2;
+}
+
+/* The search's options (--power-limits, --time-limit, --threads, --seed); as parse_emit. */
+static int parse_search(int ch, struct opts *o)
+{
+    double v;
+    switch (ch) {
+    case 'W':
+        o->power_limits = optarg;
+        break;
+    case 'T':
+        if (!parse_pos(optarg, &o->time_limit) || o->time_limit > 86400)
+            return mb_cli_usage_error(
+                &mb_cmd_plan, "--time-limit: '%s' is not seconds > 0 (at most a day)", optarg);
+        break;
+    case 'j' + 256:
+        if (!parse_pos(optarg, &v) || v != floor(v) || v > 64)
+            return mb_cli_usage_error(&mb_cmd_plan, "--threads: '%s' is not 1 to 64", optarg);
+        o->threads = (long)v;
+        break;
+    case 's': {
+        char *end = NULL;
+        errno = 0;
+        o->seed = strtoull(optarg, &end, 10);
+        if (errno || !end || *end || optarg[0] == '-' || optarg[0] == '\0')
+            return mb_cli_usage_error(&mb_cmd_plan, "--seed: '%s' is not a whole number >= 0",
+                                      optarg);
+        break;
+    }
+    default:
+        return -1;
+    }
+    return -2;
+}
+
 /* Parses argv into *o; returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
@@ -215,6 +330,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
     int ch, rc;
     double v;
     while ((ch = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+        if ((rc = parse_emit(ch, o)) != -1 || (rc = parse_search(ch, o)) != -1) {
+            if (rc != -2)
+                return rc;
+            continue;
+        }
         switch (ch) {
         case 'J':
             o->jobs = optarg;
@@ -270,45 +390,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'F':
             o->no_full = true;
             break;
-        case 'M':
-            o->emit_mig_parted = optarg;
-            break;
-        case 'E':
-            o->emit_experiment = optarg;
-            break;
-        case 'S':
-            o->emit_slurm = optarg;
-            break;
-        case 'K':
-            o->emit_k8s = optarg;
-            break;
-        case 'N':
-            o->nodes = optarg;
-            break;
-        case 'G':
-            if (!parse_pos(optarg, &v) || v != floor(v) || v > MB_PLAN_MAX_GPUS)
-                return mb_cli_usage_error(&mb_cmd_plan, "--gpus-per-node: '%s' is not 1 to %d",
-                                          optarg, MB_PLAN_MAX_GPUS);
-            o->gpus_per_node = (long)v;
-            break;
-        case 'I':
-            o->image = optarg;
-            break;
-        case 'A':
-            o->k8s_namespace = optarg;
-            break;
-        case 'B':
-            o->migbench = optarg;
-            break;
-        case 'V':
-            o->verify = optarg;
-            break;
-        case 'L':
-            o->plan = optarg;
-            break;
-        case 'W':
-            o->power_limits = optarg;
-            break;
         case 'h':
             mb_cli_print_help(&mb_cmd_plan, stdout);
             return MB_EXIT_OK;
@@ -318,30 +399,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return mb_cli_usage_error(&mb_cmd_plan, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind < argc)
-        return mb_cli_usage_error(&mb_cmd_plan, "unexpected argument '%s'", argv[optind]);
-    if (o->verify || o->plan) {
-        if (!o->verify || !o->plan)
-            return mb_cli_usage_error(&mb_cmd_plan, "--verify RESULTS_DIR needs --plan PLAN.json");
-        if (o->jobs || o->n_profiles || o->n_results || o->pareto || o->emit_experiment ||
-            o->emit_mig_parted || o->emit_slurm || o->emit_k8s)
-            return mb_cli_usage_error(&mb_cmd_plan, "--verify takes only --plan, --json and "
-                                                    "--catalog");
-    } else {
-        if (!o->jobs)
-            return mb_cli_usage_error(&mb_cmd_plan, "--jobs JOBS.yaml is required");
-        if (!o->n_profiles && !o->n_results)
-            return mb_cli_usage_error(&mb_cmd_plan,
-                                      "give --profiles FILE.csv or --results DIR (or both)");
-        if (o->pareto && o->power_limits)
-            return mb_cli_usage_error(&mb_cmd_plan, "--power-limits and --pareto do not go "
-                                                    "together");
-        if (o->pareto && (o->emit_experiment || o->emit_mig_parted || o->emit_slurm || o->emit_k8s))
-            return mb_cli_usage_error(&mb_cmd_plan,
-                                      "--pareto shows a front; emit files from one plan");
-    }
-
-    return -1;
+    return check_args(argc, argv, o);
 }
 
 /* The planner's options: the command line's, else the jobs file's. Returns -1 or an exit status. */
@@ -373,6 +431,9 @@ static int plan_options(const struct opts *o, const struct mb_plan_jobset *js,
     po->exact_max_jobs = (size_t)o->exact_max;
     po->heuristic = o->heuristic;
     po->no_full = o->no_full;
+    po->time_limit_s = o->time_limit;
+    po->threads = (unsigned)o->threads;
+    po->seed = o->seed;
     return -1;
 }
 
@@ -413,23 +474,30 @@ static int load_profiles(const struct opts *o, const struct mb_catalog *cat,
 }
 
 /*
- * --power-limits: "all" (every limit the profiles carry) or a comma-separated list of "default"
- * and watts ("420W" or "420"). Percentages need the GPU's default limit, which profiles do not
- * carry: they are refused with a hint.
+ * --power-limits: "all" (every limit the profiles carry, however many) or a comma-separated list
+ * of "default" and watts ("420W" or "420"). Percentages need the GPU's default limit, which
+ * profiles do not carry: they are refused with a hint. *caps is allocated (free it).
  */
 static int parse_power_limits(const char *arg, const struct mb_plan_profiles *profiles,
-                              double *caps, size_t *n)
+                              double **caps, size_t *n)
 {
     *n = 0;
+    size_t nr = mb_plan_profiles_count(profiles);
+    *caps = malloc((nr > MB_PLAN_MAX_CAPS ? nr : MB_PLAN_MAX_CAPS) * sizeof(double) + 1);
+    if (!*caps) {
+        mb_cli_error(NAME, "out of memory");
+        return MB_EXIT_FAIL;
+    }
+    double *c = *caps;
     if (strcmp(arg, "all") == 0) {
-        for (size_t i = 0; i < mb_plan_profiles_count(profiles); i++) {
+        for (size_t i = 0; i < nr; i++) {
             double w = mb_plan_profiles_get(profiles, i)->power_limit_w;
             w = w > 0 ? w : 0;
             bool seen = false;
             for (size_t k = 0; k < *n; k++)
-                seen = seen || fabs(caps[k] - w) < 0.5;
-            if (!seen && *n < MB_PLAN_MAX_CAPS)
-                caps[(*n)++] = w;
+                seen = seen || fabs(c[k] - w) < 0.5;
+            if (!seen)
+                c[(*n)++] = w;
         }
         return MB_EXIT_OK;
     }
@@ -441,7 +509,9 @@ static int parse_power_limits(const char *arg, const struct mb_plan_profiles *pr
         double pct, w;
         struct mb_error e;
         if (*n == MB_PLAN_MAX_CAPS)
-            return mb_cli_usage_error(&mb_cmd_plan, "--power-limits: at most %d limits",
+            return mb_cli_usage_error(&mb_cmd_plan,
+                                      "--power-limits: at most %d limits in a list ('all' takes "
+                                      "every limit the profiles carry)",
                                       MB_PLAN_MAX_CAPS);
         if (mb_powercap_parse(t, &def, &pct, &w, &e) != MB_OK)
             return mb_cli_usage_error(&mb_cmd_plan, "--power-limits: %s", e.msg);
@@ -450,7 +520,7 @@ static int parse_power_limits(const char *arg, const struct mb_plan_profiles *pr
                                       "--power-limits: '%s': give watts (profiles record the "
                                       "limit in force, in W) or 'all'",
                                       t);
-        caps[(*n)++] = def ? 0 : w;
+        c[(*n)++] = def ? 0 : w;
     }
     if (*n == 0)
         return mb_cli_usage_error(&mb_cmd_plan, "--power-limits: empty");
@@ -490,70 +560,117 @@ static int emit_fleet(const struct mb_plan_context *c, const struct mb_plan *p,
     return MB_EXIT_OK;
 }
 
+/* Solves: the front with --pareto, else one plan (over the power limits when given). */
+static int solve(const struct opts *o, const struct mb_plan_context *c,
+                 const struct mb_plan_options *po, struct mb_plan **plan, struct mb_plan **front,
+                 size_t *n_front, const double *caps, size_t n_caps,
+                 struct mb_plan_cap_result *cap_res)
+{
+    const struct mb_plan_jobset *js = c->js;
+    struct mb_error err;
+    int rc;
+    if (o->pareto)
+        rc = mb_plan_pareto(c->model, c->profiles, js->jobs, js->n_jobs, po, front, PARETO_MAX,
+                            n_front, &err);
+    else if (n_caps)
+        rc = mb_plan_solve_caps(c->model, c->profiles, js->jobs, js->n_jobs, po, caps, n_caps,
+                                cap_res, plan, &err);
+    else
+        rc = mb_plan_solve(c->model, c->profiles, js->jobs, js->n_jobs, po, plan, &err);
+    if (rc == MB_OK)
+        return MB_EXIT_OK;
+    /* Job-level problems name the jobs file ("line N: job 'x' ..."). */
+    if (strncmp(err.msg, "line ", 5) == 0)
+        mb_cli_error(NAME, "%s:%s", o->jobs, err.msg + 5);
+    else
+        mb_cli_error(NAME, "%s", err.msg);
+    return rc == MB_EINFEASIBLE ? MB_EXIT_FAIL : mb_cli_exit_for(rc);
+}
+
+/* Warnings the plan itself carries: GPUs over their power limit, a search the clock stopped. */
+static void plan_notes(const struct mb_plan *p)
+{
+    for (unsigned g = 0; g < p->count && p->over_limit; g++)
+        if (p->gpus[g].over_limit)
+            mb_cli_warn(NAME,
+                        "GPU %u: the model's peak power %.0f W (idle plus every job running at "
+                        "once) exceeds its %.0f W limit; the limit would slow its jobs below the "
+                        "profiled rates",
+                        g, p->gpus[g].peak_power_w, p->gpus[g].power_limit_w);
+    if (!p->exact && p->time_limited)
+        mb_cli_info(NAME,
+                    "the search stopped at its time limit (%.1f s, %u threads); "
+                    "--time-limit gives it longer",
+                    p->search_s, p->threads);
+}
+
+/* Prints one plan and writes the emitted files; returns the exit status. */
+static int print_plan(const struct opts *o, const struct mb_plan_context *c,
+                      const struct mb_plan *plan, const struct mb_plan_cap_result *cap_res,
+                      size_t n_caps)
+{
+    int rc = MB_OK, exit_code = MB_EXIT_OK;
+    if (o->json && n_caps)
+        rc = mb_plan_json_write_caps(stdout, c, plan, cap_res, n_caps);
+    else if (o->json)
+        rc = mb_plan_json_write(stdout, c, plan);
+    else
+        mb_plan_text_write(stdout, c, plan);
+    if (!o->json && n_caps)
+        mb_plan_caps_text_write(stdout, plan, cap_res, n_caps);
+    plan_notes(plan);
+    if (rc == MB_ENOMEM)
+        exit_code = MB_EXIT_FAIL;
+    if (o->emit_mig_parted && (rc = emit_mig_parted(c, plan, o->emit_mig_parted)))
+        exit_code = rc;
+    if (o->emit_mig_parted && isfinite(plan->power_limit_w))
+        mb_cli_info(NAME,
+                    "the plan's %.0f W power limit is not part of a mig-parted "
+                    "configuration; --emit-experiment writes an experiment that sets it",
+                    plan->power_limit_w);
+    if (exit_code == MB_EXIT_OK && o->emit_experiment &&
+        (rc = emit_experiment(c, plan, o, o->emit_experiment)))
+        exit_code = rc;
+    if (exit_code == MB_EXIT_OK && (o->emit_slurm || o->emit_k8s))
+        exit_code = emit_fleet(c, plan, o);
+    return exit_code;
+}
+
 /* Solves (one plan, or the front with --pareto), prints it and writes the emitted files. */
 static int solve_and_print(const struct opts *o, const struct mb_plan_context *c,
                            const struct mb_plan_options *po)
 {
     struct mb_plan *plan = NULL;
     struct mb_plan *front[PARETO_MAX];
-    size_t n_front = 0;
-    struct mb_error err;
-    const struct mb_plan_jobset *js = c->js;
+    size_t n_front = 0, n_caps = 0;
+    double *caps = NULL;
+    struct mb_plan_cap_result *cap_res = NULL;
     int rc;
-    double caps[MB_PLAN_MAX_CAPS];
-    size_t n_caps = 0;
-    struct mb_plan_cap_result cap_res[MB_PLAN_MAX_CAPS];
     if (o->power_limits &&
-        (rc = parse_power_limits(o->power_limits, c->profiles, caps, &n_caps)) != MB_EXIT_OK)
-        return rc;
-    if (o->pareto)
-        rc = mb_plan_pareto(c->model, c->profiles, js->jobs, js->n_jobs, po, front, PARETO_MAX,
-                            &n_front, &err);
-    else if (n_caps)
-        rc = mb_plan_solve_caps(c->model, c->profiles, js->jobs, js->n_jobs, po, caps, n_caps,
-                                cap_res, &plan, &err);
+        (rc = parse_power_limits(o->power_limits, c->profiles, &caps, &n_caps)) != MB_EXIT_OK)
+        goto done;
+    if (n_caps && !(cap_res = calloc(n_caps, sizeof(*cap_res)))) {
+        mb_cli_error(NAME, "out of memory");
+        rc = MB_EXIT_FAIL;
+        goto done;
+    }
+    rc = solve(o, c, po, &plan, front, &n_front, caps, n_caps, cap_res);
+    if (rc != MB_EXIT_OK)
+        goto done;
+    if (o->pareto && o->json)
+        rc = mb_plan_json_write_pareto(stdout, c, front, n_front) == MB_ENOMEM ? MB_EXIT_FAIL
+                                                                               : MB_EXIT_OK;
+    else if (o->pareto)
+        mb_plan_pareto_text_write(stdout, c, front, n_front, po->count);
     else
-        rc = mb_plan_solve(c->model, c->profiles, js->jobs, js->n_jobs, po, &plan, &err);
-    if (rc) {
-        /* Job-level problems name the jobs file ("line N: job 'x' ..."). */
-        if (strncmp(err.msg, "line ", 5) == 0)
-            mb_cli_error(NAME, "%s:%s", o->jobs, err.msg + 5);
-        else
-            mb_cli_error(NAME, "%s", err.msg);
-        return rc == MB_EINFEASIBLE ? MB_EXIT_FAIL : mb_cli_exit_for(rc);
-    }
-    int exit_code = MB_EXIT_OK;
-    if (o->pareto) {
-        if (o->json)
-            rc = mb_plan_json_write_pareto(stdout, c, front, n_front);
-        else
-            mb_plan_pareto_text_write(stdout, c, front, n_front, po->count);
-    } else {
-        if (o->json && n_caps)
-            rc = mb_plan_json_write_caps(stdout, c, plan, cap_res, n_caps);
-        else if (o->json)
-            rc = mb_plan_json_write(stdout, c, plan);
-        else
-            mb_plan_text_write(stdout, c, plan);
-        if (!o->json && n_caps)
-            mb_plan_caps_text_write(stdout, plan, cap_res, n_caps);
-        if (o->emit_mig_parted && (rc = emit_mig_parted(c, plan, o->emit_mig_parted)))
-            exit_code = rc;
-        if (o->emit_mig_parted && isfinite(plan->power_limit_w))
-            mb_cli_info(NAME,
-                        "the plan's %.0f W power limit is not part of a mig-parted "
-                        "configuration; --emit-experiment writes an experiment that sets it",
-                        plan->power_limit_w);
-        if (exit_code == MB_EXIT_OK && o->emit_experiment &&
-            (rc = emit_experiment(c, plan, o, o->emit_experiment)))
-            exit_code = rc;
-        if (exit_code == MB_EXIT_OK && (o->emit_slurm || o->emit_k8s))
-            exit_code = emit_fleet(c, plan, o);
-    }
+        rc = print_plan(o, c, plan, cap_res, n_caps);
+done:
     for (size_t i = 0; i < n_front; i++)
         mb_plan_destroy(front[i]);
     mb_plan_destroy(plan);
-    return exit_code;
+    free(caps);
+    free(cap_res);
+    return rc;
 }
 
 /* Plans from the jobs file and the profiles; returns the exit status. */
@@ -621,18 +738,20 @@ static int plan_run(int argc, char **argv)
 const struct mb_cmd mb_cmd_plan = {
     .name = "plan",
     .summary = "Plan MIG layouts and job placement for a job set from measured profiles.",
-    .usage = "migbench plan --jobs JOBS.yaml (--profiles FILE.csv | --results DIR)... "
-             "[--gpu MODEL] [--count N]\n"
-             "                     [--objective energy|makespan|throughput] [--makespan-cap S] "
-             "[--energy-cap J]\n"
-             "                     [--pareto] [--json] [--heuristic] [--exact-max N] [--no-full]\n"
-             "                     [--emit-mig-parted FILE] [--emit-experiment FILE] "
-             "[--catalog FILE]\n"
-             "                     [--power-limits all|default,W,...]\n"
-             "                     [--emit-slurm DIR] [--emit-k8s DIR] [--nodes N1,N2,...] "
-             "[--gpus-per-node K]\n"
-             "                     [--image IMAGE] [--namespace NS] [--migbench PATH]\n"
-             "       migbench plan --verify RESULTS_DIR --plan PLAN.json [--json]",
+    .usage =
+        "migbench plan --jobs JOBS.yaml (--profiles FILE.csv | --results DIR)... "
+        "[--gpu MODEL] [--count N]\n"
+        "                     [--objective energy|makespan|throughput] [--makespan-cap S] "
+        "[--energy-cap J]\n"
+        "                     [--pareto] [--json] [--heuristic] [--exact-max N] [--no-full]\n"
+        "                     [--emit-mig-parted FILE] [--emit-experiment FILE] "
+        "[--catalog FILE]\n"
+        "                     [--power-limits all|default,W,...] [--time-limit S] [--threads N]\n"
+        "                     [--seed N]\n"
+        "                     [--emit-slurm DIR] [--emit-k8s DIR] [--nodes N1,N2,...] "
+        "[--gpus-per-node K]\n"
+        "                     [--image IMAGE] [--namespace NS] [--migbench PATH]\n"
+        "       migbench plan --verify RESULTS_DIR --plan PLAN.json [--json]",
     .help = "Finds the MIG layout of each GPU and the queue of jobs on each instance that finish\n"
             "the job set with the least energy (default), the shortest makespan, or, for\n"
             "continuous jobs, the most throughput. The model and every output field are in\n"
@@ -653,6 +772,11 @@ const struct mb_cmd mb_cmd_plan = {
             "  --no-full             do not consider running a GPU with MIG off\n"
             "  --power-limits L      choose the GPUs' power limit with the layout among L:\n"
             "                        'all' the profiles carry, or default and watts (250W)\n"
+            "  --time-limit S        the fleet search's time budget (default 5 s); it stops\n"
+            "                        sooner when its iteration budget is spent\n"
+            "  --threads N           search threads (default: one per CPU); --seed N: its\n"
+            "                        random choices (same seed and threads, same plan unless\n"
+            "                        the time limit stops it)\n"
             "  --emit-mig-parted F   write a mig-parted config (migbench mig apply accepts it)\n"
             "  --emit-experiment F   write an experiment that runs the plan (migbench run)\n"
             "  --emit-slurm DIR      per node: mig-parted.yaml, gres.conf, slurm-node.conf\n"

@@ -109,13 +109,12 @@ static bool absolute(const char *p, char *out, size_t cap)
 
 void mb_cli_fleet_on_event(void *ctx, const struct mb_session_event *ev)
 {
-    (void)ctx;
     if (ev->kind == MB_SESSION_NOTE || ev->kind == MB_SESSION_WARN)
-        mb_cli_info(NAME, "%s", ev->text);
+        mb_cli_info(ctx ? (const char *)ctx : NAME, "%s", ev->text);
 }
 
-int mb_cli_fleet_cells(const struct mb_experiment *exp, const char *device, struct mb_cell **cells,
-                       size_t *n, struct mb_error *err)
+int mb_cli_fleet_cells(const char *cmd, const struct mb_experiment *exp, const char *device,
+                       struct mb_cell **cells, size_t *n, struct mb_error *err)
 {
     if (strcmp(device, "auto") == 0) {
         struct mb_device *dev = NULL;
@@ -129,8 +128,10 @@ int mb_cli_fleet_cells(const struct mb_experiment *exp, const char *device, stru
                                 "file to number the cells as on the nodes, or --device SPEC");
     }
     volatile sig_atomic_t stop = 0;
+    char name[32];
+    snprintf(name, sizeof(name), "%s", cmd ? cmd : NAME);
     struct mb_session_opts so = {
-        .device_spec = device, .stop = &stop, .on_event = mb_cli_fleet_on_event};
+        .device_spec = device, .stop = &stop, .on_event = mb_cli_fleet_on_event, .ctx = name};
     struct mb_session *s = NULL;
     int rc = mb_session_open(exp, &so, &s, err);
     if (rc == MB_OK) {
@@ -175,7 +176,7 @@ int mb_cli_fleet_numbered(struct mb_cli_fleet_exp *fe, const struct mb_experimen
         snprintf(numbering, sizeof(numbering), "emu:%s:mig=on", fe->gpu);
     else
         snprintf(numbering, sizeof(numbering), "%s", fe->device_given ? fe->device : exp->device);
-    return mb_cli_fleet_cells(exp, numbering, cells, n, err);
+    return mb_cli_fleet_cells(fe->cmd, exp, numbering, cells, n, err);
 }
 
 /* The experiment's slurm: block, where the command line says nothing. */
@@ -300,7 +301,7 @@ static const struct option long_opts[] = {
 
 static int slurm_run(int argc, char **argv)
 {
-    struct opts o = {.fe = {.device = "auto"}};
+    struct opts o = {.fe = {.device = "auto", .cmd = NAME}};
     if (argc < 2)
         return mb_cli_usage_error(&mb_cmd_slurm, "expected a subcommand (gres)");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {

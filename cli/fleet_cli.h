@@ -13,6 +13,7 @@
 
 /* The options that decide an experiment's cells. Zero-initialise, then set device "auto". */
 struct mb_cli_fleet_exp {
+    const char *cmd;    /* the subcommand that names the session's notes ("slurm", "k8s") */
     const char *device; /* --device SPEC */
     bool device_given;
     const char *gpu; /* --gpu MODEL: number the cells as on that GPU (emulated here) */
@@ -34,9 +35,9 @@ int mb_cli_fleet_load(struct mb_cli_fleet_exp *fe, const char *path, struct mb_e
 int mb_cli_fleet_numbered(struct mb_cli_fleet_exp *fe, const struct mb_experiment *exp,
                           struct mb_cell **cells, size_t *n, struct mb_error *err);
 
-/* The cells for device spec (refusing "auto" when that is this machine's CPU). */
-int mb_cli_fleet_cells(const struct mb_experiment *exp, const char *device, struct mb_cell **cells,
-                       size_t *n, struct mb_error *err);
+/* The cells for device spec (refusing "auto" when that is this machine's CPU); notes as cmd's. */
+int mb_cli_fleet_cells(const char *cmd, const struct mb_experiment *exp, const char *device,
+                       struct mb_cell **cells, size_t *n, struct mb_error *err);
 
 /*
  * The status table on stdout and the counts per state on stderr ("migbench: NAME: ..."); the exit
@@ -45,7 +46,7 @@ int mb_cli_fleet_cells(const struct mb_experiment *exp, const char *device, stru
 struct mb_slurm_cell;
 int mb_cli_fleet_status_print(const char *name, const struct mb_slurm_cell *cells, size_t n);
 
-/* Prints the session's notes and warnings (ctx unused). */
+/* Prints the session's notes and warnings as the subcommand ctx's (a const char *). */
 void mb_cli_fleet_on_event(void *ctx, const struct mb_session_event *ev);
 
 #endif

@@ -162,6 +162,13 @@ struct mb_plan_options {
     bool heuristic;        /* force the heuristic even where exact search would run */
     bool no_full;          /* do not consider running a GPU with MIG off */
     double power_limit_w;  /* use the rows measured under this limit (W); 0 or NaN: default */
+    /* The fleet search (heuristic plans): it improves the plan until this many seconds have
+       passed or its iteration budget is spent (0: 5 s); threads (0: one per online CPU); seed of
+       its random choices. Deterministic for a given seed and thread count unless the time limit
+       stops it (mb_plan.time_limited). */
+    double time_limit_s;
+    unsigned threads;
+    uint64_t seed;
 };
 
 /* One job in a plan. */
@@ -182,6 +189,13 @@ struct mb_plan_slot {
 struct mb_plan_gpu {
     bool mig;
     struct mb_layout layout; /* only the instances that got a job */
+    double power_limit_w;    /* this GPU's power limit (W); NaN: the default */
+    /* The model's highest whole-GPU power on this GPU: idle plus the power above idle of every
+       job running at the same moment (W); NaN for continuous jobs' plans it equals power_w's
+       share. over_limit: it exceeds power_limit_w (the rows were each measured alone under the
+       limit, so the limit would slow the jobs below the profiled rate). */
+    double peak_power_w;
+    bool over_limit;
 };
 
 /* A solved plan. Owned by the caller (mb_plan_destroy). Unknown figures are NaN. */
@@ -211,7 +225,13 @@ struct mb_plan {
     double power_w;           /* predicted fleet power */
     double bound_throughput;  /* upper bound for heuristic plans */
     size_t nodes;             /* search nodes visited (exact) or moves tried (heuristic) */
-    double power_limit_w;     /* the power limit every GPU is set to (W); NaN: the default */
+    double power_limit_w;     /* the power limit every GPU is set to (W); NaN: the default or
+                                 different limits per GPU (gpus[].power_limit_w) */
+    /* The fleet search (heuristic plans; 0 / false for exact ones). */
+    double search_s;   /* seconds the search took */
+    unsigned threads;  /* threads it used */
+    bool time_limited; /* the time limit stopped it before its iteration budget */
+    size_t over_limit; /* GPUs whose peak_power_w exceeds their power limit */
 };
 
 /*
@@ -235,7 +255,7 @@ int mb_plan_pareto(const struct mb_gpu_model *model, const struct mb_plan_profil
                    const struct mb_plan_job *jobs, size_t n_jobs, const struct mb_plan_options *opt,
                    struct mb_plan **out, size_t cap, size_t *n, struct mb_error *err);
 
-/* Most candidate power limits mb_plan_solve_caps is given by the CLI. */
+/* Most candidate power limits a --power-limits list may name (`all` takes every one). */
 #define MB_PLAN_MAX_CAPS 16
 
 /* The outcome of one candidate power limit in mb_plan_solve_caps. */
@@ -252,7 +272,8 @@ struct mb_plan_cap_result {
  * limit, and returns in *out the plan that is best under opt->objective (least energy, shortest
  * makespan or most throughput; ties go to the earlier candidate). Every GPU of the plan gets the
  * same limit (plan->power_limit_w). results (may be NULL) gets n_caps entries, one per candidate.
- * Errors as mb_plan_solve when no candidate yields a plan (the first candidate's error).
+ * When no candidate yields a plan: the most telling status (bad input over MB_EINFEASIBLE) and a
+ * message that names every candidate with its reason, candidates with the same reason grouped.
  */
 int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_profiles *profiles,
                        const struct mb_plan_job *jobs, size_t n_jobs,

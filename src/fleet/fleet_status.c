@@ -16,12 +16,13 @@
 #include "fleet/fleet_internal.h"
 #include "migbench/fileio.h"
 #include "migbench/results.h"
+#include "results/cell.h"
+#include "results/journal_events.h"
 #include "results/results_json.h"
 #include "base/text_internal.h"
 
 #define CELLS_TSV_MAX (16u << 20)
 #define SUBMISSIONS_MAX (16u << 20)
-#define CELL_JSON_MAX (4u << 20)
 #define MAX_CELLS 1000000
 
 const char *mb_slurm_cell_state_str(enum mb_slurm_cell_state s)
@@ -102,36 +103,22 @@ static int read_cells_tsv(const char *path, struct mb_slurm_cell **out, size_t *
     return MB_OK;
 }
 
-/* The job a cell.json or journal event names ("slurm": {"job": "123_4"}); NULL when none. */
-static const char *slurm_job_of(const cJSON *o)
-{
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "slurm");
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(s, "job");
-    return cJSON_IsString(j) && j->valuestring[0] ? j->valuestring : NULL;
-}
-
-/* The cell's recorded result, if any: done or failed, with the job that wrote it. */
+/* The cell's recorded result, if any: done or failed, with the job that wrote it (cell.json's
+ * one reader). */
 static bool from_cell_json(const char *results, struct mb_slurm_cell *c)
 {
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s/%u/cell.json", results, c->run, c->rep);
-    cJSON *o = NULL;
-    if (mb_results_read_json(path, CELL_JSON_MAX, &o, NULL) != MB_OK)
+    struct mb_cell_status cs;
+    if (mb__cell_read_status(path, &cs, NULL) != MB_OK)
         return false;
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
-    bool ok = cJSON_IsString(st) && strcmp(st->valuestring, "ok") == 0;
-    c->state = ok ? MB_SLURM_CELL_DONE : MB_SLURM_CELL_FAILED;
+    c->state = cs.ok ? MB_SLURM_CELL_DONE : MB_SLURM_CELL_FAILED;
     c->recorded = true;
-    if (!ok) {
-        const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, "failure");
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(f, "reason");
+    if (!cs.ok)
         mb__copy_str(c->why, sizeof(c->why),
-                     cJSON_IsString(r) ? r->valuestring : "the cell recorded a failure");
-    }
-    const char *job = slurm_job_of(o);
-    if (job)
-        mb__copy_str(c->job, sizeof(c->job), job);
-    cJSON_Delete(o);
+                     cs.reason[0] ? cs.reason : "the cell recorded a failure");
+    if (cs.slurm_job[0])
+        mb__copy_str(c->job, sizeof(c->job), cs.slurm_job);
     return true;
 }
 
@@ -170,18 +157,14 @@ static bool started_unfinished(const cJSON *events, const struct mb_slurm_cell *
     const cJSON *ev;
     cJSON_ArrayForEach(ev, events)
     {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(ev, "event");
-        const cJSON *run = cJSON_GetObjectItemCaseSensitive(ev, "run");
-        const cJSON *rep = cJSON_GetObjectItemCaseSensitive(ev, "rep");
-        if (!cJSON_IsString(name) || !cJSON_IsString(run) || !cJSON_IsNumber(rep) ||
-            strcmp(run->valuestring, c->run) != 0 || rep->valuedouble != (double)c->rep)
+        struct mb_jev e;
+        if (!mb_jev_decode(ev, &e) || !e.run || e.rep < 0 || strcmp(e.run, c->run) != 0 ||
+            (unsigned)e.rep != c->rep)
             continue;
-        if (strcmp(name->valuestring, "cell_started") == 0) {
+        if (e.kind == MB_JEV_CELL_STARTED) {
             open = true;
-            const char *j = slurm_job_of(ev);
-            mb__copy_str(job, cap, j ? j : "");
-        } else if (strcmp(name->valuestring, "cell_finished") == 0 ||
-                   strcmp(name->valuestring, "cell_failed") == 0) {
+            mb__copy_str(job, cap, e.slurm_job ? e.slurm_job : "");
+        } else if (e.kind == MB_JEV_CELL_FINISHED || e.kind == MB_JEV_CELL_FAILED) {
             open = false;
         }
     }

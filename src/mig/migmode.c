@@ -2,6 +2,7 @@
 /* Safe MIG-mode switching: plan, journal, switch, verify, restore. */
 #include "mig/migmode.h"
 #include "migbench/mig.h"
+#include "results/journal_events.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -154,19 +155,14 @@ void mb_migmode_describe(const struct mb_migmode_plan *plan, char *buf, size_t c
 
 cJSON *mb_migmode_event(const char *name, const struct mb_migmode_record *rec, int mode)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    if (!cJSON_AddStringToObject(o, "event", name) ||
-        !cJSON_AddStringToObject(o, "gpu_uuid", rec->gpu_uuid) ||
-        !cJSON_AddStringToObject(o, "device", rec->device) ||
-        !cJSON_AddNumberToObject(o, "original_current", rec->original_current) ||
-        !cJSON_AddNumberToObject(o, "original_pending", rec->original_pending) ||
-        !cJSON_AddNumberToObject(o, "mode", mode)) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    struct mb_jev e = mb_jev_init(mb_jev_kind_of(name));
+    e.event = name;
+    e.gpu_uuid = rec->gpu_uuid;
+    e.device = rec->device;
+    e.original_current = rec->original_current;
+    e.original_pending = rec->original_pending;
+    e.mode = mode;
+    return mb_jev_encode(&e);
 }
 
 static int journal(const struct mb_migmode_hooks *hooks, const char *name,
@@ -280,15 +276,6 @@ int mb_migmode_restore(struct mb_device *dev, const struct mb_migmode_record *re
     return journal(hooks, "mig_mode_restored", rec, rec->original_current, err);
 }
 
-static bool bit_of(const cJSON *o, const char *key, int *out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || (v->valuedouble != 0 && v->valuedouble != 1))
-        return false;
-    *out = (int)v->valuedouble;
-    return true;
-}
-
 int mb_migmode_outstanding(const cJSON *events, struct mb_migmode_record *out, size_t cap,
                            size_t *n, struct mb_error *err)
 {
@@ -296,30 +283,28 @@ int mb_migmode_outstanding(const cJSON *events, struct mb_migmode_record *out, s
     const cJSON *ev;
     cJSON_ArrayForEach(ev, events)
     {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(ev, "event");
-        const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(ev, "gpu_uuid");
-        if (!cJSON_IsString(name) || !cJSON_IsString(uuid))
+        struct mb_jev e;
+        if (!mb_jev_decode(ev, &e) || !e.gpu_uuid)
             continue;
         size_t k = 0;
-        while (k < *n && strcmp(out[k].gpu_uuid, uuid->valuestring) != 0)
+        while (k < *n && strcmp(out[k].gpu_uuid, e.gpu_uuid) != 0)
             k++;
-        if (strcmp(name->valuestring, "mig_mode_restored") == 0 && k < *n) {
+        if (e.kind == MB_JEV_MIG_MODE_RESTORED && k < *n) {
             memmove(&out[k], &out[k + 1], (*n - k - 1) * sizeof(out[0]));
             (*n)--;
-        } else if (strcmp(name->valuestring, "mig_mode_original") == 0 && k == *n) {
+        } else if (e.kind == MB_JEV_MIG_MODE_ORIGINAL && k == *n) {
             /* The first original counts: a later one was journaled after a switch. */
-            struct mb_migmode_record r;
-            memset(&r, 0, sizeof(r));
-            if (!bit_of(ev, "original_current", &r.original_current) ||
-                !bit_of(ev, "original_pending", &r.original_pending))
+            if (e.original_current < 0 || e.original_pending < 0)
                 continue;
             if (*n == cap)
                 return mb_error_set(err, MB_ERANGE, "more than %zu GPUs with a switched MIG mode",
                                     cap);
-            snprintf(r.gpu_uuid, sizeof(r.gpu_uuid), "%s", uuid->valuestring);
-            const cJSON *dev = cJSON_GetObjectItemCaseSensitive(ev, "device");
-            snprintf(r.device, sizeof(r.device), "%s",
-                     cJSON_IsString(dev) ? dev->valuestring : uuid->valuestring);
+            struct mb_migmode_record r;
+            memset(&r, 0, sizeof(r));
+            r.original_current = e.original_current;
+            r.original_pending = e.original_pending;
+            snprintf(r.gpu_uuid, sizeof(r.gpu_uuid), "%s", e.gpu_uuid);
+            snprintf(r.device, sizeof(r.device), "%s", e.device ? e.device : e.gpu_uuid);
             out[(*n)++] = r;
         }
     }

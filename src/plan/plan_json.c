@@ -75,94 +75,118 @@ static cJSON *num_or_null(double v)
  * Writer
  */
 
-static cJSON *plan_json(const struct mb_plan_context *c, const struct mb_plan *p)
+/* Slots by GPU, instance and queue position: idx[] sorted, the queues read off in order. */
+static int slot_cmp(const size_t *a, const size_t *b, const struct mb_plan_slot *s)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "schema", 1);
-    cJSON_AddStringToObject(o, "gpu_model", c->model->name);
-    cJSON_AddNumberToObject(o, "count", p->count);
-    cJSON_AddStringToObject(o, "objective", mb_plan_objective_str(p->objective));
-    cJSON_AddStringToObject(o, "method", p->exact ? "exact" : "heuristic");
-    cJSON_AddNumberToObject(o, "search_nodes", (double)p->nodes);
-    cJSON_AddStringToObject(o, "profiles", c->sources);
-    cJSON_AddItemToObject(o, "idle_power_w", num_or_null(p->idle_power_w));
-    cJSON_AddNumberToObject(o, "idle_power_rows", (double)p->idle_rows);
-    cJSON *gpus = cJSON_AddArrayToObject(o, "gpus");
-    for (unsigned g = 0; g < p->count; g++) {
-        cJSON *go = cJSON_CreateObject();
-        cJSON_AddNumberToObject(go, "gpu", g);
-        cJSON_AddBoolToObject(go, "mig", p->gpus[g].mig);
-        cJSON *insts = cJSON_AddArrayToObject(go, "instances");
-        size_t ninst = p->gpus[g].mig ? p->gpus[g].layout.n : 1;
-        for (size_t i = 0; i < ninst; i++) {
-            cJSON *io = cJSON_CreateObject();
-            cJSON_AddNumberToObject(io, "instance", (double)i);
-            if (p->gpus[g].mig) {
-                const struct mb_layout_item *it = &p->gpus[g].layout.items[i];
-                cJSON_AddStringToObject(io, "profile", c->model->profiles[it->profile].name);
-                cJSON *pl = cJSON_AddObjectToObject(io, "placement");
-                cJSON_AddNumberToObject(pl, "start", it->placement.start);
-                cJSON_AddNumberToObject(pl, "size", it->placement.size);
-            } else {
-                cJSON_AddStringToObject(io, "profile", MB_PLAN_FULL);
-                cJSON_AddNullToObject(io, "placement");
+    const struct mb_plan_slot *x = &s[*a], *y = &s[*b];
+    if (x->gpu != y->gpu)
+        return x->gpu < y->gpu ? -1 : 1;
+    if (x->instance != y->instance)
+        return x->instance < y->instance ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static size_t *slots_sorted(const struct mb_plan *p)
+{
+    size_t *idx = malloc((p->n_slots ? p->n_slots : 1) * sizeof(size_t));
+    if (!idx)
+        return NULL;
+    for (size_t j = 0; j < p->n_slots; j++)
+        idx[j] = j;
+    /* Shell sort: the slot array is the key, and insertion would be quadratic for 10^5 jobs. */
+    for (size_t gap = p->n_slots / 2; gap > 0; gap /= 2)
+        for (size_t x = gap; x < p->n_slots; x++) {
+            size_t v = idx[x], y = x;
+            while (y >= gap && slot_cmp(&idx[y - gap], &v, p->slots) > 0) {
+                idx[y] = idx[y - gap];
+                y -= gap;
             }
-            cJSON *q = cJSON_AddArrayToObject(io, "queue");
-            for (unsigned k = 0;; k++) {
-                size_t hit = SIZE_MAX;
-                for (size_t j = 0; j < p->n_slots && hit == SIZE_MAX; j++)
-                    if (p->slots[j].gpu == g && p->slots[j].instance == i && p->slots[j].order == k)
-                        hit = j;
-                if (hit == SIZE_MAX)
-                    break;
-                cJSON_AddItemToArray(q, cJSON_CreateString(c->js->jobs[hit].name));
-            }
-            if (cJSON_GetArraySize(q) == 0 && !p->gpus[g].mig) {
-                cJSON_Delete(io);
-                continue;
-            }
-            cJSON_AddItemToArray(insts, io);
+            idx[y] = v;
         }
-        cJSON_AddItemToArray(gpus, go);
+    return idx;
+}
+
+/* GPU g: its instances with their queues; *k walks idx[] (sorted slots) past GPU g's. */
+static cJSON *gpu_json(const struct mb_plan_context *c, const struct mb_plan *p, unsigned g,
+                       const size_t *idx, size_t *k)
+{
+    const struct mb_plan_gpu *pg = &p->gpus[g];
+    cJSON *go = cJSON_CreateObject();
+    cJSON_AddNumberToObject(go, "gpu", g);
+    cJSON_AddBoolToObject(go, "mig", pg->mig);
+    cJSON *insts = cJSON_AddArrayToObject(go, "instances");
+    size_t ninst = pg->mig ? pg->layout.n : 1;
+    for (size_t i = 0; i < ninst; i++) {
+        cJSON *io = cJSON_CreateObject();
+        cJSON_AddNumberToObject(io, "instance", (double)i);
+        if (pg->mig) {
+            const struct mb_layout_item *it = &pg->layout.items[i];
+            cJSON_AddStringToObject(io, "profile", c->model->profiles[it->profile].name);
+            cJSON *pl = cJSON_AddObjectToObject(io, "placement");
+            cJSON_AddNumberToObject(pl, "start", it->placement.start);
+            cJSON_AddNumberToObject(pl, "size", it->placement.size);
+        } else {
+            cJSON_AddStringToObject(io, "profile", MB_PLAN_FULL);
+            cJSON_AddNullToObject(io, "placement");
+        }
+        cJSON *q = cJSON_AddArrayToObject(io, "queue");
+        for (; *k < p->n_slots && p->slots[idx[*k]].gpu == g && p->slots[idx[*k]].instance == i;
+             (*k)++)
+            cJSON_AddItemToArray(q, cJSON_CreateString(c->js->jobs[idx[*k]].name));
+        if (cJSON_GetArraySize(q) == 0 && !pg->mig) {
+            cJSON_Delete(io);
+            continue;
+        }
+        cJSON_AddItemToArray(insts, io);
     }
-    cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
+    cJSON_AddItemToObject(go, "power_limit_w", num_or_null(pg->power_limit_w));
+    cJSON_AddItemToObject(go, "peak_power_w", num_or_null(pg->peak_power_w));
+    cJSON_AddBoolToObject(go, "over_limit", pg->over_limit);
+    return go;
+}
+
+static cJSON *job_json(const struct mb_plan_context *c, const struct mb_plan *p,
+                       const struct mb_plan_slot *s)
+{
     bool cont = p->objective == MB_PLAN_THROUGHPUT;
-    for (size_t j = 0; j < p->n_slots; j++) {
-        const struct mb_plan_slot *s = &p->slots[j];
-        const struct mb_plan_profile *r = mb_plan_slot_row(c, s);
-        const struct mb_plan_job *job = &c->js->jobs[s->job];
-        cJSON *jo = cJSON_CreateObject();
-        cJSON_AddStringToObject(jo, "name", job->name);
-        cJSON_AddStringToObject(jo, "workload", job->workload);
-        if (cont)
-            cJSON_AddStringToObject(jo, "work", "continuous");
-        else
-            cJSON_AddNumberToObject(jo, "work", job->work);
-        cJSON_AddStringToObject(jo, "unit", r->unit);
-        cJSON_AddNumberToObject(jo, "gpu", s->gpu);
-        cJSON_AddNumberToObject(jo, "instance", s->instance);
-        cJSON_AddStringToObject(jo, "partition", r->partition);
-        cJSON_AddNumberToObject(jo, "compute_slices", mb_plan_slot_slices(c, p, s));
-        cJSON_AddNumberToObject(jo, "order", s->order);
-        cJSON_AddItemToObject(jo, "start_s", num_or_null(s->start_s));
-        cJSON_AddItemToObject(jo, "time_s", num_or_null(s->time_s));
-        cJSON_AddItemToObject(jo, "end_s", num_or_null(s->start_s + s->time_s));
-        cJSON_AddNumberToObject(jo, "throughput", s->throughput);
-        cJSON_AddItemToObject(jo, "normalised", num_or_null(s->normalised));
-        cJSON_AddNumberToObject(jo, "power_w", r->power_w);
-        cJSON_AddItemToObject(jo, "dynamic_j", num_or_null(s->dynamic_j));
-        double e = cont ? NAN : mb_plan_slot_energy(c, p, s);
-        cJSON_AddItemToObject(jo, "energy_j", num_or_null(e));
-        cJSON_AddItemToObject(jo, "energy_per_unit_j", num_or_null(cont ? NAN : e / job->work));
-        cJSON_AddItemToObject(jo, "peak_mem_mib", num_or_null(r->peak_mem_mib));
-        cJSON_AddStringToObject(jo, "source", r->source);
-        cJSON_AddBoolToObject(jo, "proxy", r->proxy);
-        cJSON_AddBoolToObject(jo, "emulated", r->emulated);
-        cJSON_AddItemToArray(jobs, jo);
-    }
+    const struct mb_plan_profile *r = mb_plan_slot_row(c, s);
+    const struct mb_plan_job *job = &c->js->jobs[s->job];
+    cJSON *jo = cJSON_CreateObject();
+    cJSON_AddStringToObject(jo, "name", job->name);
+    cJSON_AddStringToObject(jo, "workload", job->workload);
+    if (cont)
+        cJSON_AddStringToObject(jo, "work", "continuous");
+    else
+        cJSON_AddNumberToObject(jo, "work", job->work);
+    cJSON_AddStringToObject(jo, "unit", r->unit);
+    cJSON_AddNumberToObject(jo, "gpu", s->gpu);
+    cJSON_AddNumberToObject(jo, "instance", s->instance);
+    cJSON_AddStringToObject(jo, "partition", r->partition);
+    cJSON_AddNumberToObject(jo, "compute_slices", mb_plan_slot_slices(c, p, s));
+    cJSON_AddNumberToObject(jo, "order", s->order);
+    cJSON_AddItemToObject(jo, "start_s", num_or_null(s->start_s));
+    cJSON_AddItemToObject(jo, "time_s", num_or_null(s->time_s));
+    cJSON_AddItemToObject(jo, "end_s", num_or_null(s->start_s + s->time_s));
+    cJSON_AddNumberToObject(jo, "throughput", s->throughput);
+    cJSON_AddItemToObject(jo, "normalised", num_or_null(s->normalised));
+    cJSON_AddNumberToObject(jo, "power_w", r->power_w);
+    cJSON_AddItemToObject(jo, "dynamic_j", num_or_null(s->dynamic_j));
+    double e = cont ? NAN : mb_plan_slot_energy(c, p, s);
+    cJSON_AddItemToObject(jo, "energy_j", num_or_null(e));
+    cJSON_AddItemToObject(jo, "energy_per_unit_j", num_or_null(cont ? NAN : e / job->work));
+    cJSON_AddItemToObject(jo, "peak_mem_mib", num_or_null(r->peak_mem_mib));
+    cJSON_AddStringToObject(jo, "source", r->source);
+    cJSON_AddBoolToObject(jo, "proxy", r->proxy);
+    cJSON_AddBoolToObject(jo, "emulated", r->emulated);
+    return jo;
+}
+
+/* predicted, baseline, gain and bound. */
+static void totals_json(cJSON *o, const struct mb_plan_context *c, const struct mb_plan *p)
+{
     cJSON *pr = cJSON_AddObjectToObject(o, "predicted");
     cJSON *ba = cJSON_AddObjectToObject(o, "baseline");
-    if (cont) {
+    if (p->objective == MB_PLAN_THROUGHPUT) {
         cJSON_AddNumberToObject(pr, "system_throughput", p->system_throughput);
         cJSON_AddNumberToObject(pr, "power_w", p->power_w);
         cJSON_AddNumberToObject(ba, "system_throughput",
@@ -193,7 +217,40 @@ static cJSON *plan_json(const struct mb_plan_context *c, const struct mb_plan *p
     cJSON_AddItemToObject(bo, "system_throughput",
                           num_or_null(p->exact ? NAN : p->bound_throughput));
     cJSON_AddNumberToObject(bo, "gap_pct", p->exact ? 0 : p->gap_pct);
+}
+
+static cJSON *plan_json(const struct mb_plan_context *c, const struct mb_plan *p)
+{
+    size_t *idx = slots_sorted(p);
+    if (!idx)
+        return NULL;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "schema", 1);
+    cJSON_AddStringToObject(o, "gpu_model", c->model->name);
+    cJSON_AddNumberToObject(o, "count", p->count);
+    cJSON_AddStringToObject(o, "objective", mb_plan_objective_str(p->objective));
+    cJSON_AddStringToObject(o, "method", p->exact ? "exact" : "heuristic");
+    cJSON_AddNumberToObject(o, "search_nodes", (double)p->nodes);
+    if (!p->exact) {
+        cJSON *so = cJSON_AddObjectToObject(o, "search");
+        cJSON_AddNumberToObject(so, "seconds", p->search_s);
+        cJSON_AddNumberToObject(so, "threads", p->threads);
+        cJSON_AddStringToObject(so, "stopped", p->time_limited ? "time limit" : "converged");
+    }
+    cJSON_AddStringToObject(o, "profiles", c->sources);
+    cJSON_AddItemToObject(o, "idle_power_w", num_or_null(p->idle_power_w));
+    cJSON_AddNumberToObject(o, "idle_power_rows", (double)p->idle_rows);
+    cJSON *gpus = cJSON_AddArrayToObject(o, "gpus");
+    size_t k = 0;
+    for (unsigned g = 0; g < p->count; g++)
+        cJSON_AddItemToArray(gpus, gpu_json(c, p, g, idx, &k));
+    cJSON_AddNumberToObject(o, "over_limit_gpus", (double)p->over_limit);
+    cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
+    for (size_t j = 0; j < p->n_slots; j++)
+        cJSON_AddItemToArray(jobs, job_json(c, p, &p->slots[j]));
+    totals_json(o, c, p);
     cJSON_AddStringToObject(o, "timeslice_mps", "not profiled");
+    free(idx);
     return o;
 }
 

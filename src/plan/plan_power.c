@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The planner's power-limit choice: one solve per candidate limit, the best plan kept. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "migbench/plan.h"
 
@@ -19,6 +21,56 @@ static bool better(const struct mb_plan *a, const struct mb_plan *b)
     return false;
 }
 
+static void limit_name(double w, char *buf, size_t cap)
+{
+    if (w > 0)
+        snprintf(buf, cap, "%g W", w);
+    else
+        snprintf(buf, cap, "default");
+}
+
+/*
+ * Every failed candidate in one message: the limits that failed for the same reason grouped,
+ * "default, 250 W: why; 200 W: why2". Whatever does not fit is counted, never dropped silently.
+ */
+static int all_failed(const double *caps_w, char (*why)[MB_ERROR_MSG_MAX], size_t n, int st,
+                      struct mb_error *err)
+{
+    char all[MB_ERROR_MSG_MAX] = "";
+    size_t len = 0, left = 0;
+    bool *done = calloc(n, sizeof(bool));
+    if (!done)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (done[i])
+            continue;
+        char names[MB_ERROR_MSG_MAX] = "", one[32];
+        size_t nl = 0;
+        for (size_t k = i; k < n; k++) {
+            if (done[k] || strcmp(why[k], why[i]) != 0)
+                continue;
+            done[k] = true;
+            limit_name(caps_w[k], one, sizeof(one));
+            nl += (size_t)snprintf(names + nl, sizeof(names) - nl, "%s%s", nl ? ", " : "", one);
+            nl = nl < sizeof(names) ? nl : sizeof(names) - 1;
+        }
+        char part[2 * MB_ERROR_MSG_MAX];
+        int pn = snprintf(part, sizeof(part), "%s%s: %s", len ? "; " : "", names, why[i]);
+        if (left == 0 && pn > 0 && len + (size_t)pn + 48 < sizeof(all)) {
+            memcpy(all + len, part, (size_t)pn + 1);
+            len += (size_t)pn;
+        } else {
+            for (size_t k = 0; k < n; k++)
+                left += strcmp(why[k], why[i]) == 0;
+        }
+    }
+    free(done);
+    if (left)
+        return mb_error_set(err, st, "no power limit gives a plan: %s; %zu more limits failed too",
+                            all, left);
+    return mb_error_set(err, st, "no power limit gives a plan: %s", all);
+}
+
 int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_profiles *profiles,
                        const struct mb_plan_job *jobs, size_t n_jobs,
                        const struct mb_plan_options *opt, const double *caps_w, size_t n_caps,
@@ -29,8 +81,9 @@ int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_pr
     if (n_caps == 0)
         return mb_error_set(err, MB_EINVAL, "no candidate power limits");
     int first_st = MB_OK;
-    struct mb_error first_err;
-    mb_error_clear(&first_err);
+    char(*why)[MB_ERROR_MSG_MAX] = calloc(n_caps, sizeof(*why));
+    if (!why)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
     for (size_t i = 0; i < n_caps; i++) {
         struct mb_plan_options o = *opt;
         o.power_limit_w = caps_w[i] > 0 ? caps_w[i] : 0;
@@ -48,14 +101,10 @@ int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_pr
                 .exact = st == MB_OK && pl->exact,
             };
         if (st != MB_OK) {
-            if (first_st == MB_OK) {
+            /* The most telling status: bad input over "no plan". */
+            if (first_st == MB_OK || (first_st == MB_EINFEASIBLE && st != MB_EINFEASIBLE))
                 first_st = st;
-                first_err = e;
-                if (caps_w[i] > 0)
-                    mb_error_prefix(&first_err, "power limit %g W: ", caps_w[i]);
-                else
-                    mb_error_prefix(&first_err, "default power limit: ");
-            }
+            snprintf(why[i], sizeof(why[i]), "%s", e.msg);
             continue;
         }
         if (!*out || better(pl, *out)) {
@@ -65,9 +114,21 @@ int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_pr
             mb_plan_destroy(pl);
         }
     }
-    if (*out)
-        return MB_OK;
-    if (err)
-        *err = first_err;
-    return first_st;
+    int st = MB_OK;
+    if (!*out) {
+        /* Only the failed ones: a limit that gave a plan has an empty reason. */
+        size_t n = 0;
+        double *failed = malloc(n_caps * sizeof(double));
+        for (size_t i = 0; failed && i < n_caps; i++)
+            if (why[i][0]) {
+                failed[n] = caps_w[i];
+                memmove(why[n], why[i], sizeof(why[i]));
+                n++;
+            }
+        st = failed ? all_failed(failed, why, n, first_st, err)
+                    : mb_error_set(err, MB_ENOMEM, "out of memory");
+        free(failed);
+    }
+    free(why);
+    return st;
 }

@@ -23,14 +23,15 @@
 
 /* Bounds on outside input: a cell.json is small; telemetry is read line by line. */
 #define CELL_JSON_MAX (16u << 20)
-#define TELEMETRY_LINE_MAX 4096
-#define TELEMETRY_ROWS_MAX 500000 /* 14 h at 10 Hz; rows beyond are not read, and said */
-#define TELEMETRY_COLS_MAX 64
 #define RUNS_MAX 256
 #define CELLS_MAX 1024
 #define MB_MAX_GPUS_NOTED 64
 
 /* The two-sided 95% Student t quantile (stats.h); df >= 1 wherever a CI is computed. */
+#include "results/analysis_internal.h"
+#include "results/journal_events.h"
+#include "results/results_json.h"
+
 static double t95(size_t df)
 {
     return df == 0 ? NAN : mb_stats_t95(df > UINT_MAX ? UINT_MAX : (unsigned)df);
@@ -75,13 +76,13 @@ int mb_analysis_split(int64_t total_mj, const int64_t *weights, size_t n, int64_
 /* ---------------------------------------------------------------------------------------- */
 /* Small helpers                                                                              */
 
-static const char *json_str(const cJSON *obj, const char *key)
+const char *mb__an_json_str(const cJSON *obj, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static struct mb_opt json_num(const cJSON *obj, const char *key)
+struct mb_opt mb__an_json_num(const cJSON *obj, const char *key)
 {
     struct mb_opt o = {0, 0.0};
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -92,14 +93,14 @@ static struct mb_opt json_num(const cJSON *obj, const char *key)
     return o;
 }
 
-static int64_t json_i64(const cJSON *obj, const char *key)
+int64_t mb__an_json_i64(const cJSON *obj, const char *key)
 {
-    struct mb_opt o = json_num(obj, key);
+    struct mb_opt o = mb__an_json_num(obj, key);
     return o.valid && mb_num_fits_i64(o.v) ? (int64_t)llround(o.v) : 0;
 }
 
 /* An int field of cell.json: whole and in range, else dflt (a hostile file cannot overflow it). */
-static int opt_int(struct mb_opt o, int dflt)
+int mb__an_opt_int(struct mb_opt o, int dflt)
 {
     int64_t v;
     if (!o.valid || mb_num_to_i64(o.v, INT_MIN, INT_MAX, &v) != MB_OK)
@@ -107,10 +108,10 @@ static int opt_int(struct mb_opt o, int dflt)
     return (int)v;
 }
 
-static void add_note(struct mb_an_experiment *e, const char *fmt, ...)
+void mb__an_add_note(struct mb_an_experiment *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static void add_note(struct mb_an_experiment *e, const char *fmt, ...)
+void mb__an_add_note(struct mb_an_experiment *e, const char *fmt, ...)
 {
     if (e->nnotes >= MB_AN_NOTES_MAX)
         return;
@@ -150,7 +151,7 @@ static int join(char *out, size_t cap, const char *a, const char *b)
     return n >= 0 && (size_t)n < cap;
 }
 
-static int read_file(const char *path, char **out, struct mb_error *err)
+int mb__an_read_file(const char *path, char **out, struct mb_error *err)
 {
     int rc = mb_file_read(path, CELL_JSON_MAX, out, NULL, err);
     if (rc == MB_ERANGE) /* a cell that large is not one migbench wrote */
@@ -214,641 +215,9 @@ static void estimate_combined(struct mb_estimate *e, const double *x, size_t n, 
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* Telemetry                                                                                  */
-
-static int split_csv(char *line, char **fields, int max)
-{
-    int n = 0;
-    char *p = line;
-    for (;;) {
-        if (n == max)
-            return n;
-        fields[n++] = p;
-        char *c = strchr(p, ',');
-        if (!c)
-            break;
-        *c = '\0';
-        p = c + 1;
-    }
-    char *end = fields[n - 1] + strlen(fields[n - 1]);
-    while (end > fields[n - 1] && (end[-1] == '\n' || end[-1] == '\r'))
-        *--end = '\0';
-    return n;
-}
-
-static int field_num(const char *s, double *out)
-{
-    if (!s || !*s)
-        return 0;
-    double v;
-    if (mb_num_parse(s, &v, NULL) != MB_OK)
-        return 0;
-    *out = v;
-    return 1;
-}
-
-/* Kept small: a long cell has hundreds of thousands of rows. */
-_Static_assert(MB_AN_JOBS_MAX <= 32, "has_act is a 32-bit mask");
-struct tel_row {
-    double t_ns; /* absolute, monotonic */
-    float power_w;
-    float act[MB_AN_JOBS_MAX];
-    uint32_t has_power;
-    uint32_t has_act; /* bit j: act[j] is valid */
-};
-
-/* Absolute times let job intervals and the window (both monotonic ns) line up with samples. */
-static double abs_time_ns(const struct mb_an_cell *c, int is_ns, double t)
-{
-    if (is_ns) {
-        if (c->t0_ns > 0 && t < (double)c->t0_ns / 2)
-            return t + (double)c->t0_ns;
-        return t;
-    }
-    return (double)c->t0_ns + t * 1e9;
-}
-
-static double power_integral_j(const struct tel_row *rows, size_t n, double a_ns, double b_ns)
-{
-    double j = 0;
-    for (size_t i = 1; i < n; i++) {
-        if (!rows[i - 1].has_power || !rows[i].has_power)
-            continue;
-        double lo = rows[i - 1].t_ns > a_ns ? rows[i - 1].t_ns : a_ns;
-        double hi = rows[i].t_ns < b_ns ? rows[i].t_ns : b_ns;
-        if (hi <= lo)
-            continue;
-        j += 0.5 * (rows[i - 1].power_w + rows[i].power_w) * (hi - lo) * 1e-9;
-    }
-    return j;
-}
-
-/*
- * Reads telemetry.csv by column name. Missing file or columns are not errors: the cell simply
- * has no timeline / activity / interval energy, and says why. Returns rows through *rows_out.
- */
-static int load_telemetry(struct mb_an_cell *c, const char *path, struct tel_row **rows_out,
-                          size_t *nrows_out, struct mb_error *err)
-{
-    *rows_out = NULL;
-    *nrows_out = 0;
-    FILE *f;
-    struct mb_error oerr = {0};
-    int orc = mb_file_fopen_input(path, &f, &oerr);
-    if (orc != MB_OK) {
-        mb__copy_str(c->timeline_note, sizeof(c->timeline_note),
-                     orc == MB_ENOTFOUND ? "no telemetry.csv"
-                                         : "telemetry.csv unreadable or not a regular file");
-        return orc == MB_ENOMEM ? mb_error_set(err, MB_ENOMEM, "out of memory") : MB_OK;
-    }
-    char line[TELEMETRY_LINE_MAX];
-    char *fields[TELEMETRY_COLS_MAX];
-    int t_col = -1, t_is_ns = 1, p_col = -1, act_col[MB_AN_JOBS_MAX];
-    double p_scale = 1.0;
-    for (size_t j = 0; j < MB_AN_JOBS_MAX; j++)
-        act_col[j] = -1;
-    struct tel_row *rows = NULL;
-    size_t n = 0, cap = 0;
-    int st = MB_OK;
-    if (!fgets(line, sizeof(line), f)) {
-        mb__copy_str(c->timeline_note, sizeof(c->timeline_note), "telemetry.csv is empty");
-        goto done;
-    }
-    int nf = split_csv(line, fields, TELEMETRY_COLS_MAX);
-    for (int i = 0; i < nf; i++) {
-        const char *h = fields[i];
-        if (strcmp(h, "t_ns") == 0) {
-            t_col = i;
-            t_is_ns = 1;
-        } else if (strcmp(h, "t_s") == 0 && t_col < 0) {
-            t_col = i;
-            t_is_ns = 0;
-        } else if (strcmp(h, "power_mw") == 0) {
-            p_col = i;
-            p_scale = 1e-3;
-        } else if (strcmp(h, "power_w") == 0 && p_col < 0) {
-            p_col = i;
-            p_scale = 1.0;
-        } else if (h[0] == 'g' && h[1] == 'i' && strstr(h, "_sm_util_pct") != NULL) {
-            /* The meter's per-GPU-instance SM utilisation: gi<id>_sm_util_pct. */
-            char *end;
-            long gi = strtol(h + 2, &end, 10);
-            if (end != h + 2 && strcmp(end, "_sm_util_pct") == 0)
-                for (size_t j = 0; j < c->njobs; j++)
-                    if (c->jobs[j].gi_id == gi) {
-                        act_col[j] = i;
-                        c->activity_gi = 1;
-                    }
-        } else if (strncmp(h, "activity_", 9) == 0 || strncmp(h, "gract_", 6) == 0) {
-            const char *num = h + (h[0] == 'a' ? 9 : 6);
-            char *end;
-            long k = strtol(num, &end, 10);
-            if (end != num && *end == '\0' && k >= 0 && k < MB_AN_JOBS_MAX)
-                act_col[k] = i;
-        }
-    }
-    if (t_col < 0) {
-        mb__copy_str(c->timeline_note, sizeof(c->timeline_note),
-                     "telemetry.csv has no t_ns or t_s column");
-        goto done;
-    }
-    while (fgets(line, sizeof(line), f)) {
-        if (n >= TELEMETRY_ROWS_MAX) {
-            snprintf(c->timeline_note, sizeof(c->timeline_note),
-                     "telemetry.csv read up to its first %d rows only", TELEMETRY_ROWS_MAX);
-            break;
-        }
-        nf = split_csv(line, fields, TELEMETRY_COLS_MAX);
-        double t;
-        if (t_col >= nf || !field_num(fields[t_col], &t))
-            continue;
-        if (n == cap) {
-            size_t ncap = cap ? cap * 2 : 256;
-            struct tel_row *r = realloc(rows, ncap * sizeof(*r));
-            if (!r) {
-                st = mb_error_set(err, MB_ENOMEM, "%s: out of memory", path);
-                goto done;
-            }
-            rows = r;
-            cap = ncap;
-        }
-        struct tel_row *r = &rows[n];
-        memset(r, 0, sizeof(*r));
-        r->t_ns = abs_time_ns(c, t_is_ns, t);
-        double p;
-        if (p_col >= 0 && p_col < nf && field_num(fields[p_col], &p)) {
-            r->has_power = 1;
-            r->power_w = (float)(p * p_scale);
-        }
-        for (size_t j = 0; j < MB_AN_JOBS_MAX; j++) {
-            double a;
-            if (act_col[j] >= 0 && act_col[j] < nf && field_num(fields[act_col[j]], &a)) {
-                r->has_act |= (uint32_t)1 << j;
-                r->act[j] = (float)a;
-            }
-        }
-        n++;
-    }
-    if (p_col < 0)
-        mb__copy_str(c->timeline_note, sizeof(c->timeline_note),
-                     "telemetry.csv has no power_mw or power_w column");
-done:
-    fclose(f);
-    if (st != MB_OK) {
-        free(rows);
-        return st;
-    }
-    *rows_out = rows;
-    *nrows_out = n;
-    return MB_OK;
-}
-
-/* Averages the power samples into at most MB_AN_TIMELINE_MAX buckets for plotting. */
-static int build_timeline(struct mb_an_cell *c, const struct tel_row *rows, size_t n)
-{
-    size_t np = 0;
-    for (size_t i = 0; i < n; i++)
-        np += rows[i].has_power != 0;
-    if (np == 0) {
-        if (!c->timeline_note[0])
-            mb__copy_str(c->timeline_note, sizeof(c->timeline_note), "no power samples");
-        return MB_OK;
-    }
-    size_t per = (np + MB_AN_TIMELINE_MAX - 1) / MB_AN_TIMELINE_MAX;
-    size_t cap = (np + per - 1) / per;
-    c->timeline = calloc(cap, sizeof(*c->timeline));
-    if (!c->timeline)
-        return MB_ENOMEM;
-    double origin = -1;
-    size_t k = 0, in = 0;
-    double ts = 0, ps = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!rows[i].has_power)
-            continue;
-        if (origin < 0)
-            origin = rows[i].t_ns;
-        ts += (rows[i].t_ns - origin) * 1e-9;
-        ps += rows[i].power_w;
-        if (++in == per) {
-            c->timeline[k].t_s = ts / (double)in;
-            c->timeline[k].power_w = ps / (double)in;
-            k++;
-            in = 0;
-            ts = ps = 0;
-        }
-    }
-    if (in > 0 && k < cap) {
-        c->timeline[k].t_s = ts / (double)in;
-        c->timeline[k].power_w = ps / (double)in;
-        k++;
-    }
-    c->ntimeline = k;
-    c->timeline_origin_s = origin * 1e-9;
-    return MB_OK;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Cells                                                                                      */
-
-/* Per-run facts read from a cell; the first ok cell's version is kept. */
-struct run_meta {
-    char run[MB_AN_NAME_MAX];
-    char mode[MB_AN_NAME_MAX];
-    char on[MB_AN_NAME_MAX]; /* exclusive on a MIG instance: its profile; else "" */
-    size_t njobs;
-    char job[MB_AN_JOBS_MAX][MB_AN_NAME_MAX];
-    char workload[MB_AN_JOBS_MAX][MB_AN_NAME_MAX];
-    char unit[MB_AN_JOBS_MAX][MB_AN_NAME_MAX];
-    char instance[MB_AN_JOBS_MAX][MB_AN_NAME_MAX];
-    struct mb_opt pct[MB_AN_JOBS_MAX];
-    int cpus[MB_AN_JOBS_MAX];
-    struct mb_opt cores[MB_AN_JOBS_MAX];
-    size_t argc[MB_AN_JOBS_MAX];
-    char **argv[MB_AN_JOBS_MAX]; /* owned until a run takes it */
-};
-
-static void free_argv(char **argv, size_t argc)
-{
-    for (size_t i = 0; argv && i < argc; i++)
-        free(argv[i]);
-    free(argv);
-}
-
-static void free_meta(struct run_meta *m)
-{
-    for (size_t i = 0; i < MB_AN_JOBS_MAX; i++)
-        free_argv(m->argv[i], m->argc[i]);
-    free(m);
-}
-
-/* A job's jobs[].argv: its strings copied (anything else as ""); MB_ENOMEM or MB_OK. */
-static int read_argv(struct run_meta *m, size_t i, const cJSON *argv)
-{
-    size_t n = cJSON_IsArray(argv) ? (size_t)cJSON_GetArraySize(argv) : 0;
-    if (n == 0)
-        return MB_OK;
-    m->argv[i] = calloc(n, sizeof(char *));
-    if (!m->argv[i])
-        return MB_ENOMEM;
-    m->argc[i] = n;
-    size_t k = 0;
-    const cJSON *a;
-    cJSON_ArrayForEach(a, argv)
-    {
-        m->argv[i][k] = strdup(cJSON_IsString(a) ? a->valuestring : "");
-        if (!m->argv[i][k++])
-            return MB_ENOMEM;
-    }
-    return MB_OK;
-}
-
-static int profile_slices(const char *profile)
-{
-    /* "4g.40gb" -> 4 compute slices; "1c.4g.40gb" (a compute instance) -> 1. */
-    if (!profile || !*profile)
-        return 0;
-    char *end;
-    long v = strtol(profile, &end, 10);
-    if (end == profile || v <= 0 || v > 64 || (*end != 'g' && *end != 'c'))
-        return 0;
-    return (int)v;
-}
-
-static void read_device(struct mb_an_experiment *e, const cJSON *dev)
-{
-    if (!cJSON_IsObject(dev) || e->backend[0])
-        return;
-    mb__copy_str(e->backend, sizeof(e->backend), json_str(dev, "backend"));
-    mb__copy_str(e->device_name, sizeof(e->device_name), json_str(dev, "name"));
-    mb__copy_str(e->model, sizeof(e->model), json_str(dev, "model"));
-    mb__copy_str(e->uuid, sizeof(e->uuid), json_str(dev, "uuid"));
-    mb__copy_str(e->driver_version, sizeof(e->driver_version), json_str(dev, "driver_version"));
-    /* Every cell.json since the first runner records "emulated". */
-    e->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "emulated"));
-    /* "gpu": the device's MB_CAP_GPU bit as recorded; cells written before the flag existed
-     * record only the backend, and there the host backend was the one CPU device. */
-    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(dev, "gpu");
-    e->cpu_device = cJSON_IsBool(gpu) ? cJSON_IsFalse(gpu) : strcmp(e->backend, "host") == 0;
-    struct mb_opt pl = json_num(dev, "power_limit_mw");
-    if (pl.valid) {
-        e->power_limit_w.valid = 1;
-        e->power_limit_w.v = pl.v / 1000.0;
-    }
-    const cJSON *sensor = cJSON_GetObjectItemCaseSensitive(dev, "sensor");
-    const cJSON *it;
-    size_t used = 0;
-    cJSON_ArrayForEach(it, sensor)
-    {
-        char val[64];
-        if (cJSON_IsString(it))
-            snprintf(val, sizeof(val), "%s", it->valuestring);
-        else if (cJSON_IsNumber(it))
-            snprintf(val, sizeof(val), "%g", it->valuedouble);
-        else if (cJSON_IsBool(it))
-            snprintf(val, sizeof(val), "%s", cJSON_IsTrue(it) ? "true" : "false");
-        else
-            continue;
-        int w = snprintf(e->sensor + used, sizeof(e->sensor) - used, "%s%s=%s", used ? ", " : "",
-                         it->string ? it->string : "?", val);
-        if (w < 0 || (size_t)w >= sizeof(e->sensor) - used)
-            break;
-        used += (size_t)w;
-    }
-}
-
-/* cell.json's "power_limit" (the power-limit axis): null or absent without it. */
-static void read_power_limit(struct mb_an_cell *c, const cJSON *pl)
-{
-    if (!cJSON_IsObject(pl))
-        return;
-    mb__copy_str(c->power_limit, sizeof(c->power_limit), json_str(pl, "requested"));
-    mb__copy_str(c->base_run, sizeof(c->base_run), json_str(pl, "base_run"));
-    struct mb_opt mw = json_num(pl, "enforced_mw");
-    if (mw.valid && mw.v > 0) {
-        c->enforced_w.valid = 1;
-        c->enforced_w.v = mw.v / 1000.0;
-    }
-    struct mb_opt bits = json_num(pl, "throttle_reasons");
-    if (bits.valid && bits.v >= 0 && bits.v < 0x1p63) {
-        c->throttle_valid = 1;
-        c->throttle_reasons = (uint64_t)bits.v;
-    }
-}
-
-/*
- * Remembers a workload's definition: a hash of its argv with directories left out, so that the
- * same job on another machine (another interpreter path) still compares equal.
- */
-static void record_workload(struct mb_an_experiment *e, const char *workload, const cJSON *argv)
-{
-    for (size_t i = 0; i < e->nworkloads; i++)
-        if (strcmp(e->workload_names[i], workload) == 0)
-            return;
-    if (e->nworkloads == MB_AN_WORKLOADS_MAX)
-        return;
-    uint64_t h = 0;
-    const cJSON *a;
-    cJSON_ArrayForEach(a, argv)
-    {
-        if (!cJSON_IsString(a))
-            continue;
-        const char *base = strrchr(a->valuestring, '/');
-        base = base ? base + 1 : a->valuestring;
-        h = mb_fnv1a64(h ? h : MB_FNV1A_INIT, base, strlen(base) + 1);
-    }
-    mb__copy_str(e->workload_names[e->nworkloads], MB_AN_NAME_MAX, workload);
-    e->workload_sig[e->nworkloads++] = h;
-}
-
-/* The cell's window and energy; the energy used is the counter's, else the integrated one. */
-static void parse_cell_energy(struct mb_an_cell *c, const cJSON *root)
-{
-    c->t0_ns = json_i64(root, "t0_ns");
-    const cJSON *win = cJSON_GetObjectItemCaseSensitive(root, "window");
-    c->window_s = json_num(win, "seconds");
-    c->window_start_ns = json_i64(win, "start_ns");
-    c->window_end_ns = json_i64(win, "end_ns");
-    if (!c->window_s.valid && c->window_end_ns > c->window_start_ns && c->window_start_ns > 0) {
-        c->window_s.valid = 1;
-        c->window_s.v = (double)(c->window_end_ns - c->window_start_ns) * 1e-9;
-    }
-    c->reconfigure_s = json_num(root, "reconfigure_seconds");
-    const cJSON *en = cJSON_GetObjectItemCaseSensitive(root, "energy");
-    c->counter_j = json_num(en, "counter_j");
-    c->integrated_j = json_num(en, "integrated_j");
-    c->gap_pct = json_num(en, "gap_pct");
-    c->idle_power_w = json_num(en, "idle_power_w");
-    c->mean_power_w = json_num(en, "mean_power_w");
-    c->peak_power_w = json_num(en, "peak_power_w");
-    c->samples = json_num(en, "samples");
-    c->missed_updates = json_num(en, "missed_updates");
-    mb__copy_str(c->energy_flag, sizeof(c->energy_flag), json_str(en, "flag"));
-    mb__copy_str(c->refused_reason, sizeof(c->refused_reason), json_str(en, "refused_reason"));
-    if (!c->gap_pct.valid && c->counter_j.valid && c->integrated_j.valid && c->counter_j.v > 0) {
-        c->gap_pct.valid = 1;
-        c->gap_pct.v = 100.0 * (c->integrated_j.v - c->counter_j.v) / c->counter_j.v;
-    }
-    if (!c->refused_reason[0] && c->counter_j.valid && c->counter_j.v >= 0) {
-        c->has_energy = 1;
-        c->energy_mj = llround(c->counter_j.v * 1000.0);
-        c->energy_source = "counter";
-    } else if (!c->refused_reason[0] && c->integrated_j.valid && c->integrated_j.v >= 0) {
-        c->has_energy = 1;
-        c->energy_mj = llround(c->integrated_j.v * 1000.0);
-        c->energy_source = "integrated";
-    }
-}
-
-/* Job i of a cell (j: its jobs[i]); the run-level facts go to m. */
-static int parse_cell_job(struct mb_an_cell *c, struct run_meta *m, size_t i, const cJSON *j,
-                          const cJSON *mig_inst, const cJSON *mps_pct, const char *path,
-                          struct mb_error *err)
-{
-    struct mb_an_cell_job *cj = &c->jobs[i];
-    const char *name = json_str(j, "name");
-    if (!name) {
-        return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].name': missing", path, i);
-    }
-    mb__copy_str(cj->name, sizeof(cj->name), name);
-    mb__copy_str(m->job[i], sizeof(m->job[i]), name);
-    mb__copy_str(m->workload[i], sizeof(m->workload[i]),
-                 json_str(j, "workload") ? json_str(j, "workload") : name);
-    const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "throughput");
-    cj->throughput = json_num(tp, "mean");
-    cj->throughput_ci95 = json_num(tp, "ci95");
-    const char *ups = json_str(tp, "unit_per_s");
-    if (ups)
-        mb__copy_str(m->unit[i], sizeof(m->unit[i]), ups);
-    else if (json_str(j, "unit"))
-        snprintf(m->unit[i], sizeof(m->unit[i]), "%.100s/s", json_str(j, "unit"));
-    cj->steps = json_num(j, "steps");
-    cj->units = json_num(j, "units");
-    /* Rates and counts are never negative: such a file is damaged, not a measurement. */
-    const char *neg = cj->throughput.valid && cj->throughput.v < 0 ? "throughput.mean"
-                      : cj->steps.valid && cj->steps.v < 0         ? "steps"
-                      : cj->units.valid && cj->units.v < 0         ? "units"
-                                                                   : NULL;
-    if (neg) {
-        return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].%s': negative", path, i, neg);
-    }
-    cj->steps_unit = ups && strcmp(ups, "steps/s") == 0;
-    const cJSON *jw = cJSON_GetObjectItemCaseSensitive(j, "window");
-    if (!cJSON_IsObject(jw))
-        jw = cJSON_GetObjectItemCaseSensitive(tp, "window");
-    cj->window_s = json_num(jw, "seconds");
-    if (cj->window_s.valid && cj->window_s.v < 0) {
-        return mb_error_set(err, MB_EPARSE, "%s: field 'jobs[%zu].window.seconds': negative", path,
-                            i);
-    }
-    cj->window_start_ns = json_i64(jw, "start_ns");
-    cj->window_end_ns = json_i64(jw, "end_ns");
-    cj->has_window = cj->window_start_ns > 0 && cj->window_end_ns > cj->window_start_ns;
-    if (!cj->window_s.valid && cj->has_window) {
-        cj->window_s.valid = 1;
-        cj->window_s.v = (double)(cj->window_end_ns - cj->window_start_ns) * 1e-9;
-    }
-    /* Work in the window: rate x the job's own window, else x the cell's window (shared
-     * modes, where all jobs share it), else the reported units (which may include the
-     * warm-up: said in work_basis). */
-    int excl = strcmp(m->mode, "exclusive") == 0;
-    if (cj->throughput.valid && cj->window_s.valid) {
-        cj->work.valid = 1;
-        cj->work.v = cj->throughput.v * cj->window_s.v;
-        cj->work_basis = "rate x job window";
-    } else if (cj->throughput.valid && !excl && c->window_s.valid) {
-        cj->work.valid = 1;
-        cj->work.v = cj->throughput.v * c->window_s.v;
-        cj->work_basis = "rate x cell window";
-    } else if (cj->units.valid && !cj->steps_unit) {
-        cj->work = cj->units;
-        cj->work_basis = "reported units";
-    }
-    int64_t s = json_i64(j, "started_ns"), en_ns = json_i64(j, "ended_ns");
-    if (s > 0 && en_ns > s) {
-        cj->has_times = 1;
-        cj->started_ns = s;
-        cj->ended_ns = en_ns;
-    }
-    const cJSON *inst = cJSON_GetObjectItemCaseSensitive(j, "instance");
-    const char *prof = json_str(inst, "profile");
-    /* The job's GPU instance id, to find its gi<id>_* telemetry columns. */
-    cj->gi_id = -1;
-    const char *iuuid = json_str(inst, "uuid");
-    const cJSON *mi;
-    cJSON_ArrayForEach(mi, mig_inst)
-    {
-        const char *u = json_str(mi, "uuid");
-        struct mb_opt g = json_num(mi, "gi_id");
-        if (iuuid && u && strcmp(iuuid, u) == 0 && g.valid)
-            cj->gi_id = opt_int(g, -1);
-    }
-    if (cj->gi_id < 0 && !iuuid) {
-        struct mb_opt g = json_num(cJSON_GetArrayItem(mig_inst, (int)i), "gi_id");
-        if (g.valid)
-            cj->gi_id = opt_int(g, -1);
-    }
-    if (!prof)
-        prof = json_str(cJSON_GetArrayItem(mig_inst, (int)i), "profile");
-    if (prof)
-        mb__copy_str(m->instance[i], sizeof(m->instance[i]), prof);
-    struct mb_opt pct = json_num(j, "thread_percentage");
-    if (!pct.valid) {
-        const cJSON *p = cJSON_GetArrayItem(mps_pct, (int)i);
-        if (cJSON_IsNumber(p)) {
-            pct.valid = 1;
-            pct.v = p->valuedouble;
-        }
-    }
-    m->pct[i] = pct;
-    const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(j, "cpus");
-    m->cpus[i] = cJSON_IsArray(cpus) ? cJSON_GetArraySize(cpus) : 0;
-    m->cores[i] = json_num(j, "cores");
-    if (read_argv(m, i, cJSON_GetObjectItemCaseSensitive(j, "argv")) != MB_OK)
-        return mb_error_set(err, MB_ENOMEM, "%s: out of memory", path);
-    return MB_OK;
-}
-
-static int parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct run_meta *m,
-                      const char *path, const char *dirname_run, int dir_rep, struct mb_error *err)
-{
-    char *text = NULL;
-    int st = read_file(path, &text, err);
-    if (st != MB_OK)
-        return st;
-    cJSON *root;
-    st = mb_json_parse(text, strlen(text), path, &root, err);
-    free(text);
-    if (st != MB_OK)
-        return st;
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return mb_error_set(err, MB_EPARSE, "%s: field '(root)': expected a JSON object", path);
-    }
-    struct mb_opt schema = json_num(root, "schema");
-    if (schema.valid && schema.v != 1) {
-        cJSON_Delete(root);
-        return mb_error_set(err, MB_EPARSE,
-                            "%s: field 'schema': version %g is not supported (this migbench "
-                            "reads 1)",
-                            path, schema.v);
-    }
-    mb__copy_str(c->path, sizeof(c->path), path);
-    mb__copy_str(m->run, sizeof(m->run),
-                 json_str(root, "run") ? json_str(root, "run") : dirname_run);
-    mb__copy_str(m->mode, sizeof(m->mode), json_str(root, "mode"));
-    mb__copy_str(m->on, sizeof(m->on), json_str(root, "on"));
-    if (!m->mode[0]) {
-        cJSON_Delete(root);
-        return mb_error_set(err, MB_EPARSE, "%s: field 'mode': missing", path);
-    }
-    static const char *const modes[] = {"exclusive", "timeslice", "partition", "mig", "mps"};
-    bool known = false;
-    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-        known = known || strcmp(m->mode, modes[i]) == 0;
-    if (!known) {
-        cJSON_Delete(root);
-        return mb_error_set(err, MB_EPARSE,
-                            "%s: field 'mode': '%s' is not a sharing mode (exclusive, timeslice, "
-                            "partition, mig, mps)",
-                            path, m->mode);
-    }
-    struct mb_opt rep = json_num(root, "rep");
-    c->rep = opt_int(rep, dir_rep);
-    const char *status = json_str(root, "status");
-    c->ok = status && strcmp(status, "ok") == 0;
-    if (!c->ok) {
-        const cJSON *fl = cJSON_GetObjectItemCaseSensitive(root, "failure");
-        const char *job = json_str(fl, "job"), *reason = json_str(fl, "reason");
-        snprintf(c->failure, sizeof(c->failure), "%s%s%s", job ? job : "", job ? ": " : "",
-                 reason ? reason : (status ? status : "no status"));
-    }
-    if (!e->name[0]) {
-        mb__copy_str(e->name, sizeof(e->name), json_str(root, "experiment"));
-        mb__copy_str(e->sha, sizeof(e->sha), json_str(root, "experiment_sha"));
-        mb__copy_str(e->migbench_version, sizeof(e->migbench_version),
-                     json_str(root, "migbench_version"));
-    }
-    read_device(e, cJSON_GetObjectItemCaseSensitive(root, "device"));
-    read_power_limit(c, cJSON_GetObjectItemCaseSensitive(root, "power_limit"));
-    mb__copy_str(c->gpu_uuid, sizeof(c->gpu_uuid),
-                 json_str(cJSON_GetObjectItemCaseSensitive(root, "device"), "uuid"));
-    parse_cell_energy(c, root);
-    const cJSON *mig_inst = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "device"), "mig"),
-        "instances");
-    const cJSON *mps_pct = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(root, "mps"), "thread_percentage");
-    const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
-    size_t nj = (size_t)cJSON_GetArraySize(jobs);
-    if (!cJSON_IsArray(jobs) || nj == 0) {
-        cJSON_Delete(root);
-        return mb_error_set(err, MB_EPARSE, "%s: field 'jobs': missing or empty", path);
-    }
-    if (nj > MB_AN_JOBS_MAX) {
-        cJSON_Delete(root);
-        return mb_error_set(err, MB_EPARSE, "%s: field 'jobs': more than %d jobs", path,
-                            MB_AN_JOBS_MAX);
-    }
-    c->njobs = nj;
-    m->njobs = nj;
-    for (size_t i = 0; i < nj; i++) {
-        st =
-            parse_cell_job(c, m, i, cJSON_GetArrayItem(jobs, (int)i), mig_inst, mps_pct, path, err);
-        if (st != MB_OK) {
-            cJSON_Delete(root);
-            return st;
-        }
-        record_workload(e, m->workload[i],
-                        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(jobs, (int)i), "argv"));
-    }
-    cJSON_Delete(root);
-    return MB_OK;
-}
-
-/* ---------------------------------------------------------------------------------------- */
 /* Attribution                                                                                */
 
-static int is_exclusive(const char *mode)
+int mb__an_is_exclusive(const char *mode)
 {
     return strcmp(mode, "exclusive") == 0;
 }
@@ -861,7 +230,7 @@ static int compute_weights(const struct mb_an_run *r, int64_t *w, char *why, siz
         if (w[i] <= 0) {
             if (strcmp(r->mode, "timeslice") == 0)
                 snprintf(why, whycap, "not defined for timeslice: every job uses all SMs in turn");
-            else if (is_exclusive(r->mode))
+            else if (mb__an_is_exclusive(r->mode))
                 snprintf(why, whycap, "not applicable: jobs ran alone, one after another");
             else
                 snprintf(why, whycap, "no compute share recorded for job '%s'", r->jobs[i].name);
@@ -882,6 +251,116 @@ static const char *share_basis(const struct mb_an_run *r)
     return "compute weights";
 }
 
+/* Exclusive runs: each job's own interval (its measurement window, else spawn..reap), by the
+ * power integral over it when telemetry has power, else by its duration. */
+static void attribute_exclusive(const struct mb_an_run *r, struct mb_an_cell *c,
+                                const struct tel_row *rows, size_t nrows)
+{
+    size_t n = r->njobs;
+    for (int m = 0; m < MB_ATTR_COUNT; m++)
+        if (m != MB_ATTR_INTERVAL)
+            set_note(&c->attr[m], "not applicable: jobs ran alone, one after another");
+    int have_times = 1;
+    int64_t ia[MB_AN_JOBS_MAX], ib[MB_AN_JOBS_MAX], w[MB_AN_JOBS_MAX];
+    for (size_t i = 0; i < n; i++) {
+        const struct mb_an_cell_job *cj = &c->jobs[i];
+        ia[i] = cj->has_window ? cj->window_start_ns : cj->started_ns;
+        ib[i] = cj->has_window ? cj->window_end_ns : cj->ended_ns;
+        have_times &= cj->has_window || cj->has_times;
+    }
+    double pj[MB_AN_JOBS_MAX];
+    int use_power = have_times && nrows > 1;
+    for (size_t i = 0; use_power && i < n; i++) {
+        pj[i] = mb__an_power_integral_j(rows, nrows, (double)ia[i], (double)ib[i]);
+        use_power &= pj[i] > 0;
+    }
+    struct mb_attribution *a = &c->attr[MB_ATTR_INTERVAL];
+    if (use_power) {
+        double mx = 0;
+        for (size_t i = 0; i < n; i++)
+            mx = pj[i] > mx ? pj[i] : mx;
+        for (size_t i = 0; i < n; i++)
+            w[i] = llround(pj[i] / mx * 1e6);
+        set_note(a, "each job's interval, by integrated power over it");
+    } else if (have_times) {
+        for (size_t i = 0; i < n; i++)
+            w[i] = (ib[i] - ia[i]) / 1000000;
+        set_note(a, "each job's interval, by its duration (no power telemetry)");
+    } else {
+        set_note(a, "unavailable: jobs have no start/end times");
+        return;
+    }
+    a->available = mb_analysis_split(c->energy_mj, w, n, a->job_mj) == MB_OK;
+    if (!a->available)
+        set_note(a, "unavailable: job intervals are empty");
+}
+
+/* By per-instance activity in telemetry (per-GI SM utilisation weighted by instance size). */
+static void attribute_activity(const struct mb_an_run *r, struct mb_an_cell *c)
+{
+    size_t n = r->njobs;
+    struct mb_attribution *a = &c->attr[MB_ATTR_ACTIVITY];
+    int have_act = 1;
+    double mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        have_act &= c->jobs[i].activity.valid;
+        if (c->jobs[i].activity.valid && c->jobs[i].activity.v > mx)
+            mx = c->jobs[i].activity.v;
+    }
+    /* Per-GI SM utilisation is relative to the instance: weight it by the instance's size. */
+    int by_size = c->activity_gi;
+    for (size_t i = 0; by_size && i < n; i++)
+        by_size = r->jobs[i].compute_weight > 0;
+    if (c->activity_gi && !by_size)
+        have_act = 0;
+    if (!have_act || mx <= 0) {
+        set_note(a, "unavailable: telemetry has no per-instance activity for every job");
+        return;
+    }
+    double v[MB_AN_JOBS_MAX], vmx = 0;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = c->jobs[i].activity.v * (by_size ? r->jobs[i].compute_weight : 1);
+        vmx = v[i] > vmx ? v[i] : vmx;
+    }
+    int64_t aw[MB_AN_JOBS_MAX];
+    for (size_t i = 0; i < n; i++)
+        aw[i] = llround(v[i] / vmx * 1e6);
+    a->available = mb_analysis_split(c->energy_mj, aw, n, a->job_mj) == MB_OK;
+    set_note(a, "%s",
+             by_size ? "by per-instance SM utilisation x instance compute slices"
+                     : "by per-instance activity in telemetry");
+}
+
+/* Idle power x window split equally, the rest by the compute share (w) or equally. */
+static void attribute_static_dynamic(const struct mb_an_run *r, struct mb_an_cell *c,
+                                     const int64_t *w, int have_share)
+{
+    size_t n = r->njobs;
+    struct mb_attribution *a = &c->attr[MB_ATTR_STATIC_DYNAMIC];
+    if (!c->idle_power_w.valid || !c->window_s.valid) {
+        set_note(a, "unavailable: no idle power baseline");
+        return;
+    }
+    int64_t st = llround(c->idle_power_w.v * c->window_s.v * 1000.0);
+    if (st > c->energy_mj)
+        st = c->energy_mj;
+    if (st < 0)
+        st = 0;
+    int64_t sp[MB_AN_JOBS_MAX], dp[MB_AN_JOBS_MAX];
+    int ok = mb_analysis_split(st, NULL, n, sp) == MB_OK &&
+             mb_analysis_split(c->energy_mj - st, have_share ? w : NULL, n, dp) == MB_OK;
+    if (!ok)
+        return;
+    for (size_t i = 0; i < n; i++)
+        a->job_mj[i] = sp[i] + dp[i];
+    a->available = 1;
+    set_note(a, "idle power x window split equally, the rest %s",
+             have_share ? (strcmp(r->mode, "mig") == 0   ? "by MIG compute slices"
+                           : strcmp(r->mode, "mps") == 0 ? "by MPS thread percentages"
+                                                         : "by CPU cores")
+                        : "equally");
+}
+
 static void attribute_cell(struct mb_an_run *r, struct mb_an_cell *c, const struct tel_row *rows,
                            size_t nrows)
 {
@@ -900,58 +379,18 @@ static void attribute_cell(struct mb_an_run *r, struct mb_an_cell *c, const stru
                             : (!c->has_energy ? "no energy measured" : "job list differs"));
         return;
     }
-    int64_t w[MB_AN_JOBS_MAX];
-    char why[MB_AN_TEXT_MAX] = "";
-    int excl = is_exclusive(r->mode);
-
-    if (excl) {
-        for (int m = 0; m < MB_ATTR_COUNT; m++)
-            if (m != MB_ATTR_INTERVAL)
-                set_note(&c->attr[m], "not applicable: jobs ran alone, one after another");
-        /* Each job's own interval (its measurement window, else spawn..reap): power integral
-         * when telemetry has power, else duration. */
-        int have_times = 1;
-        int64_t ia[MB_AN_JOBS_MAX], ib[MB_AN_JOBS_MAX];
-        for (size_t i = 0; i < n; i++) {
-            const struct mb_an_cell_job *cj = &c->jobs[i];
-            ia[i] = cj->has_window ? cj->window_start_ns : cj->started_ns;
-            ib[i] = cj->has_window ? cj->window_end_ns : cj->ended_ns;
-            have_times &= cj->has_window || cj->has_times;
-        }
-        double pj[MB_AN_JOBS_MAX];
-        int use_power = have_times && nrows > 1;
-        for (size_t i = 0; use_power && i < n; i++) {
-            pj[i] = power_integral_j(rows, nrows, (double)ia[i], (double)ib[i]);
-            use_power &= pj[i] > 0;
-        }
-        struct mb_attribution *a = &c->attr[MB_ATTR_INTERVAL];
-        if (use_power) {
-            double mx = 0;
-            for (size_t i = 0; i < n; i++)
-                mx = pj[i] > mx ? pj[i] : mx;
-            for (size_t i = 0; i < n; i++)
-                w[i] = llround(pj[i] / mx * 1e6);
-            set_note(a, "each job's interval, by integrated power over it");
-        } else if (have_times) {
-            for (size_t i = 0; i < n; i++)
-                w[i] = (ib[i] - ia[i]) / 1000000;
-            set_note(a, "each job's interval, by its duration (no power telemetry)");
-        } else {
-            set_note(a, "unavailable: jobs have no start/end times");
-            return;
-        }
-        a->available = mb_analysis_split(c->energy_mj, w, n, a->job_mj) == MB_OK;
-        if (!a->available)
-            set_note(a, "unavailable: job intervals are empty");
+    if (mb__an_is_exclusive(r->mode)) {
+        attribute_exclusive(r, c, rows, nrows);
         return;
     }
-
     set_note(&c->attr[MB_ATTR_INTERVAL], "not applicable: jobs ran at the same time");
     struct mb_attribution *a = &c->attr[MB_ATTR_EQUAL];
     a->available = mb_analysis_split(c->energy_mj, NULL, n, a->job_mj) == MB_OK;
     set_note(a, "1/%zu each", n);
 
     a = &c->attr[MB_ATTR_COMPUTE_SHARE];
+    int64_t w[MB_AN_JOBS_MAX];
+    char why[MB_AN_TEXT_MAX] = "";
     int have_share = compute_weights(r, w, why, sizeof(why));
     if (have_share) {
         a->available = mb_analysis_split(c->energy_mj, w, n, a->job_mj) == MB_OK;
@@ -959,61 +398,8 @@ static void attribute_cell(struct mb_an_run *r, struct mb_an_cell *c, const stru
     } else {
         set_note(a, "%s", why);
     }
-
-    a = &c->attr[MB_ATTR_ACTIVITY];
-    int have_act = 1;
-    double mx = 0;
-    for (size_t i = 0; i < n; i++) {
-        have_act &= c->jobs[i].activity.valid;
-        if (c->jobs[i].activity.valid && c->jobs[i].activity.v > mx)
-            mx = c->jobs[i].activity.v;
-    }
-    /* Per-GI SM utilisation is relative to the instance: weight it by the instance's size. */
-    int by_size = c->activity_gi;
-    for (size_t i = 0; by_size && i < n; i++)
-        by_size = r->jobs[i].compute_weight > 0;
-    if (c->activity_gi && !by_size)
-        have_act = 0;
-    if (have_act && mx > 0) {
-        double v[MB_AN_JOBS_MAX], vmx = 0;
-        for (size_t i = 0; i < n; i++) {
-            v[i] = c->jobs[i].activity.v * (by_size ? r->jobs[i].compute_weight : 1);
-            vmx = v[i] > vmx ? v[i] : vmx;
-        }
-        int64_t aw[MB_AN_JOBS_MAX];
-        for (size_t i = 0; i < n; i++)
-            aw[i] = llround(v[i] / vmx * 1e6);
-        a->available = mb_analysis_split(c->energy_mj, aw, n, a->job_mj) == MB_OK;
-        set_note(a, "%s",
-                 by_size ? "by per-instance SM utilisation x instance compute slices"
-                         : "by per-instance activity in telemetry");
-    } else {
-        set_note(a, "unavailable: telemetry has no per-instance activity for every job");
-    }
-
-    a = &c->attr[MB_ATTR_STATIC_DYNAMIC];
-    if (c->idle_power_w.valid && c->window_s.valid) {
-        int64_t st = llround(c->idle_power_w.v * c->window_s.v * 1000.0);
-        if (st > c->energy_mj)
-            st = c->energy_mj;
-        if (st < 0)
-            st = 0;
-        int64_t sp[MB_AN_JOBS_MAX], dp[MB_AN_JOBS_MAX];
-        int ok = mb_analysis_split(st, NULL, n, sp) == MB_OK &&
-                 mb_analysis_split(c->energy_mj - st, have_share ? w : NULL, n, dp) == MB_OK;
-        if (ok) {
-            for (size_t i = 0; i < n; i++)
-                a->job_mj[i] = sp[i] + dp[i];
-            a->available = 1;
-            set_note(a, "idle power x window split equally, the rest %s",
-                     have_share ? (strcmp(r->mode, "mig") == 0   ? "by MIG compute slices"
-                                   : strcmp(r->mode, "mps") == 0 ? "by MPS thread percentages"
-                                                                 : "by CPU cores")
-                                : "equally");
-        }
-    } else {
-        set_note(a, "unavailable: no idle power baseline");
-    }
+    attribute_activity(r, c);
+    attribute_static_dynamic(r, c, w, have_share);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1111,7 +497,7 @@ static struct mb_an_run *find_run(struct mb_an_experiment *e, const char *name)
 static void fill_run_jobs(struct mb_an_run *r, struct run_meta *m)
 {
     for (size_t i = 0; i < r->njobs; i++) {
-        free_argv(r->jobs[i].argv, r->jobs[i].argc);
+        mb__an_free_argv(r->jobs[i].argv, r->jobs[i].argc);
         r->jobs[i].argv = NULL;
         r->jobs[i].argc = 0;
     }
@@ -1130,7 +516,7 @@ static void fill_run_jobs(struct mb_an_run *r, struct run_meta *m)
         j->cores = m->cores[i];
         j->compute_weight = 0;
         if (strcmp(r->mode, "mig") == 0)
-            j->compute_weight = profile_slices(m->instance[i]);
+            j->compute_weight = mb__an_profile_slices(m->instance[i]);
         else if (strcmp(r->mode, "mps") == 0 && m->pct[i].valid && m->pct[i].v > 0 &&
                  m->pct[i].v <= 100)
             j->compute_weight = (int)llround(m->pct[i].v);
@@ -1178,7 +564,7 @@ static int load_cell(struct mb_an_experiment *e, const char *rundir, const char 
     cell.origin = -1; /* claimed by the directory being loaded (claim_origin) */
     char *end;
     long dr = strtol(rep_dirname, &end, 10);
-    int st = parse_cell(e, &cell, meta, cellpath, run_dirname, *end ? 0 : (int)dr, err);
+    int st = mb__an_parse_cell(e, &cell, meta, cellpath, run_dirname, *end ? 0 : (int)dr, err);
     if (st != MB_OK)
         goto fail;
     struct mb_an_run *r = find_run(e, meta->run);
@@ -1221,12 +607,12 @@ static int load_cell(struct mb_an_experiment *e, const char *rundir, const char 
     r->cells[r->ncells++] = cell;
     r->nok += cell.ok != 0;
     r->nfailed += cell.ok == 0;
-    free_meta(meta);
+    mb__an_free_meta(meta);
     (void)telpath;
     return MB_OK;
 fail:
     free(cell.timeline);
-    free_meta(meta);
+    mb__an_free_meta(meta);
     return st;
 }
 
@@ -1242,10 +628,10 @@ static int load_cell_telemetry(struct mb_an_run *r, struct mb_an_cell *c, struct
     snprintf(slash + 1, room, "telemetry.csv");
     struct tel_row *rows = NULL;
     size_t n = 0;
-    int st = load_telemetry(c, telpath, &rows, &n, err);
+    int st = mb__an_load_telemetry(c, telpath, &rows, &n, err);
     if (st != MB_OK)
         return st;
-    st = build_timeline(c, rows, n);
+    st = mb__an_build_timeline(c, rows, n);
     if (st != MB_OK) {
         free(rows);
         return mb_error_set(err, st, "%s: out of memory", telpath);
@@ -1270,7 +656,7 @@ static int load_cell_telemetry(struct mb_an_run *r, struct mb_an_cell *c, struct
     return MB_OK;
 }
 
-static int load_experiment(struct mb_an_experiment *e, const char *dir, struct mb_error *err)
+int mb__an_load_experiment(struct mb_an_experiment *e, const char *dir, struct mb_error *err)
 {
     char **runs = NULL;
     size_t nruns = 0;
@@ -1336,7 +722,7 @@ static const struct mb_an_job *baseline_job(const struct mb_an_experiment *e,
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < e->nruns; i++) {
             const struct mb_an_run *b = &e->runs[i];
-            if (!is_exclusive(b->mode) || b->nok == 0 || (pass == 0) != (b == r))
+            if (!mb__an_is_exclusive(b->mode) || b->nok == 0 || (pass == 0) != (b == r))
                 continue;
             /* A chosen baseline (report --baseline) is the only one, except for itself. */
             if (pass == 1 && e->baseline_run[0] && strcmp(b->name, e->baseline_run) != 0)
@@ -1361,13 +747,13 @@ static void aggregate_jobs(struct mb_an_run *r)
 {
     double x[CELLS_MAX];
     int preferred =
-        is_exclusive(r->mode)
+        mb__an_is_exclusive(r->mode)
             ? MB_ATTR_INTERVAL
             : (strcmp(r->mode, "timeslice") == 0 ? MB_ATTR_EQUAL : MB_ATTR_COMPUTE_SHARE);
     int pref_ok = 0;
     for (size_t k = 0; k < r->ncells; k++)
         pref_ok |= r->cells[k].attr[preferred].available;
-    r->default_method = pref_ok || is_exclusive(r->mode) ? preferred : MB_ATTR_EQUAL;
+    r->default_method = pref_ok || mb__an_is_exclusive(r->mode) ? preferred : MB_ATTR_EQUAL;
 
     for (size_t i = 0; i < r->njobs; i++) {
         struct mb_an_job *j = &r->jobs[i];
@@ -1467,6 +853,67 @@ static void aggregate_run_energy(struct mb_an_run *r)
     estimate_from(&r->power_w, z, np);
 }
 
+/* Each job's throughput over its workload's exclusive baseline bj[i] (with a CI from both). */
+static void normalise_jobs(struct mb_an_run *r, const struct mb_an_job *const *bj)
+{
+    for (size_t i = 0; i < r->njobs; i++) {
+        struct mb_an_job *j = &r->jobs[i];
+        const struct mb_estimate *a = &j->throughput, *b = &bj[i]->throughput;
+        memset(&j->normalised, 0, sizeof(j->normalised));
+        if (!a->valid)
+            continue;
+        j->normalised.valid = 1;
+        j->normalised.mean = a->mean / b->mean;
+        j->normalised.n = a->n;
+        if (mb__an_is_exclusive(r->mode))
+            continue; /* exactly 1: the baseline divided by itself */
+        if (a->ci_valid && b->ci_valid && a->mean > 0) {
+            double ra = est_se(a) / a->mean, rb = est_se(b) / b->mean;
+            size_t df = (a->n < b->n ? a->n : b->n) - 1;
+            j->normalised.ci_valid = 1;
+            j->normalised.df = df;
+            j->normalised.ci95 = t95(df) * j->normalised.mean * sqrt(ra * ra + rb * rb);
+        }
+    }
+}
+
+/*
+ * Per repetition, with the baseline means fixed: system throughput s[], average normalised
+ * turnaround at[] (*ns of them) and energy over the jobs run one after another er[] (*ne).
+ */
+static void per_rep_ratios(const struct mb_an_run *r, const struct mb_an_job *const *bj,
+                           int base_e_ok, double *s, double *at, size_t *ns, double *er, size_t *ne)
+{
+    *ns = *ne = 0;
+    for (size_t k = 0; k < r->ncells; k++) {
+        struct mb_an_cell *c = &r->cells[k];
+        if (!c->ok)
+            continue;
+        double stp = 0, antt = 0, seq_e = 0;
+        int ok = 1, eok = c->has_energy && base_e_ok;
+        for (size_t i = 0; i < r->njobs; i++) {
+            struct mb_an_cell_job *cj = cell_job(c, r->jobs[i].name);
+            if (!cj || !cj->throughput.valid || cj->throughput.v <= 0) {
+                ok = 0;
+                break;
+            }
+            stp += cj->throughput.v / bj[i]->throughput.mean;
+            antt += bj[i]->throughput.mean / cj->throughput.v;
+            if (!cj->work.valid)
+                eok = 0;
+            else if (eok)
+                seq_e += cj->work.v * bj[i]->j_per_unit.mean;
+        }
+        if (!ok)
+            continue;
+        s[*ns] = stp;
+        at[*ns] = antt / (double)r->njobs;
+        (*ns)++;
+        if (eok && seq_e > 0)
+            er[(*ne)++] = ((double)c->energy_mj / 1000.0) / seq_e;
+    }
+}
+
 static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
 {
     aggregate_run_energy(r);
@@ -1490,59 +937,15 @@ static void aggregate_run(struct mb_an_experiment *e, struct mb_an_run *r)
     if (!r->has_baseline)
         return;
 
-    for (size_t i = 0; i < r->njobs; i++) {
-        struct mb_an_job *j = &r->jobs[i];
-        const struct mb_estimate *a = &j->throughput, *b = &bj[i]->throughput;
-        memset(&j->normalised, 0, sizeof(j->normalised));
-        if (!a->valid)
-            continue;
-        j->normalised.valid = 1;
-        j->normalised.mean = a->mean / b->mean;
-        j->normalised.n = a->n;
-        if (is_exclusive(r->mode))
-            continue; /* exactly 1: the baseline divided by itself */
-        if (a->ci_valid && b->ci_valid && a->mean > 0) {
-            double ra = est_se(a) / a->mean, rb = est_se(b) / b->mean;
-            size_t df = (a->n < b->n ? a->n : b->n) - 1;
-            j->normalised.ci_valid = 1;
-            j->normalised.df = df;
-            j->normalised.ci95 = t95(df) * j->normalised.mean * sqrt(ra * ra + rb * rb);
-        }
-    }
-    if (is_exclusive(r->mode))
+    normalise_jobs(r, bj);
+    if (mb__an_is_exclusive(r->mode))
         return; /* the baseline itself: the comparison is 1 by definition, not a measurement */
 
     /* Per repetition, with the baseline means fixed; the baseline's own spread is added below. */
     double s[CELLS_MAX], at[CELLS_MAX], er[CELLS_MAX];
     size_t ns = 0, ne = 0;
     double xr[MB_AN_JOBS_MAX] = {0}, wr[MB_AN_JOBS_MAX] = {0};
-    for (size_t k = 0; k < r->ncells; k++) {
-        struct mb_an_cell *c = &r->cells[k];
-        if (!c->ok)
-            continue;
-        double stp = 0, antt = 0, seq_e = 0;
-        int ok = 1, eok = c->has_energy && base_e_ok;
-        for (size_t i = 0; i < r->njobs; i++) {
-            struct mb_an_cell_job *cj = cell_job(c, r->jobs[i].name);
-            if (!cj || !cj->throughput.valid || cj->throughput.v <= 0) {
-                ok = 0;
-                break;
-            }
-            stp += cj->throughput.v / bj[i]->throughput.mean;
-            antt += bj[i]->throughput.mean / cj->throughput.v;
-            if (!cj->work.valid)
-                eok = 0;
-            else if (eok)
-                seq_e += cj->work.v * bj[i]->j_per_unit.mean;
-        }
-        if (!ok)
-            continue;
-        s[ns] = stp;
-        at[ns] = antt / (double)r->njobs;
-        ns++;
-        if (eok && seq_e > 0)
-            er[ne++] = ((double)c->energy_mj / 1000.0) / seq_e;
-    }
+    per_rep_ratios(r, bj, base_e_ok, s, at, &ns, er, &ne);
     for (size_t i = 0; i < r->njobs; i++) {
         xr[i] = r->jobs[i].throughput.valid ? r->jobs[i].throughput.mean : NAN;
         double units = 0;
@@ -1603,19 +1006,19 @@ static void quality_notes(struct mb_an_experiment *e)
             e->cells_total++;
             if (!c->ok) {
                 e->cells_failed++;
-                add_note(e, "%s rep %d failed: %s", r->name, c->rep, c->failure);
+                mb__an_add_note(e, "%s rep %d failed: %s", r->name, c->rep, c->failure);
                 continue;
             }
             if (c->refused_reason[0]) {
                 e->cells_no_energy++;
-                add_note(e, "%s rep %d: energy refused%s%s%s: %s", r->name, c->rep,
-                         c->energy_flag[0] ? " (" : "", c->energy_flag,
-                         c->energy_flag[0] ? ")" : "", c->refused_reason);
+                mb__an_add_note(e, "%s rep %d: energy refused%s%s%s: %s", r->name, c->rep,
+                                c->energy_flag[0] ? " (" : "", c->energy_flag,
+                                c->energy_flag[0] ? ")" : "", c->refused_reason);
             } else if (!c->has_energy) {
                 e->cells_no_energy++;
-                add_note(e, "%s rep %d: no energy measured%s%s%s", r->name, c->rep,
-                         c->energy_flag[0] ? " (" : "", c->energy_flag,
-                         c->energy_flag[0] ? ")" : "");
+                mb__an_add_note(e, "%s rep %d: no energy measured%s%s%s", r->name, c->rep,
+                                c->energy_flag[0] ? " (" : "", c->energy_flag,
+                                c->energy_flag[0] ? ")" : "");
             }
             /* Flags other than "gap" (too_short, no_sensor) come with a refused energy and
              * are reported above. */
@@ -1624,22 +1027,25 @@ static void quality_notes(struct mb_an_experiment *e)
             if (flagged) {
                 e->cells_gap_flagged++;
                 if (c->gap_pct.valid)
-                    add_note(e, "%s rep %d: counter vs integrated energy gap %.1f%%%s%s%s", r->name,
-                             c->rep, c->gap_pct.v, c->energy_flag[0] ? " (flag: " : "",
-                             c->energy_flag, c->energy_flag[0] ? ")" : "");
+                    mb__an_add_note(e, "%s rep %d: counter vs integrated energy gap %.1f%%%s%s%s",
+                                    r->name, c->rep, c->gap_pct.v,
+                                    c->energy_flag[0] ? " (flag: " : "", c->energy_flag,
+                                    c->energy_flag[0] ? ")" : "");
                 else
-                    add_note(e, "%s rep %d: energy flag %s", r->name, c->rep, c->energy_flag);
+                    mb__an_add_note(e, "%s rep %d: energy flag %s", r->name, c->rep,
+                                    c->energy_flag);
             }
             if (c->missed_updates.valid && c->missed_updates.v > 0) {
                 e->missed_updates += c->missed_updates.v;
                 missed_cells++;
             }
         }
-        if (r->nok > 0 && !r->has_baseline && !is_exclusive(r->mode))
-            add_note(e, "%s: no exclusive baseline for every job: not normalised", r->name);
+        if (r->nok > 0 && !r->has_baseline && !mb__an_is_exclusive(r->mode))
+            mb__an_add_note(e, "%s: no exclusive baseline for every job: not normalised", r->name);
     }
     if (missed_cells)
-        add_note(e, "%.0f missed sensor updates in %zu cell(s)", e->missed_updates, missed_cells);
+        mb__an_add_note(e, "%.0f missed sensor updates in %zu cell(s)", e->missed_updates,
+                        missed_cells);
 }
 
 static int have_cell(const struct mb_an_experiment *e, const char *run, int rep)
@@ -1658,41 +1064,42 @@ static int have_cell(const struct mb_an_experiment *e, const char *run, int rep)
  * fatal: the journal of a killed run may end mid-line.
  */
 struct journal_tally {
-    size_t bad, interrupted, unfinished, lines;
+    size_t bad, interrupted, unfinished;
 };
 
-/* Tallies one journal file's interruptions, unfinished cells and unreadable lines. */
+/*
+ * Tallies one journal file's interruptions, unfinished cells and unreadable lines, through the
+ * journal's one reader (mb_journal_read: lines up to the writer's limit) and its typed events.
+ */
 static void journal_tally_file(struct mb_an_experiment *e, const char *path,
                                struct journal_tally *t)
 {
-    FILE *f;
-    if (mb_file_fopen_input(path, &f, NULL) != MB_OK)
+    cJSON *events = NULL;
+    size_t skipped = 0;
+    struct mb_error err;
+    int rc = mb_journal_read(path, &events, &skipped, &err);
+    if (rc != MB_OK) {
+        if (rc != MB_ENOTFOUND)
+            mb__an_add_note(e, "journal not read: %s", err.msg);
         return;
-    char line[8192];
-    while (fgets(line, sizeof(line), f) && t->lines < 1000000) {
-        t->lines++;
-        if (line[0] == '\n')
-            continue;
-        cJSON *o = cJSON_Parse(line);
-        if (!cJSON_IsObject(o)) {
-            t->bad++;
-            cJSON_Delete(o);
-            continue;
-        }
-        const char *ev = json_str(o, "event") ? json_str(o, "event") : json_str(o, "type");
-        const char *run = json_str(o, "run");
-        struct mb_opt rep = json_num(o, "rep");
-        if (ev && strcmp(ev, "interrupted") == 0) {
-            t->interrupted++;
-        } else if (ev && strcmp(ev, "cell_started") == 0 && run && opt_int(rep, -1) >= 0 &&
-                   !have_cell(e, run, opt_int(rep, -1))) {
-            if (t->unfinished++ < 8)
-                add_note(e, "%s rep %d started but wrote no cell.json (journal)", run,
-                         opt_int(rep, -1));
-        }
-        cJSON_Delete(o);
     }
-    fclose(f);
+    t->bad += skipped;
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, events)
+    {
+        struct mb_jev je;
+        if (!mb_jev_decode(ev, &je))
+            continue;
+        if (je.kind == MB_JEV_INTERRUPTED) {
+            t->interrupted++;
+        } else if (je.kind == MB_JEV_CELL_STARTED && je.run && je.rep >= 0 &&
+                   !have_cell(e, je.run, je.rep)) {
+            if (t->unfinished++ < 8)
+                mb__an_add_note(e, "%s rep %d started but wrote no cell.json (journal)", je.run,
+                                je.rep);
+        }
+    }
+    cJSON_Delete(events);
 }
 
 /* A journal of the directory: journal.jsonl, or journal-NAME.jsonl of one invocation (run
@@ -1742,12 +1149,13 @@ static void journal_notes(struct mb_an_experiment *e)
     }
     free_names(names, n);
     if (t.unfinished > 8)
-        add_note(e, "%zu cells in all started but wrote no cell.json (journal)", t.unfinished);
+        mb__an_add_note(e, "%zu cells in all started but wrote no cell.json (journal)",
+                        t.unfinished);
     e->cells_unfinished = t.unfinished;
     if (t.interrupted)
-        add_note(e, "the journal records %zu interruption(s)", t.interrupted);
+        mb__an_add_note(e, "the journal records %zu interruption(s)", t.interrupted);
     if (t.bad)
-        add_note(e, "%zu unreadable journal line(s) skipped", t.bad);
+        mb__an_add_note(e, "%zu unreadable journal line(s) skipped", t.bad);
 }
 
 /*
@@ -1769,11 +1177,11 @@ static void gpu_notes(struct mb_an_experiment *e)
         }
     if (ngpus < 2)
         return;
-    add_note(e, "cells ran on %zu GPUs (cell.json device.uuid)", ngpus);
+    mb__an_add_note(e, "cells ran on %zu GPUs (cell.json device.uuid)", ngpus);
     size_t shown = 0;
     for (size_t i = 0; i < e->nruns && shown < 8; i++) {
         const struct mb_an_run *r = &e->runs[i];
-        if (!is_exclusive(r->mode))
+        if (!mb__an_is_exclusive(r->mode))
             continue;
         for (size_t j = 0; j < r->njobs && shown < 8; j++) {
             double lo = INFINITY, hi = -INFINITY, sum = 0;
@@ -1800,10 +1208,11 @@ static void gpu_notes(struct mb_an_experiment *e)
             if (n < 2 || sum <= 0)
                 continue;
             double mean = sum / (double)n;
-            add_note(e,
-                     "board spread: %s %s per-GPU throughput %.3g..%.3g (%.1f%% of the mean, "
-                     "%zu GPUs)",
-                     r->name, r->jobs[j].name, lo, hi, 100.0 * (hi - lo) / mean, n);
+            mb__an_add_note(
+                e,
+                "board spread: %s %s per-GPU throughput %.3g..%.3g (%.1f%% of the mean, "
+                "%zu GPUs)",
+                r->name, r->jobs[j].name, lo, hi, 100.0 * (hi - lo) / mean, n);
             shown++;
         }
     }
@@ -1834,15 +1243,16 @@ static void on_notes(struct mb_an_experiment *e)
         if (p && p->memory_mib > 0 && model->total_memory_mib > 0)
             snprintf(mem, sizeof(mem), "%lld of %lld MiB", (long long)p->memory_mib,
                      (long long)model->total_memory_mib);
-        add_note(e,
-                 "%s: exclusive on a %s MIG instance, not the whole GPU: %s, %s (catalog); its "
-                 "figures are relative to that instance",
-                 r->name, r->layout + 3, sm, mem);
+        mb__an_add_note(
+            e,
+            "%s: exclusive on a %s MIG instance, not the whole GPU: %s, %s (catalog); its "
+            "figures are relative to that instance",
+            r->name, r->layout + 3, sm, mem);
     }
     mb_catalog_destroy(cat);
 }
 
-static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
+int mb__an_analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
 {
     if (e->nruns > 1)
         qsort(e->runs, e->nruns, sizeof(*e->runs), cmp_run);
@@ -1860,7 +1270,7 @@ static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
     /* The exclusive baseline first, so that the other runs can be normalised to it. */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < e->nruns; i++)
-            if (is_exclusive(e->runs[i].mode) == (pass == 0))
+            if (mb__an_is_exclusive(e->runs[i].mode) == (pass == 0))
                 aggregate_run(e, &e->runs[i]);
     quality_notes(e);
     journal_notes(e);
@@ -1870,7 +1280,7 @@ static int analyse_experiment(struct mb_an_experiment *e, struct mb_error *err)
 }
 
 /* The cells loaded last came from dir: they get its origin index. */
-static void claim_origin(struct mb_an_experiment *e, const char *dir)
+void mb__an_claim_origin(struct mb_an_experiment *e, const char *dir)
 {
     if (e->norigins == MB_AN_ORIGINS_MAX)
         return;
@@ -1891,17 +1301,17 @@ static int add_experiment(struct mb_analysis *a, const char *dir, struct mb_erro
     struct mb_an_experiment *e = &a->exps[a->nexp++];
     memset(e, 0, sizeof(*e));
     mb__copy_str(e->dir, sizeof(e->dir), dir);
-    int st = load_experiment(e, dir, err);
+    int st = mb__an_load_experiment(e, dir, err);
     if (st != MB_OK)
         return st;
-    claim_origin(e, dir);
+    mb__an_claim_origin(e, dir);
     if (e->nruns == 0)
         return mb_error_set(err, MB_ENOTFOUND, "%s: no cell.json found under <run>/<rep>/", dir);
     if (!e->name[0]) {
         const char *base = strrchr(dir, '/');
         mb__copy_str(e->name, sizeof(e->name), base && base[1] ? base + 1 : dir);
     }
-    return analyse_experiment(e, err);
+    return mb__an_analyse_experiment(e, err);
 }
 
 static void free_experiment(struct mb_an_experiment *e)
@@ -1911,7 +1321,7 @@ static void free_experiment(struct mb_an_experiment *e)
             free(e->runs[i].cells[k].timeline);
         free(e->runs[i].cells);
         for (size_t j = 0; j < e->runs[i].njobs; j++)
-            free_argv(e->runs[i].jobs[j].argv, e->runs[i].jobs[j].argc);
+            mb__an_free_argv(e->runs[i].jobs[j].argv, e->runs[i].jobs[j].argc);
     }
     free(e->runs);
 }
@@ -1967,165 +1377,6 @@ int mb_analysis_load(struct mb_analysis **out, const char *const *dirs, size_t n
                               "<run>/<rep>/cell.json)",
                               dir);
     }
-    if (st != MB_OK) {
-        mb_analysis_destroy(a);
-        return st;
-    }
-    *out = a;
-    return MB_OK;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Merged reports                                                                            */
-
-/* Appends "; what" style differences between a and b to diff (cap bytes). */
-static void add_diff(char *diff, size_t cap, const char *what, const char *a, const char *b)
-{
-    size_t used = strlen(diff);
-    snprintf(diff + used, cap - used, "%s%s (%s vs %s)", used ? "; " : "", what,
-             a[0] ? a : "unknown", b[0] ? b : "unknown");
-}
-
-/* What keeps b from being the same experiment setting as a: GPU model, driver, workloads. */
-static void compare_experiments(const struct mb_an_experiment *a, const struct mb_an_experiment *b,
-                                char *diff, size_t cap)
-{
-    diff[0] = '\0';
-    if (strcmp(a->model, b->model) != 0 || strcmp(a->backend, b->backend) != 0)
-        add_diff(diff, cap, "GPU models", a->model[0] ? a->model : a->device_name,
-                 b->model[0] ? b->model : b->device_name);
-    if (strcmp(a->driver_version, b->driver_version) != 0)
-        add_diff(diff, cap, "drivers", a->driver_version, b->driver_version);
-    for (size_t i = 0; i < a->nworkloads; i++)
-        for (size_t k = 0; k < b->nworkloads; k++)
-            if (strcmp(a->workload_names[i], b->workload_names[k]) == 0 && a->workload_sig[i] &&
-                b->workload_sig[k] && a->workload_sig[i] != b->workload_sig[k])
-                add_diff(diff, cap, "workload definitions", a->workload_names[i],
-                         "another command of the same name");
-}
-
-/* "DIR:RUN" -> the run, which must be an exclusive run of one of the directories. */
-static int pick_baseline(const struct mb_analysis *sep, const char *const *dirs, size_t ndirs,
-                         const char *spec, char *run, struct mb_error *err)
-{
-    const char *colon = strrchr(spec, ':');
-    if (!colon || colon == spec || !colon[1])
-        return mb_error_set(err, MB_EINVAL, "--baseline %s: expected DIR:RUN", spec);
-    size_t dlen = (size_t)(colon - spec);
-    for (size_t d = 0; d < ndirs; d++) {
-        if (strlen(dirs[d]) != dlen || strncmp(dirs[d], spec, dlen) != 0)
-            continue;
-        const struct mb_an_experiment *e = &sep->exps[d];
-        for (size_t i = 0; i < e->nruns; i++)
-            if (strcmp(e->runs[i].name, colon + 1) == 0) {
-                if (!is_exclusive(e->runs[i].mode))
-                    return mb_error_set(err, MB_EINVAL,
-                                        "--baseline %s: run '%s' is %s, not exclusive", spec,
-                                        colon + 1, e->runs[i].mode);
-                mb__copy_str(run, MB_AN_NAME_MAX, colon + 1);
-                return MB_OK;
-            }
-        return mb_error_set(err, MB_EINVAL, "--baseline %s: %.*s has no run '%s'", spec, (int)dlen,
-                            spec, colon + 1);
-    }
-    return mb_error_set(err, MB_EINVAL, "--baseline %s: %.*s is not one of the merged directories",
-                        spec, (int)dlen, spec);
-}
-
-/* Notes on where cells came from: per directory, and each run that pools several. */
-static void origin_notes(struct mb_an_experiment *e)
-{
-    for (size_t d = 0; d < e->norigins; d++) {
-        size_t cells = 0, runs = 0;
-        for (size_t i = 0; i < e->nruns; i++) {
-            size_t here = 0;
-            for (size_t k = 0; k < e->runs[i].ncells; k++)
-                here += e->runs[i].cells[k].origin == (int)d;
-            cells += here;
-            runs += here > 0;
-        }
-        add_note(e, "merged: %zu cells of %zu runs from %s", cells, runs, e->origins[d]);
-    }
-    for (size_t i = 0; i < e->nruns; i++) {
-        const struct mb_an_run *r = &e->runs[i];
-        for (size_t k = 1; k < r->ncells; k++)
-            if (r->cells[k].origin != r->cells[0].origin) {
-                add_note(e, "merged: run %s pools cells from several directories", r->name);
-                break;
-            }
-    }
-}
-
-/* Loads every directory into e, one after another; runs of the same name pool their cells. */
-static int load_merged(struct mb_an_experiment *e, const struct mb_analysis *sep,
-                       const char *const *dirs, size_t ndirs, struct mb_error *err)
-{
-    for (size_t d = 0; d < ndirs; d++) {
-        int st = load_experiment(e, dirs[d], err);
-        if (st != MB_OK)
-            return st;
-        claim_origin(e, dirs[d]);
-        e->emulated = e->emulated || sep->exps[d].emulated;
-    }
-    if (!e->name[0])
-        mb__copy_str(e->name, sizeof(e->name), sep->exps[0].name);
-    return MB_OK;
-}
-
-int mb_analysis_load_merged(struct mb_analysis **out, const char *const *dirs, size_t ndirs,
-                            const struct mb_analysis_merge *opts, struct mb_error *err)
-{
-    *out = NULL;
-    if (ndirs < 2 || ndirs > MB_AN_ORIGINS_MAX)
-        return mb_error_set(err, MB_EINVAL, "--merge takes 2 to %d results directories, not %zu",
-                            MB_AN_ORIGINS_MAX, ndirs);
-    struct mb_analysis *sep = NULL, *a = NULL;
-    int st = mb_analysis_load(&sep, dirs, ndirs, err);
-    if (st != MB_OK)
-        return st;
-    if (sep->nexp != ndirs) {
-        st = mb_error_set(err, MB_EINVAL,
-                          "--merge: give each experiment's results directory (%zu directories "
-                          "hold %zu experiments)",
-                          ndirs, sep->nexp);
-        goto out;
-    }
-    char diffs[MB_AN_ORIGINS_MAX][MB_AN_TEXT_MAX];
-    for (size_t d = 1; d < ndirs; d++) {
-        compare_experiments(&sep->exps[0], &sep->exps[d], diffs[d], sizeof(diffs[d]));
-        if (diffs[d][0] && !(opts && opts->force)) {
-            st = mb_error_set(err, MB_EINVAL,
-                              "cannot merge %s with %s: different %s; --force merges anyway "
-                              "(the report then says so)",
-                              dirs[d], dirs[0], diffs[d]);
-            goto out;
-        }
-    }
-    char baseline[MB_AN_NAME_MAX] = "";
-    if (opts && opts->baseline &&
-        (st = pick_baseline(sep, dirs, ndirs, opts->baseline, baseline, err)) != MB_OK)
-        goto out;
-    a = calloc(1, sizeof(*a));
-    struct mb_an_experiment *e = a ? calloc(1, sizeof(*e)) : NULL;
-    if (!e) {
-        st = mb_error_set(err, MB_ENOMEM, "out of memory");
-        goto out;
-    }
-    a->exps = e;
-    a->nexp = 1;
-    mb__copy_str(e->dir, sizeof(e->dir), dirs[0]);
-    mb__copy_str(e->baseline_run, sizeof(e->baseline_run), baseline);
-    if ((st = load_merged(e, sep, dirs, ndirs, err)) != MB_OK ||
-        (st = analyse_experiment(e, err)) != MB_OK)
-        goto out;
-    origin_notes(e);
-    for (size_t d = 1; d < ndirs; d++)
-        if (diffs[d][0])
-            add_note(e, "merged with --force despite different %s (%s)", diffs[d], dirs[d]);
-    if (baseline[0])
-        add_note(e, "baseline: run %s only (--baseline %s)", baseline, opts->baseline);
-out:
-    mb_analysis_destroy(sep);
     if (st != MB_OK) {
         mb_analysis_destroy(a);
         return st;

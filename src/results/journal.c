@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "results/journal_events.h"
 #include "results/results_json.h"
 #include "migbench/fileio.h"
 #include "migbench/results.h"
@@ -243,19 +244,66 @@ fail:
     return rc;
 }
 
-static const char *str_of(const cJSON *o, const char *key)
+/* A MIG instance's record, from its mig_created event (a CI's adds its CI to the GI's). */
+static int leftover_created(struct mb_leftovers *out, const struct mb_jev *e, struct mb_error *err)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : "";
+    size_t k;
+    for (k = 0; k < out->n_mig; k++)
+        if (out->mig[k].gi_id == e->gi_id && strcmp(out->mig[k].gpu_uuid, e->gpu_uuid) == 0)
+            break;
+    if (k == out->n_mig) {
+        if (out->n_mig == MB_MAX_LEFTOVERS)
+            return mb_error_set(err, MB_ERANGE, "more than %d MIG instances outstanding",
+                                MB_MAX_LEFTOVERS);
+        struct mb_leftover_mig *m = &out->mig[out->n_mig++];
+        memset(m, 0, sizeof(*m));
+        snprintf(m->gpu_uuid, sizeof(m->gpu_uuid), "%s", e->gpu_uuid);
+        m->gi_id = e->gi_id;
+        snprintf(m->profile, sizeof(m->profile), "%s", e->profile ? e->profile : "");
+        m->placement = e->placement;
+    }
+    if (e->has_ci) {
+        out->mig[k].has_ci = true;
+        out->mig[k].ci_id = e->ci_id;
+    }
+    return MB_OK;
 }
 
-static bool uint_of(const cJSON *o, const char *key, unsigned *out)
+static void leftover_destroyed(struct mb_leftovers *out, const struct mb_jev *e)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0)
-        return false;
-    *out = (unsigned)v->valuedouble;
-    return true;
+    for (size_t k = 0; k < out->n_mig; k++) {
+        struct mb_leftover_mig *m = &out->mig[k];
+        if (m->gi_id != e->gi_id || strcmp(m->gpu_uuid, e->gpu_uuid) != 0)
+            continue;
+        if (e->has_ci && m->has_ci && m->ci_id == e->ci_id) {
+            m->has_ci = false; /* only the CI went */
+        } else if (!e->has_ci) {
+            memmove(m, m + 1, (out->n_mig - k - 1) * sizeof(*m));
+            out->n_mig--;
+        }
+        return;
+    }
+}
+
+static int leftover_mps(struct mb_leftovers *out, const struct mb_jev *e, struct mb_error *err)
+{
+    if (e->kind == MB_JEV_MPS_STARTED) {
+        if (out->n_mps == MB_MAX_LEFTOVERS)
+            return mb_error_set(err, MB_ERANGE, "more than %d MPS daemons outstanding",
+                                MB_MAX_LEFTOVERS);
+        struct mb_leftover_mps *p = &out->mps[out->n_mps++];
+        p->pid = e->pid;
+        snprintf(p->pipe_dir, sizeof(p->pipe_dir), "%s", e->pipe_dir ? e->pipe_dir : "");
+        snprintf(p->log_dir, sizeof(p->log_dir), "%s", e->log_dir ? e->log_dir : "");
+        return MB_OK;
+    }
+    for (size_t k = 0; k < out->n_mps; k++)
+        if (strcmp(out->mps[k].pipe_dir, e->pipe_dir ? e->pipe_dir : "") == 0) {
+            memmove(&out->mps[k], &out->mps[k + 1], (out->n_mps - k - 1) * sizeof(out->mps[0]));
+            out->n_mps--;
+            break;
+        }
+    return MB_OK;
 }
 
 int mb_journal_leftovers(const cJSON *events, struct mb_leftovers *out, struct mb_error *err)
@@ -264,70 +312,22 @@ int mb_journal_leftovers(const cJSON *events, struct mb_leftovers *out, struct m
     const cJSON *ev;
     cJSON_ArrayForEach(ev, events)
     {
-        const char *name = str_of(ev, "event");
-        const char *gpu = str_of(ev, "gpu_uuid");
-        unsigned gi = 0, ci = 0;
-        bool has_gi = uint_of(ev, "gi_id", &gi);
-        bool has_ci = uint_of(ev, "ci_id", &ci);
-        /* An instance whose event names its ledger ("ledger") is the ledger's to clean (mig.h);
-         * only an older migbench's journal, without that reference, lists it here. */
-        if (strcmp(name, "mig_created") == 0 && has_gi && !cJSON_HasObjectItem(ev, "ledger")) {
-            /* A CI record adds its CI to the GI recorded before it. */
-            size_t k;
-            for (k = 0; k < out->n_mig; k++)
-                if (out->mig[k].gi_id == gi && strcmp(out->mig[k].gpu_uuid, gpu) == 0)
-                    break;
-            if (k == out->n_mig) {
-                if (out->n_mig == MB_MAX_LEFTOVERS)
-                    return mb_error_set(err, MB_ERANGE, "more than %d MIG instances outstanding",
-                                        MB_MAX_LEFTOVERS);
-                struct mb_leftover_mig *m = &out->mig[out->n_mig++];
-                memset(m, 0, sizeof(*m));
-                snprintf(m->gpu_uuid, sizeof(m->gpu_uuid), "%s", gpu);
-                m->gi_id = gi;
-                snprintf(m->profile, sizeof(m->profile), "%s", str_of(ev, "profile"));
-                const cJSON *pl = cJSON_GetObjectItemCaseSensitive(ev, "placement");
-                uint_of(pl, "start", &m->placement.start);
-                uint_of(pl, "size", &m->placement.size);
-            }
-            if (has_ci) {
-                out->mig[k].has_ci = true;
-                out->mig[k].ci_id = ci;
-            }
-        } else if (strcmp(name, "mig_destroyed") == 0 && has_gi) {
-            for (size_t k = 0; k < out->n_mig; k++) {
-                struct mb_leftover_mig *m = &out->mig[k];
-                if (m->gi_id != gi || strcmp(m->gpu_uuid, gpu) != 0)
-                    continue;
-                if (has_ci && m->has_ci && m->ci_id == ci) {
-                    m->has_ci = false; /* only the CI went */
-                } else if (!has_ci) {
-                    memmove(m, m + 1, (out->n_mig - k - 1) * sizeof(*m));
-                    out->n_mig--;
-                }
-                break;
-            }
-        } else if (strcmp(name, "mps_started") == 0) {
-            if (out->n_mps == MB_MAX_LEFTOVERS)
-                return mb_error_set(err, MB_ERANGE, "more than %d MPS daemons outstanding",
-                                    MB_MAX_LEFTOVERS);
-            struct mb_leftover_mps *p = &out->mps[out->n_mps++];
-            const cJSON *pid = cJSON_GetObjectItemCaseSensitive(ev, "pid");
-            p->pid = cJSON_IsNumber(pid) && pid->valuedouble >= 1 && pid->valuedouble <= INT_MAX
-                         ? (long)pid->valuedouble
-                         : -1;
-            snprintf(p->pipe_dir, sizeof(p->pipe_dir), "%s", str_of(ev, "pipe_dir"));
-            snprintf(p->log_dir, sizeof(p->log_dir), "%s", str_of(ev, "log_dir"));
-        } else if (strcmp(name, "mps_stopped") == 0) {
-            const char *dir = str_of(ev, "pipe_dir");
-            for (size_t k = 0; k < out->n_mps; k++)
-                if (strcmp(out->mps[k].pipe_dir, dir) == 0) {
-                    memmove(&out->mps[k], &out->mps[k + 1],
-                            (out->n_mps - k - 1) * sizeof(out->mps[0]));
-                    out->n_mps--;
-                    break;
-                }
-        }
+        struct mb_jev e;
+        if (!mb_jev_decode(ev, &e))
+            continue;
+        int rc = MB_OK;
+        if (!e.gpu_uuid)
+            e.gpu_uuid = "";
+        /* An instance whose event names its ledger is the ledger's to clean (mig.h); only an
+         * older migbench's journal, without that reference, lists it here. */
+        if (e.kind == MB_JEV_MIG_CREATED && e.has_gi && !e.ledger)
+            rc = leftover_created(out, &e, err);
+        else if (e.kind == MB_JEV_MIG_DESTROYED && e.has_gi)
+            leftover_destroyed(out, &e);
+        else if (e.kind == MB_JEV_MPS_STARTED || e.kind == MB_JEV_MPS_STOPPED)
+            rc = leftover_mps(out, &e, err);
+        if (rc != MB_OK)
+            return rc;
     }
     return MB_OK;
 }

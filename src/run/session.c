@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Experiment sessions: open an experiment on a device, select cells, run them (session.h). */
 #define _DEFAULT_SOURCE /* readlink */
+#include "results/journal_events.h"
 #include "results/results_json.h"
 #include "migbench/session.h"
 
@@ -420,12 +421,6 @@ static int open_cells(struct mb_session *s, struct mb_error *err)
     return mb_session_select(s, NULL, NULL, err);
 }
 
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* The journal's experiment must be this one (same file and --set options). */
 static int check_same_experiment(struct mb_session *s, const cJSON *events, const char *what,
                                  struct mb_error *err)
@@ -433,10 +428,10 @@ static int check_same_experiment(struct mb_session *s, const cJSON *events, cons
     const cJSON *ev;
     cJSON_ArrayForEach(ev, events)
     {
-        const char *name = jstr(ev, "event");
-        const char *sha = jstr(ev, "experiment_sha");
-        if (!name || strcmp(name, "experiment_started") != 0 || !sha)
+        struct mb_jev e;
+        if (!mb_jev_decode(ev, &e) || e.kind != MB_JEV_EXPERIMENT_STARTED || !e.experiment_sha)
             continue;
+        const char *sha = e.experiment_sha;
         if (strcmp(sha, s->exp->sha) != 0)
             return mb_error_set(err, MB_EINVAL,
                                 "%s%s was started from a different experiment file or --set "
@@ -911,14 +906,13 @@ int mb_session_start(struct mb_session *s, struct mb_error *err)
 
 static void journal_interrupted(struct mb_session *s, int sig, const struct mb_cell *c)
 {
-    cJSON *ev = cJSON_CreateObject();
-    if (!ev)
-        return;
-    cJSON_AddStringToObject(ev, "event", "interrupted");
-    cJSON_AddNumberToObject(ev, "signal", sig);
-    cJSON_AddStringToObject(ev, "run", s->exp->runs[c->run].name);
-    cJSON_AddNumberToObject(ev, "rep", c->rep);
-    mb_journal_append(s->journal, ev, NULL);
+    struct mb_jev e = mb_jev_init(MB_JEV_INTERRUPTED);
+    e.signal = sig;
+    e.run = s->exp->runs[c->run].name;
+    e.rep = (int)c->rep;
+    cJSON *ev = mb_jev_encode(&e);
+    if (ev)
+        mb_journal_append(s->journal, ev, NULL);
     cJSON_Delete(ev);
 }
 
@@ -1119,15 +1113,14 @@ static int run_node(struct mb_session *s, struct mb_session_summary *sum, struct
 
 static void journal_finished(struct mb_session *s, const struct mb_session_summary *sum)
 {
-    cJSON *ev = cJSON_CreateObject();
-    if (ev) {
-        cJSON_AddStringToObject(ev, "event", "experiment_finished");
-        cJSON_AddNumberToObject(ev, "ok", (double)sum->ok);
-        cJSON_AddNumberToObject(ev, "failed", (double)sum->failed);
-        cJSON_AddNumberToObject(ev, "skipped", (double)sum->skipped);
+    struct mb_jev e = mb_jev_init(MB_JEV_EXPERIMENT_FINISHED);
+    e.n_ok = (double)sum->ok;
+    e.n_failed = (double)sum->failed;
+    e.n_skipped = (double)sum->skipped;
+    cJSON *ev = mb_jev_encode(&e);
+    if (ev)
         mb_journal_append(s->journal, ev, NULL);
-        cJSON_Delete(ev);
-    }
+    cJSON_Delete(ev);
 }
 
 int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct mb_error *err)

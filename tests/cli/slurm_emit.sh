@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # `migbench slurm` without a cluster: submit --emit writes the job array files (cells numbered as
-# on the nodes' GPU with --gpu), refuses values that would change an #SBATCH line, and gres
-# describes an emulated GPU's MIG instances for Slurm.
+# on the nodes' GPU with --gpu, each with its power limit), refuses values that would change an
+# #SBATCH line, and gres describes an emulated GPU's MIG instances for Slurm.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 M="$MIGBENCH"
 EXP="$MB_SOURCE_DIR/examples/quickstart.yaml"
@@ -79,6 +79,24 @@ expect_err "bad.yaml:9: field 'slurm.partition'"
 sed 's/  sbatch: \[--qos=low, --mail-type=END\]/  sbatch: [qos=low]/' "$TMP/blk.yaml" >"$TMP/bad2.yaml"
 run 2 "$M" slurm submit "$TMP/bad2.yaml" --emit "$TMP/b3"
 expect_err "field 'slurm.sbatch\[0\]'.*an sbatch option"
+
+# The power-limit axis: each cell carries its limit in cells.tsv (what the task's run sets).
+cat >"$TMP/pw.yaml" <<'YAML'
+version: 1
+name: pw
+device: emu:H100-80GB
+power_limits: [default, 250W]
+workloads:
+  w: {command: [/bin/true], unit: samples}
+runs:
+  - {name: one, mode: exclusive, jobs: [w]}
+measure: {repetitions: 1}
+YAML
+run 0 "$M" slurm submit "$TMP/pw.yaml" --device "emu:H100-80GB:state=$TMP/pw.json" \
+    --emit "$TMP/pw" --results "$TMP/pwres"
+[ "$(awk -F'\t' 'NR > 1 { printf "%s=%s ", $2, $6 }' "$TMP/pw/cells.tsv")" = \
+    "one.cap-default=default one.cap-250W=250W " ] || fail "cells.tsv: $(cat "$TMP/pw/cells.tsv")"
+head -n 1 "$TMP/pw/cells.tsv" | grep -q $'\tpower_limit$' || fail "cells.tsv: no power_limit column"
 
 # status without a submission.
 run 2 "$M" slurm status "$TMP/res"

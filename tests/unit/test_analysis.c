@@ -447,6 +447,41 @@ static void test_task_journals(void **state)
     mb_analysis_destroy(a);
 }
 
+/* The journal is read by its one reader, up to the writer's line limit (64 KiB): a 10 KiB
+ * cell_started line is a cell that wrote no cell.json, not an unreadable line (the analysis
+ * once had its own reader with an 8 KiB buffer). */
+static void test_long_journal_line(void **state)
+{
+    (void)state;
+    static char line[12000];
+    int n = snprintf(line, sizeof(line),
+                     "{\"event\":\"cell_started\",\"run\":\"solo\",\"rep\":4,"
+                     "\"pad\":\"");
+    memset(line + n, 'x', 10000);
+    snprintf(line + n + 10000, sizeof(line) - (size_t)n - 10000, "\"}\n");
+    write_file("long/journal.jsonl", line);
+    char src[400];
+    snprintf(src, sizeof(src), "%s/exp/exclusive/0/cell.json", tmpdir);
+    FILE *f = fopen(src, "r");
+    assert_non_null(f);
+    static char cell[65536];
+    size_t len = fread(cell, 1, sizeof(cell) - 1, f);
+    fclose(f);
+    cell[len] = '\0';
+    write_file("long/exclusive/0/cell.json", cell);
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/long", tmpdir);
+    const char *dirs[] = {dir};
+    struct mb_analysis *a = NULL;
+    struct mb_error err;
+    if (mb_analysis_load(&a, dirs, 1, &err) != MB_OK)
+        fail_msg("load: %s", err.msg);
+    assert_int_equal(a->exps[0].cells_unfinished, 1);
+    for (size_t i = 0; i < a->exps[0].nnotes; i++)
+        assert_null(strstr(a->exps[0].notes[i], "unreadable journal line"));
+    mb_analysis_destroy(a);
+}
+
 static bool has_note(const struct mb_an_experiment *e, const char *text)
 {
     for (size_t i = 0; i < e->nnotes; i++)
@@ -535,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_golden_closure),
         cmocka_unit_test(test_solo_baselines),
         cmocka_unit_test(test_task_journals),
+        cmocka_unit_test(test_long_journal_line),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_gpus_and_board_spread),
     };

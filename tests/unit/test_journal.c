@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "results/journal_events.h"
 #include "results/results_json.h"
 #include "migbench/results.h"
 
@@ -432,13 +433,94 @@ static void test_shared_by_threads(void **state)
     cJSON_Delete(events);
 }
 
+/* Each kind's encoder and decoder agree, field by field (journal_events.h). */
+static void test_event_codecs(void **state)
+{
+    (void)state;
+    struct mb_jev e = mb_jev_init(MB_JEV_MIG_CREATED);
+    e.run = "mix";
+    e.rep = 2;
+    e.gpu_uuid = "GPU-1";
+    e.has_gi = true;
+    e.gi_id = 3;
+    e.profile = "3g.40gb";
+    e.placement = (struct mb_placement){4, 4};
+    e.ledger = "/s/owned.json";
+    cJSON *o = mb_jev_encode(&e);
+    assert_non_null(o);
+    struct mb_jev d;
+    assert_true(mb_jev_decode(o, &d));
+    assert_int_equal(d.kind, MB_JEV_MIG_CREATED);
+    assert_string_equal(d.event, "mig_created");
+    assert_string_equal(d.run, "mix");
+    assert_int_equal(d.rep, 2);
+    assert_string_equal(d.gpu_uuid, "GPU-1");
+    assert_true(d.has_gi && !d.has_ci);
+    assert_int_equal(d.gi_id, 3);
+    assert_string_equal(d.profile, "3g.40gb");
+    assert_int_equal(d.placement.start, 4);
+    assert_int_equal(d.placement.size, 4);
+    assert_string_equal(d.ledger, "/s/owned.json");
+    cJSON_Delete(o);
+
+    e = mb_jev_init(MB_JEV_MIG_MODE_ORIGINAL);
+    e.gpu_uuid = "GPU-2";
+    e.device = "nvml:1";
+    e.original_current = 0;
+    e.original_pending = 1;
+    e.mode = 0;
+    o = mb_jev_encode(&e);
+    assert_true(mb_jev_decode(o, &d));
+    assert_int_equal(d.kind, MB_JEV_MIG_MODE_ORIGINAL);
+    assert_int_equal(d.original_current, 0);
+    assert_int_equal(d.original_pending, 1);
+    assert_string_equal(d.device, "nvml:1");
+    cJSON_Delete(o);
+
+    e = mb_jev_init(MB_JEV_CLEANUP);
+    e.what = "mig_ledger";
+    e.removed = 2;
+    e.ok = true;
+    o = mb_jev_encode(&e);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "reason")));
+    assert_true(mb_jev_decode(o, &d));
+    assert_string_equal(d.what, "mig_ledger");
+    assert_true(d.ok && d.removed == 2);
+    cJSON_Delete(o);
+
+    e = mb_jev_init(MB_JEV_CELL_FAILED);
+    e.run = "r";
+    e.rep = 0;
+    e.gpu_uuid = "GPU-1";
+    e.seconds = 1.5;
+    e.reason = "job a: exited 1";
+    o = mb_jev_encode(&e);
+    assert_true(mb_jev_decode(o, &d));
+    assert_int_equal(d.kind, MB_JEV_CELL_FAILED);
+    assert_string_equal(d.reason, "job a: exited 1");
+    assert_true(d.seconds == 1.5);
+    cJSON_Delete(o);
+
+    /* A line that is not an event, and an event of a kind nobody reads back. */
+    o = cJSON_Parse("{\"run\":\"x\"}");
+    assert_false(mb_jev_decode(o, &d));
+    cJSON_Delete(o);
+    o = cJSON_Parse(
+        "{\"event\":\"job_started\",\"run\":\"x\",\"rep\":1,\"slurm\":{\"job\":\"7_1\"}}");
+    assert_true(mb_jev_decode(o, &d));
+    assert_int_equal(d.kind, MB_JEV_OTHER);
+    assert_string_equal(d.slurm_job, "7_1");
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_append_and_read), cmocka_unit_test(test_torn_line),
-        cmocka_unit_test(test_write_failure),   cmocka_unit_test(test_leftovers),
-        cmocka_unit_test(test_atomic_cell),     cmocka_unit_test(test_shared_journal),
-        cmocka_unit_test(test_cell_claim),      cmocka_unit_test(test_shared_by_threads),
+        cmocka_unit_test(test_append_and_read),   cmocka_unit_test(test_torn_line),
+        cmocka_unit_test(test_event_codecs),      cmocka_unit_test(test_write_failure),
+        cmocka_unit_test(test_leftovers),         cmocka_unit_test(test_atomic_cell),
+        cmocka_unit_test(test_shared_journal),    cmocka_unit_test(test_cell_claim),
+        cmocka_unit_test(test_shared_by_threads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -177,7 +177,12 @@ static void test_choose_limit(void **state)
     assert_int_not_equal(mb_plan_solve_caps(h100, p, jobs, 6, &opt, other, 1, NULL, &best, &err),
                          MB_OK);
     assert_null(best);
-    assert_non_null(strstr(err.msg, "power limit 300 W"));
+    assert_non_null(strstr(err.msg, "no power limit gives a plan: 300 W: "));
+    /* When every candidate fails, the message names every one (issue 29: it named the first). */
+    const double none[] = {300, 350, 390};
+    assert_int_not_equal(mb_plan_solve_caps(h100, p, jobs, 6, &opt, none, 3, NULL, &best, &err),
+                         MB_OK);
+    assert_non_null(strstr(err.msg, "300 W, 350 W, 390 W: "));
     assert_int_equal(mb_plan_solve_caps(h100, p, jobs, 6, &opt, other, 0, NULL, &best, &err),
                      MB_EINVAL);
     mb_plan_profiles_destroy(p);

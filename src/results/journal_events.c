@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The journal's events as types: one encoder and one decoder per kind (journal_events.h). */
+#include "results/journal_events.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mb_jev mb_jev_init(enum mb_jev_kind k)
+{
+    struct mb_jev e;
+    memset(&e, 0, sizeof(e));
+    e.kind = k;
+    e.event = mb_jev_name(k);
+    e.rep = -1;
+    e.pid = -1;
+    e.original_current = e.original_pending = e.mode = -1;
+    e.seconds = e.removed = -1;
+    return e;
+}
+
+/* ---- field helpers --------------------------------------------------------------------------- */
+
+static const char *str_of(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool uint_of(const cJSON *o, const char *key, unsigned *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0)
+        return false;
+    *out = (unsigned)v->valuedouble;
+    return true;
+}
+
+static double num_of(const cJSON *o, const char *key, double dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+/* The number 0 or 1; -1 otherwise. */
+static int bit_of(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1))
+        return (int)v->valuedouble;
+    return -1;
+}
+
+static cJSON *str_or_null(const char *s)
+{
+    return s && s[0] ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+void mb_jev_add_slurm(cJSON *o)
+{
+    const char *job = getenv("SLURM_JOB_ID");
+    if (!job || !job[0])
+        return;
+    const char *array = getenv("SLURM_ARRAY_JOB_ID");
+    const char *task = getenv("SLURM_ARRAY_TASK_ID");
+    const char *node = getenv("SLURMD_NODENAME");
+    cJSON *s = cJSON_AddObjectToObject(o, "slurm");
+    if (!s)
+        return;
+    char name[160];
+    if (array && array[0] && task && task[0])
+        snprintf(name, sizeof(name), "%.60s_%.60s", array, task);
+    else
+        snprintf(name, sizeof(name), "%.60s", job);
+    cJSON_AddStringToObject(s, "job", name);
+    cJSON_AddStringToObject(s, "job_id", job);
+    cJSON_AddItemToObject(s, "array_job_id", str_or_null(array && array[0] ? array : NULL));
+    cJSON_AddItemToObject(s, "array_task_id", str_or_null(task && task[0] ? task : NULL));
+    cJSON_AddItemToObject(s, "node", str_or_null(node && node[0] ? node : NULL));
+}
+
+/* ---- one encoder and one decoder per kind ---------------------------------------------------- */
+
+static void enc_experiment_finished(cJSON *o, const struct mb_jev *e)
+{
+    cJSON_AddNumberToObject(o, "ok", e->n_ok);
+    cJSON_AddNumberToObject(o, "failed", e->n_failed);
+    cJSON_AddNumberToObject(o, "skipped", e->n_skipped);
+}
+
+static void dec_experiment_finished(const cJSON *o, struct mb_jev *e)
+{
+    e->n_ok = num_of(o, "ok", -1);
+    e->n_failed = num_of(o, "failed", -1);
+    e->n_skipped = num_of(o, "skipped", -1);
+}
+
+static void dec_experiment_started(const cJSON *o, struct mb_jev *e)
+{
+    e->experiment_sha = str_of(o, "experiment_sha");
+}
+
+static void enc_interrupted(cJSON *o, const struct mb_jev *e)
+{
+    cJSON_AddNumberToObject(o, "signal", e->signal);
+}
+
+static void dec_interrupted(const cJSON *o, struct mb_jev *e)
+{
+    e->signal = (int)num_of(o, "signal", 0);
+}
+
+static void enc_cell_started(cJSON *o, const struct mb_jev *e)
+{
+    cJSON_AddStringToObject(o, "mode", e->mode_name ? e->mode_name : "");
+    cJSON_AddStringToObject(o, "gpu_uuid", e->gpu_uuid ? e->gpu_uuid : "");
+}
+
+static void dec_cell_started(const cJSON *o, struct mb_jev *e)
+{
+    e->mode_name = str_of(o, "mode");
+    e->gpu_uuid = str_of(o, "gpu_uuid");
+}
+
+static void enc_cell_end(cJSON *o, const struct mb_jev *e)
+{
+    cJSON_AddStringToObject(o, "gpu_uuid", e->gpu_uuid ? e->gpu_uuid : "");
+    cJSON_AddNumberToObject(o, "seconds", e->seconds);
+    if (e->kind == MB_JEV_CELL_FAILED)
+        cJSON_AddStringToObject(o, "reason", e->reason ? e->reason : "");
+}
+
+static void dec_cell_end(const cJSON *o, struct mb_jev *e)
+{
+    e->gpu_uuid = str_of(o, "gpu_uuid");
+    e->seconds = num_of(o, "seconds", -1);
+    e->reason = str_of(o, "reason");
+}
+
+/* mig_created of a GPU instance: profile and placement; of its compute instance: ci_id. */
+static void enc_mig(cJSON *o, const struct mb_jev *e)
+{
+    cJSON_AddStringToObject(o, "gpu_uuid", e->gpu_uuid ? e->gpu_uuid : "");
+    cJSON_AddNumberToObject(o, "gi_id", e->gi_id);
+    if (e->profile) {
+        cJSON_AddStringToObject(o, "profile", e->profile);
+        cJSON *pl = cJSON_AddObjectToObject(o, "placement");
+        cJSON_AddNumberToObject(pl, "start", e->placement.start);
+        cJSON_AddNumberToObject(pl, "size", e->placement.size);
+    }
+    if (e->has_ci)
+        cJSON_AddNumberToObject(o, "ci_id", e->ci_id);
+    if (e->ledger)
+        cJSON_AddStringToObject(o, "ledger", e->ledger);
+}
+
+static void dec_mig(const cJSON *o, struct mb_jev *e)
+{
+    e->gpu_uuid = str_of(o, "gpu_uuid");
+    e->has_gi = uint_of(o, "gi_id", &e->gi_id);
+    e->has_ci = uint_of(o, "ci_id", &e->ci_id);
+    e->profile = str_of(o, "profile");
+    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(o, "placement");
+    uint_of(pl, "start", &e->placement.start);
+    uint_of(pl, "size", &e->placement.size);
+    e->ledger = str_of(o, "ledger");
+}
+
+static void enc_mps_started(cJSON *o, const struct mb_jev *e)
+{
+    if (e->pid > 0)
+        cJSON_AddNumberToObject(o, "pid", (double)e->pid);
+    else
+        cJSON_AddNullToObject(o, "pid");
+    cJSON_AddStringToObject(o, "pipe_dir", e->pipe_dir ? e->pipe_dir : "");
+    cJSON_AddStringToObject(o, "log_dir", e->log_dir ? e->log_dir : "");
+}
+
+static void dec_mps(const cJSON *o, struct mb_jev *e)
+{
+    double pid = num_of(o, "pid", -1);
+    e->pid = pid >= 1 && pid <= INT_MAX ? (long)pid : -1;
+    e->pipe_dir = str_of(o, "pipe_dir");
+    e->log_dir = str_of(o, "log_dir");
+    e->ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok"));
+}
+
+static void enc_mps_stopped(cJSON *o, const struct mb_jev *e)
+{
+    cJSON_AddStringToObject(o, "pipe_dir", e->pipe_dir ? e->pipe_dir : "");
+    cJSON_AddBoolToObject(o, "ok", e->ok);
+}
+
+static void enc_mig_mode(cJSON *o, const struct mb_jev *e)
+{
+    cJSON_AddStringToObject(o, "gpu_uuid", e->gpu_uuid ? e->gpu_uuid : "");
+    cJSON_AddStringToObject(o, "device", e->device ? e->device : "");
+    cJSON_AddNumberToObject(o, "original_current", e->original_current);
+    cJSON_AddNumberToObject(o, "original_pending", e->original_pending);
+    cJSON_AddNumberToObject(o, "mode", e->mode);
+}
+
+static void dec_mig_mode(const cJSON *o, struct mb_jev *e)
+{
+    e->gpu_uuid = str_of(o, "gpu_uuid");
+    e->device = str_of(o, "device");
+    e->original_current = bit_of(o, "original_current");
+    e->original_pending = bit_of(o, "original_pending");
+    e->mode = bit_of(o, "mode");
+}
+
+static void enc_cleanup(cJSON *o, const struct mb_jev *e)
+{
+    cJSON_AddStringToObject(o, "what", e->what ? e->what : "");
+    if (e->pipe_dir)
+        cJSON_AddStringToObject(o, "pipe_dir", e->pipe_dir);
+    if (e->removed >= 0)
+        cJSON_AddNumberToObject(o, "removed", e->removed);
+    cJSON_AddBoolToObject(o, "ok", e->ok);
+    cJSON_AddItemToObject(o, "reason", str_or_null(e->reason));
+}
+
+static void dec_cleanup(const cJSON *o, struct mb_jev *e)
+{
+    e->what = str_of(o, "what");
+    e->pipe_dir = str_of(o, "pipe_dir");
+    e->removed = num_of(o, "removed", -1);
+    e->ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok"));
+    e->reason = str_of(o, "reason");
+}
+
+typedef void (*enc_fn)(cJSON *o, const struct mb_jev *e);
+typedef void (*dec_fn)(const cJSON *o, struct mb_jev *e);
+
+/* The kinds, their names and codecs (docs/results.md lists the fields). */
+static const struct {
+    const char *name;
+    enc_fn enc; /* NULL: written by its module (fields nobody reads back) */
+    dec_fn dec;
+} kinds[MB_JEV_KINDS] = {
+    [MB_JEV_OTHER] = {"", NULL, NULL},
+    [MB_JEV_EXPERIMENT_STARTED] = {"experiment_started", NULL, dec_experiment_started},
+    [MB_JEV_EXPERIMENT_FINISHED] = {"experiment_finished", enc_experiment_finished,
+                                    dec_experiment_finished},
+    [MB_JEV_INTERRUPTED] = {"interrupted", enc_interrupted, dec_interrupted},
+    [MB_JEV_CELL_STARTED] = {"cell_started", enc_cell_started, dec_cell_started},
+    [MB_JEV_CELL_FINISHED] = {"cell_finished", enc_cell_end, dec_cell_end},
+    [MB_JEV_CELL_FAILED] = {"cell_failed", enc_cell_end, dec_cell_end},
+    [MB_JEV_MIG_CREATED] = {"mig_created", enc_mig, dec_mig},
+    [MB_JEV_MIG_DESTROYED] = {"mig_destroyed", enc_mig, dec_mig},
+    [MB_JEV_MPS_STARTED] = {"mps_started", enc_mps_started, dec_mps},
+    [MB_JEV_MPS_STOPPED] = {"mps_stopped", enc_mps_stopped, dec_mps},
+    [MB_JEV_MIG_MODE_ORIGINAL] = {"mig_mode_original", enc_mig_mode, dec_mig_mode},
+    [MB_JEV_MIG_MODE_SWITCHED] = {"mig_mode_switched", enc_mig_mode, dec_mig_mode},
+    [MB_JEV_MIG_MODE_RESTORED] = {"mig_mode_restored", enc_mig_mode, dec_mig_mode},
+    [MB_JEV_CLEANUP] = {"cleanup", enc_cleanup, dec_cleanup},
+};
+
+enum mb_jev_kind mb_jev_kind_of(const char *name)
+{
+    for (int k = 1; name && k < MB_JEV_KINDS; k++)
+        if (strcmp(kinds[k].name, name) == 0)
+            return (enum mb_jev_kind)k;
+    return MB_JEV_OTHER;
+}
+
+const char *mb_jev_name(enum mb_jev_kind k)
+{
+    return (unsigned)k < MB_JEV_KINDS ? kinds[k].name : "";
+}
+
+bool mb_jev_decode(const cJSON *obj, struct mb_jev *out)
+{
+    const char *name = str_of(obj, "event");
+    if (!cJSON_IsObject(obj) || !name)
+        return false;
+    *out = mb_jev_init(mb_jev_kind_of(name));
+    out->event = name;
+    out->run = str_of(obj, "run");
+    const cJSON *rep = cJSON_GetObjectItemCaseSensitive(obj, "rep");
+    if (cJSON_IsNumber(rep) && rep->valuedouble >= 0 && rep->valuedouble <= INT_MAX)
+        out->rep = (int)rep->valuedouble;
+    const cJSON *slurm = cJSON_GetObjectItemCaseSensitive(obj, "slurm");
+    out->slurm_job = str_of(slurm, "job");
+    if (out->slurm_job && !out->slurm_job[0])
+        out->slurm_job = NULL;
+    if (kinds[out->kind].dec)
+        kinds[out->kind].dec(obj, out);
+    return true;
+}
+
+cJSON *mb_jev_encode(const struct mb_jev *ev)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "event", ev->event ? ev->event : mb_jev_name(ev->kind));
+    if (ev->run) {
+        cJSON_AddStringToObject(o, "run", ev->run);
+        cJSON_AddNumberToObject(o, "rep", ev->rep);
+    }
+    if (ev->with_slurm)
+        mb_jev_add_slurm(o);
+    if ((unsigned)ev->kind < MB_JEV_KINDS && kinds[ev->kind].enc)
+        kinds[ev->kind].enc(o, ev);
+    return o;
+}
