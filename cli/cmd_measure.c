@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "migbench/clock.h"
 #include "migbench/experiment.h"
 #include "migbench/exporter.h"
 #include "migbench/meter.h"
@@ -405,7 +406,8 @@ static int measure_run(int argc, char **argv)
     int job_id = -1, idle_id = -1;
     struct measure_prom prom = {0};
 
-    struct mb_progress_opts po = {0};
+    /* Made before the spawn: the job's own clock cannot run longer than this. */
+    struct mb_progress_opts po = {.started_ns = mb_clock_monotonic_ns()};
     if (mb_progress_create(&po, &j.pipe_prog, &err) != MB_OK)
         goto fail;
     if (o.regex) {

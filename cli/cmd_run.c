@@ -227,6 +227,21 @@ static int resolve_target(const char *spec, struct mb_catalog *cat, struct targe
     return MB_EXIT_OK;
 }
 
+/* The power limits the real run would set, checked by the check it makes (nothing is set). */
+static int dry_power_check(const char *spec, const struct mb_experiment *exp,
+                           const struct mb_cell *cells, size_t n_cells)
+{
+    struct mb_error err;
+    struct mb_device *dev = NULL;
+    int rc = mb_device_open(spec, &dev, &err);
+    if (rc == MB_OK)
+        rc = mb_experiment_power_check_device(exp, dev, spec, cells, n_cells, &err);
+    mb_device_close(dev);
+    if (rc != MB_OK)
+        mb_cli_error(CMD, "%s", err.msg);
+    return rc == MB_OK ? MB_EXIT_OK : mb_cli_exit_for(rc);
+}
+
 /* Profile indices of a mig run's layout on model; the run has passed mb_experiment_check_cells. */
 static void layout_indices(const struct mb_gpu_model *model, const struct mb_exp_run *r,
                            unsigned add[MB_EXP_MAX_JOBS])
@@ -393,6 +408,8 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
         code = MB_EXIT_USAGE;
         goto out;
     }
+    if ((code = dry_power_check(spec, exp, cells, n_cells)) != MB_EXIT_OK)
+        goto out;
     /* Every layout must fit on an empty GPU of this model. */
     for (size_t c = 0; c < n_cells && t.model; c++) {
         size_t i = cells[c].run;
@@ -782,7 +799,7 @@ const struct mb_cmd mb_cmd_run = {
             "                     layouts and an estimated duration; runs nothing\n"
             "  --resume           continue an interrupted experiment: remove what the dead run\n"
             "                     left on the GPU, then run only the unfinished cells\n"
-            "  --only RUN,...     run only these runs\n"
+            "  --only RUN,...     run only these runs (a selection, as --cells RUN,...)\n"
             "  --cells LIST       run only these cells: indices and ranges of the cell list\n"
             "                     (0-2,5) and run names; into a directory that holds the same\n"
             "                     experiment, cells already done there are skipped\n"

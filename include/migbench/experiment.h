@@ -297,6 +297,17 @@ int mb_experiment_power_check(const struct mb_experiment *exp, const struct mb_c
                               size_t n_cells, const struct mb_power_limit *pl,
                               struct mb_error *err);
 
+/*
+ * The check that `run` and `run --dry-run` share: when dev can set its power limit and has a
+ * place for the restore record (device_spec: state= for an emulated GPU), every limit of cells
+ * resolves within its range, as mb_experiment_power_check says (then MB_EINVAL). MB_OK when dev
+ * cannot set limits: those runs are skipped with a note.
+ */
+struct mb_device;
+int mb_experiment_power_check_device(const struct mb_experiment *exp, struct mb_device *dev,
+                                     const char *device_spec, const struct mb_cell *cells,
+                                     size_t n_cells, struct mb_error *err);
+
 /* Frees notes from mb_experiment_cells. */
 void mb_notes_free(char **notes, size_t n);
 

@@ -51,6 +51,10 @@ struct mb_progress_opts {
     double samples_per_step; /* 0: unknown */
     size_t max_line_bytes;   /* 0: MB_PROGRESS_LINE_DEFAULT */
     size_t max_points;       /* 0: MB_PROGRESS_POINTS_DEFAULT; at least 8 */
+    /* When the job started, on the clock of mb_progress_feed's t_ns (at or before it: the time
+     * the parser is made, before the spawn, will do); 0 unknown. Bounds the job's own clock: a
+     * window on it longer than the job has been running is refused. */
+    int64_t started_ns;
 };
 
 struct mb_progress_counts {
@@ -129,7 +133,11 @@ struct mb_throughput {
  * fewer than two records lie in the window (the reason says how many arrived, in how many reads,
  * and when), or when the records arrived in bursts (on average two or more per read) in fewer
  * than MB_PROGRESS_MIN_READS reads and do not all carry the job's own clock: arrival times would
- * then be off by up to a burst's length, about 1/reads of the window.
+ * then be off by up to a burst's length, about 1/reads of the window. The job's own clock is
+ * checked before it is used: a window on it longer than the job's wall time up to the last
+ * record (from opts.started_ns; a clock in ms read as s) and progress of which most records were
+ * rejected (a clock group that is no clock, such as a per-iteration time) are refused, with the
+ * cause, never a number.
  */
 void mb_progress_throughput(const struct mb_progress *p, int64_t origin_ns, int64_t warmup_ns,
                             uint64_t warmup_steps, size_t batches, struct mb_throughput *out);

@@ -72,12 +72,15 @@ typedef void (*mb_session_event_fn)(void *ctx, const struct mb_session_event *ev
 struct mb_session_opts {
     const char *device_spec; /* required */
     const char *results_dir; /* NULL: results/<experiment name> */
-    /* NULL: journal.jsonl. Else this invocation's own journal in the results directory, a file
-     * name "journal-*.jsonl": invocations that run at once into one shared directory (the tasks
-     * of a Slurm job array, on other nodes) each write their own, and none waits for another's
-     * lock. The directory's other journals must be of the same experiment. */
+    /* NULL: journal.jsonl. Else this invocation's own journal in the results directory,
+     * journal-NAME.jsonl for a NAME (or that whole file name): invocations that run at once into
+     * one shared directory (the tasks of a Slurm job array, on other nodes) each write their own,
+     * and none waits for another's lock. The directory's other journals must be of the same
+     * experiment. */
     const char *journal_name;
-    const char *only;                   /* --only RUN,...; NULL: every run */
+    /* --only RUN,...; NULL: every run. A selection as --cells is (joins a results directory of
+     * the same experiment), of these runs' cells; mb_session_select's list then indexes them. */
+    const char *only;
     bool resume;                        /* continue a dead run: its leftovers are removed */
     volatile sig_atomic_t *stop;        /* non-zero: stop now (the signal number); required */
     mb_session_event_fn on_event;       /* may be NULL */

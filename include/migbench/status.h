@@ -64,14 +64,15 @@ MB_API void mb_error_clear(struct mb_error *err);
 
 /*
  * Records status and a printf-style message in err (no-op on NULL) and returns status, so that a
- * caller can write `return mb_error_set(err, MB_EINVAL, "bad %s", x);`.
+ * caller can write `return mb_error_set(err, MB_EINVAL, "bad %s", x);`. A message longer than
+ * MB_ERROR_MSG_MAX - 1 keeps its head and its tail (the reason) around " ... ".
  */
 int mb_error_set(struct mb_error *err, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /*
- * Prefixes err's existing message with a printf-style context ("file.yaml:3: " + old message).
- * Returns err's status; no-op returning MB_OK on NULL.
+ * Prefixes err's existing message with a printf-style context ("file.yaml:3: " + old message),
+ * shortened as mb_error_set shortens. Returns err's status; no-op returning MB_OK on NULL.
  */
 int mb_error_prefix(struct mb_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -27,6 +27,18 @@ extern const struct mb_device_ops mb__nvml_ops;
  */
 int mb__spec_next(const char **p, const char *what, char *key, char *val, struct mb_error *err);
 
+/*
+ * spec as messages show it: itself when short, else its head and tail around "..." (in buf), so
+ * that a 5,000-character spec leaves room in the message for the reason.
+ */
+const char *mb__spec_short(const char *spec, char *buf, size_t cap);
+
+/*
+ * A file option's path (trace=, catalog=, state=): MB_EINVAL naming key when it exists and is not
+ * a regular file (a directory, FIFO, /dev/zero, /dev/null); a missing file passes.
+ */
+int mb__spec_path(const char *key, const char *path, struct mb_error *err);
+
 /* Parses a whole non-negative decimal number into *out; MB_EINVAL naming key on anything else. */
 int mb__spec_u64(const char *key, const char *val, unsigned long long *out, struct mb_error *err);
 

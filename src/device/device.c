@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "device/backends.h"
 #include "migbench/num.h"
@@ -23,6 +24,33 @@ static const struct mb_device_ops *const backends[] = {
 
 #define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))
 
+const char *mb__spec_short(const char *spec, char *buf, size_t cap)
+{
+    size_t n = strlen(spec);
+    if (n < 80 || cap < 80)
+        return spec;
+    /* The head names the backend and model, the tail the option that was being read. */
+    snprintf(buf, cap, "%.40s...%s", spec, spec + n - 32);
+    return buf;
+}
+
+int mb__spec_path(const char *key, const char *path, struct mb_error *err)
+{
+    struct stat st;
+    if (!path[0])
+        return mb_error_set(err, MB_EINVAL, "option %s=: empty path", key);
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return MB_OK; /* missing: the reader says so (or, for state=, creates it) */
+    const char *what = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "something";
+    return mb_error_set(err, MB_EINVAL, "option %s=%.200s: %s, not a regular file", key, path,
+                        what);
+}
+
 int mb__spec_next(const char **p, const char *what, char *key, char *val, struct mb_error *err)
 {
     const char *s = *p;
@@ -37,12 +65,15 @@ int mb__spec_next(const char **p, const char *what, char *key, char *val, struct
         eq++;
     if (*eq != '=' || eq == s) {
         size_t n = strcspn(s, ":,");
+        char sb[96];
         return mb_error_set(err, MB_EINVAL, "device spec '%s': option '%.*s' is not key=value",
-                            what, (int)(n > 64 ? 64 : n), s);
+                            mb__spec_short(what, sb, sizeof(sb)), (int)(n > 64 ? 64 : n), s);
     }
     size_t klen = (size_t)(eq - s);
+    char sb[96];
     if (klen >= MB__SPEC_KEY_MAX)
-        return mb_error_set(err, MB_EINVAL, "device spec '%s': option name too long", what);
+        return mb_error_set(err, MB_EINVAL, "device spec '%s': option name too long",
+                            mb__spec_short(what, sb, sizeof(sb)));
     memcpy(key, s, klen);
     key[klen] = '\0';
     /* The value runs to the next separator that starts another key=value piece. */
@@ -62,7 +93,9 @@ int mb__spec_next(const char **p, const char *what, char *key, char *val, struct
     }
     size_t vlen = (size_t)(end - v);
     if (vlen >= MB__SPEC_VAL_MAX)
-        return mb_error_set(err, MB_EINVAL, "device spec '%s': value of '%s' too long", what, key);
+        return mb_error_set(err, MB_EINVAL,
+                            "device spec '%s': value of '%s' too long (%zu bytes; at most %d)",
+                            mb__spec_short(what, sb, sizeof(sb)), key, vlen, MB__SPEC_VAL_MAX - 1);
     memcpy(val, v, vlen);
     val[vlen] = '\0';
     *p = end;
@@ -117,8 +150,9 @@ int mb__device_open_ops(const struct mb_device_ops *ops, const char *args, const
     struct mb_device *dev = NULL;
     int rc = ops->open(args, &dev, err);
     if (rc != MB_OK) {
+        char sb[96];
         if (err && spec && !strstr(err->msg, spec))
-            mb_error_prefix(err, "device '%s': ", spec);
+            mb_error_prefix(err, "device '%s': ", mb__spec_short(spec, sb, sizeof(sb)));
         return rc;
     }
     dev->ops = ops;
@@ -520,8 +554,9 @@ int mb_device_spec_expand(const char *spec, struct mb_device_spec_list *out, str
         return mb_device_spec_list_add(out, spec, err);
     int rc = ops->expand(spec + nlen + 1, out, err);
     if (rc != MB_OK) {
-        if (err && !strstr(err->msg, spec))
-            mb_error_prefix(err, "device spec '%s': ", spec);
+        char sb[96];
+        if (err && !strstr(err->msg, spec) && strncmp(err->msg, "device spec '", 13) != 0)
+            mb_error_prefix(err, "device spec '%s': ", mb__spec_short(spec, sb, sizeof(sb)));
         mb_device_spec_list_free(out);
         return rc;
     }

@@ -1,24 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The emulated MIG GPU. It is built from the catalog and follows NVML's MIG semantics (pending
- * mode changes, placements, max counts, +me exclusivity, ids, IN_USE on destroy). Its power is a
- * stated model: idle + load * (max - idle), or a piecewise-linear trace; the energy counter is
- * the exact integral of that function since open. The reported power is that function seen
- * through the model's sensor: a boxcar (instant) or moving (averaged) window, published once per
- * update period. With state=PATH the MIG state, processes and power limit live in a JSON file
- * guarded by flock, so that separate processes see one GPU.
+ * mode changes, placements, max counts, +me exclusivity, ids, IN_USE on destroy). Its power comes
+ * from the GPU model (gpumodel.h, docs/devices.md "The GPU model"): the attached processes are
+ * jobs on their MIG instance, MPS share or time slice (emu_model.c), and the model gives the
+ * power, the SM clock under the power limit and each modelled job's rate; or the power is a
+ * piecewise-linear trace. The energy counter is the exact integral of the power since open. The
+ * reported power is that function seen through the model's sensor: a boxcar (instant) or moving
+ * (averaged) window, published once per update period. With state=PATH the MIG state, processes
+ * (with their modelled demand) and power limit live in a JSON file guarded by flock, so that
+ * separate processes see one GPU.
  *
- * The power limit (a stated DVFS model, emulation, not a measurement). Let D = max_w - idle_w and
- * s = f / f_max the SM clock as a fraction of its maximum. Dynamic power is D * load * g(s) with
- * g(s) = s^3 while the voltage follows the clock (P ~ f V^2, V ~ f: s >= S_VFLOOR = 0.7) and
- * g(s) = s * S_VFLOOR^2 below that, where the voltage stays at its floor (P ~ f). Under a limit L
- * below idle_w + D * load the clock drops to the s that fits, g(s) = (L - idle_w) / (D * load),
- * floored at s_min = sm_idle_mhz / sm_max_mhz; the power is then idle_w + D * load * g(s) (the
- * limit, unless the floor binds), the throttle reason "sw power cap" is set, and the work rate of
- * compute-bound work is proportional to s (mb__emu_speed). The energy counter stays the exact
- * integral of this clipped power. The default and maximum limit is max_w; the minimum is
- * min_limit_w (default 30% of max_w). With trace= the trace is played as given and the limit
- * cannot be set.
+ * The power limit: under a limit below the jobs' power the clock drops to the highest fraction s
+ * that fits (floored at s_min = sm_idle_mhz / sm_max_mhz, where the power stays above the limit),
+ * the throttle reason "sw power cap" is set, and the jobs' rates follow s. The default and maximum
+ * limit is max_w; the minimum is min_limit_w (default 30% of max_w). With trace= the trace is
+ * played as given and the limit cannot be set. Files: emu.c (options, open, ops table),
+ * emu_state.c (ids, state file, operation framing), emu_power.c (power, telemetry, limit),
+ * emu_mig.c (MIG, processes), emu_model.c (the link to the GPU model).
  */
 #include "device/emu_internal.h"
 
@@ -293,11 +292,13 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
     } else if (strcmp(key, "state") == 0) {
         if (!val[0] || strlen(val) >= sizeof(e->state_path) - 40)
             return mb_error_set(err, MB_EINVAL, "option state=: empty or over-long path");
+        if (mb__spec_path(key, val, err))
+            return MB_EINVAL;
         snprintf(e->state_path, sizeof(e->state_path), "%s", val);
-    } else if (strcmp(key, "catalog") == 0) {
-        snprintf(o->catalog, sizeof(o->catalog), "%s", val);
-    } else if (strcmp(key, "trace") == 0) {
-        snprintf(o->trace, sizeof(o->trace), "%s", val);
+    } else if (strcmp(key, "catalog") == 0 || strcmp(key, "trace") == 0) {
+        if (mb__spec_path(key, val, err))
+            return MB_EINVAL;
+        snprintf(key[0] == 'c' ? o->catalog : o->trace, sizeof(o->trace), "%s", val);
     } else if (strcmp(key, "idle_w") == 0 || strcmp(key, "max_w") == 0) {
         if (mb__spec_double(key, val, &d, err) || d < 0 || d > 100000)
             return mb_error_set(err, MB_EINVAL, "option %s=%s: expected watts in 0..100000", key,
@@ -509,8 +510,10 @@ int mb__emu_open(const char *args, struct mb_device **out, struct mb_error *err)
                           e->max_w);
         goto fail;
     }
-    if ((rc = limit_options(e, err)) != MB_OK)
+    if ((rc = limit_options(e, err)) != MB_OK || (rc = mb__gm_load(err)) != MB_OK)
         goto fail;
+    mb__gm_gpu_for(&e->gm, e->model, e->idle_w, e->max_w,
+                   e->defs.sm_max_mhz ? (double)e->defs.sm_idle_mhz / e->defs.sm_max_mhz : 0.1);
     sensor_defaults(e, &o);
     if (o.trace[0] && e->load_fixed) {
         rc = mb_error_set(err, MB_EINVAL, "emu: give load= or trace=, not both");
@@ -548,8 +551,7 @@ int mb__emu_open(const char *args, struct mb_device **out, struct mb_error *err)
     }
     e->open_ns = mb_clock_monotonic_ns();
     e->n_seg = 1;
-    double l = e->load_fixed ? e->load : mb__emu_auto_load(e);
-    e->seg[0] = (struct emu_segment){0, 0.0, mb__emu_model_power(e, l)};
+    e->seg[0] = (struct emu_segment){0, 0.0, mb__emu_model_power(e)};
     *out = &e->base;
     return MB_OK;
 fail:

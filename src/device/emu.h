@@ -50,9 +50,35 @@ int mb__emu_attach_process(struct mb_device *dev, unsigned pid, int gi_id, int c
 int mb__emu_attach_live(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
                         uint64_t mem_bytes, const char *name, struct mb_error *err);
 
+/* A modelled job: a workload preset of data/gpumodel.json, its batch (0: the preset's), its MPS
+ * active-thread percentage (0: not an MPS client), and whether it is a live process of this host
+ * (forgotten once its pid is gone, as mb__emu_attach_live). */
+struct mb__emu_job {
+    const char *workload;
+    double batch;
+    double mps_pct;
+    bool live;
+};
+
+/*
+ * As mb__emu_attach_process, for a modelled job: its memory is the preset's footprint at the batch
+ * (MB_ENORESOURCES "out of memory" where it does not fit), and the GPU model (gpumodel.h) gives
+ * the GPU's power and clock and the job's rate from its demand and its place. MB_EINVAL for an
+ * unknown preset.
+ */
+int mb__emu_attach_job(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
+                       const struct mb__emu_job *job, const char *name, struct mb_error *err);
+
+/*
+ * The rate of the modelled job pid now, in its preset's units a second (EMULATED), and the SM
+ * clock fraction; MB_ENOTFOUND when pid is not a modelled job.
+ */
+int mb__emu_job_rate(struct mb_device *dev, unsigned pid, double *rate, double *speed,
+                     struct mb_error *err);
+
 /*
  * The SM clock as a fraction of its maximum (0 < *speed <= 1) at the current load under the
- * current power limit (the model in emu.c): the work rate of compute-bound work scales with it.
+ * current power limit (the GPU model, gpumodel.h): every job's compute time scales with 1/speed.
  */
 int mb__emu_speed(struct mb_device *dev, double *speed, struct mb_error *err);
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "device/emu.h"
+#include "device/gpumodel.h"
 
 #define EMU_MAX_GI 15 /* GI ids 0..14 (mig-geometry.md §8.1) */
 #define EMU_MAX_CI 8  /* CI ids 0..7 */
@@ -85,6 +86,10 @@ struct emu_proc {
     uint64_t mem_bytes;
     char name[64];
     bool live; /* a real process of this host: dropped when its pid no longer exists */
+    /* A modelled job (mb__emu_attach_job): its workload preset ("" unmodelled), batch and MPS
+     * active-thread percentage (0: not an MPS client). */
+    char workload[MB_GM_NAME_MAX];
+    double batch, mps_pct;
 };
 
 /* Everything that a state file shares between processes. */
@@ -95,9 +100,6 @@ struct emu_state {
     struct emu_proc procs[MB_MAX_PROCESSES];
     uint32_t limit_mw; /* the power limit set; 0: the default (never set) */
 };
-
-/* The clock fraction below which the voltage stays at its floor (see the model above). */
-#define S_VFLOOR 0.7
 
 struct emu_fault {
     enum emu_op op;
@@ -128,7 +130,8 @@ struct emu {
     char state_path[EMU_PATH_MAX];
     int lock_fd;
     struct emu_state st;
-    /* Power model. */
+    /* Power model: the GPU as the model sees it (gpumodel.h), idle and maximum power. */
+    struct mb_gm_gpu gm;
     double idle_w, max_w;
     double min_limit_w;  /* lowest settable power limit; default and maximum are max_w */
     bool limit_denied;   /* limit_perm=deny: setting the limit answers "no permission" */
@@ -183,8 +186,7 @@ int mb__emu_need_mig(const struct emu *e, const char *what, struct mb_error *err
 
 /* emu_power.c */
 int64_t mb__emu_now(const struct emu *e);
-double mb__emu_model_power(const struct emu *e, double load);
-double mb__emu_auto_load(const struct emu *e);
+double mb__emu_model_power(const struct emu *e);
 void mb__emu_update_load(struct emu *e);
 double mb__emu_current_load(const struct emu *e, int64_t now);
 int mb__emu_info(struct mb_device *dev, struct mb_device_info *out, struct mb_error *err);
@@ -217,5 +219,17 @@ int mb__emu_processes(struct mb_device *dev, struct mb_process *out, size_t cap,
                       struct mb_error *err);
 int mb__emu_mig_activity(struct mb_device *dev, unsigned gi_id, struct mb_mig_activity *out,
                          struct mb_error *err);
+
+/* emu_model.c */
+size_t mb__emu_jobs(const struct emu *e, struct mb_gm_job *jobs, bool from_procs);
+double mb__emu_limit_w(const struct emu *e);
+size_t mb__emu_solve(const struct emu *e, struct mb_gm_job *jobs, bool from_procs,
+                     struct mb_gm_result *r);
+double mb__emu_jobs_util(const struct emu *e, const struct mb_gm_job *jobs, size_t n);
+
+/* emu_mig.c: attaches a process with the modelled-job fields of extra (NULL: unmodelled). */
+int mb__emu_attach_with(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
+                        uint64_t mem_bytes, const char *name, bool live,
+                        const struct emu_proc *extra, struct mb_error *err);
 
 #endif

@@ -718,8 +718,9 @@ int mb__emu_mig_activity(struct mb_device *dev, unsigned gi_id, struct mb_mig_ac
 
 /* ---- test and fake-NVML entry points --------------------------------------------------- */
 
-static int attach(struct mb_device *dev, unsigned pid, int gi_id, int ci_id, uint64_t mem_bytes,
-                  const char *name, bool live, struct mb_error *err)
+int mb__emu_attach_with(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
+                        uint64_t mem_bytes, const char *name, bool live,
+                        const struct emu_proc *extra, struct mb_error *err)
 {
     if (!mb__emu_is(dev))
         return mb_error_set(err, MB_EINVAL, "not an emulated device");
@@ -762,8 +763,12 @@ static int attach(struct mb_device *dev, unsigned pid, int gi_id, int ci_id, uin
     if (rc != MB_OK)
         return mb__emu_op_end(e, rc, false, err);
     struct emu_proc *p = &e->st.procs[e->st.n_procs++];
-    *p = (struct emu_proc){
-        .pid = pid, .gi = gi_id, .ci = ci_id, .mem_bytes = mem_bytes, .live = live};
+    *p = extra ? *extra : (struct emu_proc){0};
+    p->pid = pid;
+    p->gi = gi_id;
+    p->ci = ci_id;
+    p->mem_bytes = mem_bytes;
+    p->live = live;
     snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
     return mb__emu_op_end(e, MB_OK, true, err);
 }
@@ -771,13 +776,13 @@ static int attach(struct mb_device *dev, unsigned pid, int gi_id, int ci_id, uin
 int mb__emu_attach_process(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
                            uint64_t mem_bytes, const char *name, struct mb_error *err)
 {
-    return attach(dev, pid, gi_id, ci_id, mem_bytes, name, false, err);
+    return mb__emu_attach_with(dev, pid, gi_id, ci_id, mem_bytes, name, false, NULL, err);
 }
 
 int mb__emu_attach_live(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
                         uint64_t mem_bytes, const char *name, struct mb_error *err)
 {
-    return attach(dev, pid, gi_id, ci_id, mem_bytes, name, true, err);
+    return mb__emu_attach_with(dev, pid, gi_id, ci_id, mem_bytes, name, true, NULL, err);
 }
 
 int mb__emu_detach_process(struct mb_device *dev, unsigned pid, struct mb_error *err)

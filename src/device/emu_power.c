@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The emulated GPU's power: the power model and the power limit (see emu.c's opening comment and
- * docs/devices.md), the energy counter and the sensor, and the telemetry, sensor, caps and
- * power-limit operations that report them.
+ * The emulated GPU's power: the GPU model's power and clock (emu_model.c) or a trace, the power
+ * limit (see emu.c's opening comment and docs/devices.md), the energy counter and the sensor, and
+ * the telemetry, sensor, caps and power-limit operations that report them.
  */
 #include "device/emu_internal.h"
 
@@ -94,59 +94,27 @@ static double power_at(const struct emu *e, int64_t t_ns)
 
 static double limit_w(const struct emu *e)
 {
-    return e->st.limit_mw ? (double)e->st.limit_mw / 1000.0 : e->max_w;
+    return mb__emu_limit_w(e);
 }
 
-static double vf_curve(double s)
+/* The power the GPU model gives for the attached jobs (or load=) under the power limit. */
+double mb__emu_model_power(const struct emu *e)
 {
-    return s >= S_VFLOOR ? s * s * s : s * S_VFLOOR * S_VFLOOR;
+    struct mb_gm_job jobs[MB_MAX_PROCESSES];
+    struct mb_gm_result r;
+    mb__emu_solve(e, jobs, false, &r);
+    return r.power_w;
 }
 
-static double min_speed(const struct emu *e)
+/* The SM clock fraction now (1 while a trace plays). */
+static double speed_now(const struct emu *e)
 {
-    return e->defs.sm_max_mhz ? (double)e->defs.sm_idle_mhz / (double)e->defs.sm_max_mhz : 0.1;
-}
-
-/* The clock fraction at which `load` fits under the power limit (1 when it fits at full clock). */
-static double speed_for(const struct emu *e, double load)
-{
-    double dyn = (e->max_w - e->idle_w) * load;
-    double room = limit_w(e) - e->idle_w;
-    if (dyn <= 0 || dyn <= room)
+    if (e->trace)
         return 1.0;
-    double g = room > 0 ? room / dyn : 0;
-    double s = g >= S_VFLOOR * S_VFLOOR * S_VFLOOR ? cbrt(g) : g / (S_VFLOOR * S_VFLOOR);
-    double lo = min_speed(e);
-    return s < lo ? lo : (s > 1 ? 1 : s);
-}
-
-/* The power drawn at `load` under the power limit. */
-double mb__emu_model_power(const struct emu *e, double load)
-{
-    return e->idle_w + (e->max_w - e->idle_w) * load * vf_curve(speed_for(e, load));
-}
-
-/* The load that the attached processes put on the GPU (when load= and trace= are not given). */
-double mb__emu_auto_load(const struct emu *e)
-{
-    if (e->st.n_procs == 0)
-        return 0.0;
-    if (!e->st.mig_current)
-        return 1.0;
-    unsigned busy = 0;
-    for (unsigned g = 0; g < EMU_MAX_GI; g++) {
-        if (!e->st.gi[g].used)
-            continue;
-        for (size_t p = 0; p < e->st.n_procs; p++) {
-            if (e->st.procs[p].gi == (int)g) {
-                const struct mb_gi_profile *prof = mb__emu_profile_by_id(e, e->st.gi[g].profile_id);
-                busy += prof ? prof->compute_slices : 0;
-                break;
-            }
-        }
-    }
-    double l = (double)busy / (double)e->model->compute_slices;
-    return l > 1.0 ? 1.0 : l;
+    struct mb_gm_job jobs[MB_MAX_PROCESSES];
+    struct mb_gm_result r;
+    mb__emu_solve(e, jobs, false, &r);
+    return r.s;
 }
 
 /* Starts a new constant-power segment when the load changed (processes came or went). */
@@ -154,7 +122,7 @@ void mb__emu_update_load(struct emu *e)
 {
     if (e->trace)
         return;
-    double w = mb__emu_model_power(e, e->load_fixed ? e->load : mb__emu_auto_load(e));
+    double w = mb__emu_model_power(e);
     struct emu_segment *last = &e->seg[e->n_seg - 1];
     if (w == last->power_w)
         return;
@@ -200,11 +168,17 @@ static uint32_t to_mw(double w)
     return (uint32_t)mw;
 }
 
-/* Load implied by the current power, for utilisation and activity. */
+/* The GPU's utilisation 0..1 (load=, the jobs' duty, or implied by a trace's power). */
 double mb__emu_current_load(const struct emu *e, int64_t now)
 {
-    if (!e->trace)
-        return e->load_fixed ? e->load : mb__emu_auto_load(e);
+    if (!e->trace) {
+        if (e->load_fixed)
+            return e->load;
+        struct mb_gm_job jobs[MB_MAX_PROCESSES];
+        struct mb_gm_result r;
+        size_t n = mb__emu_solve(e, jobs, false, &r);
+        return mb__emu_jobs_util(e, jobs, n);
+    }
     if (e->max_w <= e->idle_w)
         return 0.0;
     double l = (power_at(e, now) - e->idle_w) / (e->max_w - e->idle_w);
@@ -288,7 +262,7 @@ int mb__emu_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct mb
     out->mem_used_bytes = mb__emu_procs_mem(e, -1);
     out->valid |= MB_TEL_MEM_USED;
     double p = power_at(e, now);
-    double speed = e->trace ? 1.0 : speed_for(e, load);
+    double speed = speed_now(e);
     out->clock_sm_mhz =
         p > e->idle_w ? (uint32_t)lround(e->defs.sm_max_mhz * speed) : e->defs.sm_idle_mhz;
     out->clock_mem_mhz = e->defs.mem_mhz;
@@ -334,8 +308,7 @@ int mb__emu_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_
     snprintf(out->scope, sizeof(out->scope), "%s", e->sens.scope);
     snprintf(out->source, sizeof(out->source),
              "emulated: %s power, %s %llu ms window every %llu ms; energy %s",
-             e->trace ? "trace" : "idle+load", mb_power_kind_str(e->sensor), e->avg_ms,
-             e->update_ms,
+             e->trace ? "trace" : "gpumodel", mb_power_kind_str(e->sensor), e->avg_ms, e->update_ms,
              !e->counter           ? "none"
              : e->energy_update_ms ? "stepped"
                                    : "exact");
@@ -355,7 +328,8 @@ int mb__emu_power_limit(struct mb_device *dev, struct mb_power_limit *out, struc
     out->default_mw = out->max_mw = to_mw(e->max_w);
     out->min_mw = to_mw(e->min_limit_w);
     int64_t now = mb__emu_now(e);
-    double speed = e->trace ? 1.0 : speed_for(e, mb__emu_current_load(e, now));
+    double speed = speed_now(e);
+    (void)now;
     out->throttle_reasons = speed < 1.0 ? MB_THROTTLE_SW_POWER_CAP : 0;
     out->valid = MB_PL_LIMIT | MB_PL_ENFORCED | MB_PL_RANGE | MB_PL_DEFAULT | MB_PL_THROTTLE;
     return mb__emu_op_end(e, MB_OK, false, err);
@@ -394,7 +368,7 @@ int mb__emu_speed(struct mb_device *dev, double *speed, struct mb_error *err)
     int rc = mb__emu_op_begin(e, OP_speed, err);
     if (rc)
         return rc;
-    *speed = e->trace ? 1.0 : speed_for(e, mb__emu_current_load(e, mb__emu_now(e)));
+    *speed = speed_now(e);
     return mb__emu_op_end(e, MB_OK, false, err);
 }
 

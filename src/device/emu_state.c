@@ -195,6 +195,80 @@ static int limit_from_json(const struct emu *e, const cJSON *root, struct emu_st
     return MB_OK;
 }
 
+/* A process's modelled job (workload, batch, mps_pct), all optional; a workload must be a preset.
+ */
+static int job_from_json(const cJSON *p, struct emu_proc *pr, size_t i, const char *path,
+                         struct mb_error *err)
+{
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(p, "workload");
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(p, "batch");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(p, "mps_pct");
+    if (!w)
+        return MB_OK;
+    if (!cJSON_IsString(w) || !mb__gm_workload(w->valuestring))
+        return mb_error_set(err, MB_EPARSE, "%s: field 'processes[%zu].workload': not a preset",
+                            path, i);
+    if (!cJSON_IsNumber(b) || b->valuedouble <= 0 || b->valuedouble > 1e7)
+        return mb_error_set(err, MB_EPARSE,
+                            "%s: field 'processes[%zu].batch' missing or out of "
+                            "range",
+                            path, i);
+    if (m && (!cJSON_IsNumber(m) || m->valuedouble < 0 || m->valuedouble > 100))
+        return mb_error_set(err, MB_EPARSE,
+                            "%s: field 'processes[%zu].mps_pct' out of range "
+                            "(0..100)",
+                            path, i);
+    snprintf(pr->workload, sizeof(pr->workload), "%s", w->valuestring);
+    pr->batch = b->valuedouble;
+    pr->mps_pct = m ? m->valuedouble : 0;
+    return MB_OK;
+}
+
+/* The state's processes, each checked as outside input. */
+static int procs_from_json(const cJSON *procs, struct emu_state *st, const char *path,
+                           struct mb_error *err)
+{
+    int rc = MB_OK;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, procs)
+    {
+        if (st->n_procs == MB_MAX_PROCESSES) {
+            rc = mb_error_set(err, MB_EPARSE, "%s: too many processes", path);
+            return rc;
+        }
+        struct emu_proc *pr = &st->procs[st->n_procs];
+        unsigned pid;
+        const cJSON *mem = cJSON_GetObjectItemCaseSensitive(p, "mem_bytes");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "name");
+        if ((rc = json_uint(p, "pid", 0x7fffffff, &pid, path, err)) ||
+            (rc = json_int(p, "gi", -1, EMU_MAX_GI - 1, &pr->gi, path, err)) ||
+            (rc = json_int(p, "ci", -1, EMU_MAX_CI - 1, &pr->ci, path, err)))
+            return rc;
+        if (!cJSON_IsNumber(mem) || mem->valuedouble < 0 || mem->valuedouble > 0x1p62) {
+            rc = mb_error_set(err, MB_EPARSE,
+                              "%s: field 'processes[%zu].mem_bytes' missing or out of range", path,
+                              st->n_procs);
+            return rc;
+        }
+        for (size_t k = 0; k < st->n_procs; k++)
+            if (st->procs[k].pid == pid) {
+                rc = mb_error_set(err, MB_EPARSE,
+                                  "%s: field 'processes[%zu].pid': pid %u appears twice", path,
+                                  st->n_procs, pid);
+                return rc;
+            }
+        pr->pid = pid;
+        pr->mem_bytes = (uint64_t)mem->valuedouble;
+        pr->live = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "live"));
+        if ((rc = job_from_json(p, pr, st->n_procs, path, err)) != MB_OK)
+            return rc;
+        if (cJSON_IsString(name))
+            snprintf(pr->name, sizeof(pr->name), "%s", name->valuestring);
+        st->n_procs++;
+    }
+    return rc;
+}
+
 static int state_from_json(const struct emu *e, const char *text, struct emu_state *st,
                            struct mb_error *err)
 {
@@ -275,41 +349,8 @@ static int state_from_json(const struct emu *e, const char *text, struct emu_sta
             gi->ci[cid] = (struct emu_ci){true, cprof, cstart, cslices};
         }
     }
-    const cJSON *p;
-    cJSON_ArrayForEach(p, procs)
-    {
-        if (st->n_procs == MB_MAX_PROCESSES) {
-            rc = mb_error_set(err, MB_EPARSE, "%s: too many processes", path);
-            goto done;
-        }
-        struct emu_proc *pr = &st->procs[st->n_procs];
-        unsigned pid;
-        const cJSON *mem = cJSON_GetObjectItemCaseSensitive(p, "mem_bytes");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "name");
-        if ((rc = json_uint(p, "pid", 0x7fffffff, &pid, path, err)) ||
-            (rc = json_int(p, "gi", -1, EMU_MAX_GI - 1, &pr->gi, path, err)) ||
-            (rc = json_int(p, "ci", -1, EMU_MAX_CI - 1, &pr->ci, path, err)))
-            goto done;
-        if (!cJSON_IsNumber(mem) || mem->valuedouble < 0 || mem->valuedouble > 0x1p62) {
-            rc = mb_error_set(err, MB_EPARSE,
-                              "%s: field 'processes[%zu].mem_bytes' missing or out of range", path,
-                              st->n_procs);
-            goto done;
-        }
-        for (size_t k = 0; k < st->n_procs; k++)
-            if (st->procs[k].pid == pid) {
-                rc = mb_error_set(err, MB_EPARSE,
-                                  "%s: field 'processes[%zu].pid': pid %u appears twice", path,
-                                  st->n_procs, pid);
-                goto done;
-            }
-        pr->pid = pid;
-        pr->mem_bytes = (uint64_t)mem->valuedouble;
-        pr->live = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "live"));
-        if (cJSON_IsString(name))
-            snprintf(pr->name, sizeof(pr->name), "%s", name->valuestring);
-        st->n_procs++;
-    }
+    if ((rc = procs_from_json(procs, st, path, err)) != MB_OK)
+        goto done;
     rc = state_check(e, st, err);
 done:
     cJSON_Delete(root);
@@ -369,6 +410,12 @@ static cJSON *state_to_json(const struct emu *e)
         cJSON_AddStringToObject(o, "name", p->name);
         if (p->live)
             cJSON_AddBoolToObject(o, "live", true);
+        if (p->workload[0]) {
+            cJSON_AddStringToObject(o, "workload", p->workload);
+            cJSON_AddNumberToObject(o, "batch", p->batch);
+            if (p->mps_pct > 0)
+                cJSON_AddNumberToObject(o, "mps_pct", p->mps_pct);
+        }
     }
     return root;
 }

@@ -69,4 +69,13 @@ int mb__fleet_migparted_entries(FILE *f, const struct mb_gpu_model *model,
                                 const struct mb_plan *plan, unsigned first, unsigned n, int indent,
                                 struct mb_error *err);
 
+/*
+ * Parses the text of cells.tsv (changed in place; path names it in messages) into a new array
+ * at *out (the caller frees it) of *n cells. Each row's index must be its position (0, 1, ...),
+ * its run a run name (a directory name under the results) and its repetition 0..999; a header
+ * line "index<TAB>..." first is skipped. MB_EPARSE names the line and field; MB_ENOMEM.
+ */
+int mb__cells_tsv_parse(char *text, const char *path, struct mb_slurm_cell **out, size_t *n,
+                        struct mb_error *err);
+
 #endif

@@ -60,6 +60,93 @@ static void tsv_power_limit(const char *rest, char *out, size_t cap)
     }
 }
 
+/* Whole decimal digits into *out when the value is at most max; nothing else (no sign). */
+static bool tsv_uint(const char *p, size_t len, unsigned long max, unsigned long *out)
+{
+    unsigned long v = 0;
+    if (len == 0 || len > 12)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+        v = v * 10 + (unsigned long)(p[i] - '0');
+    }
+    if (v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* A run name as the experiment allows it: it becomes a directory name under the results. */
+static bool tsv_run(const char *p, size_t len)
+{
+    if (len == 0 || len >= MB_EXP_NAME_MAX || p[0] == '.' || p[0] == '-')
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+              (p[i] >= '0' && p[i] <= '9') || p[i] == '-' || p[i] == '_' || p[i] == '.'))
+            return false;
+    return true;
+}
+
+/* One row "index<TAB>run<TAB>repetition[<TAB>...]": the row's index is its position k. */
+static int tsv_row(const char *l, size_t k, struct mb_slurm_cell *c, const char *path,
+                   unsigned line, struct mb_error *err)
+{
+    const char *t1 = strchr(l, '\t');
+    const char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+    size_t rep_len = t2 ? strcspn(t2 + 1, "\t") : 0;
+    unsigned long idx, rep;
+    if (!t2)
+        return mb_error_set(err, MB_EPARSE, "%s:%u: not 'index, run, repetition'", path, line);
+    if (!tsv_uint(l, (size_t)(t1 - l), MAX_CELLS - 1, &idx) || idx != k)
+        return mb_error_set(err, MB_EPARSE,
+                            "%s:%u: field 'index': expected %zu (the rows count "
+                            "0, 1, 2, ...)",
+                            path, line, k);
+    if (!tsv_run(t1 + 1, (size_t)(t2 - t1 - 1)))
+        return mb_error_set(err, MB_EPARSE, "%s:%u: field 'run': not a run name", path, line);
+    if (!tsv_uint(t2 + 1, rep_len, 999, &rep))
+        return mb_error_set(err, MB_EPARSE,
+                            "%s:%u: field 'repetition': expected a whole number in 0..999", path,
+                            line);
+    *c = (struct mb_slurm_cell){.index = idx, .rep = (unsigned)rep};
+    memcpy(c->run, t1 + 1, (size_t)(t2 - t1 - 1));
+    c->run[t2 - t1 - 1] = '\0';
+    tsv_power_limit(t2 + 1 + rep_len, c->power_limit, sizeof(c->power_limit));
+    return MB_OK;
+}
+
+int mb__cells_tsv_parse(char *text, const char *path, struct mb_slurm_cell **out, size_t *n,
+                        struct mb_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    size_t cap = 1;
+    for (const char *p = text; *p; p++)
+        cap += *p == '\n';
+    struct mb_slurm_cell *cells = calloc(cap, sizeof(*cells));
+    if (!cells)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    size_t k = 0;
+    unsigned line = 0;
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        if (++line == 1 && strncmp(l, "index\t", 6) == 0)
+            continue;
+        int rc = k >= MAX_CELLS
+                     ? mb_error_set(err, MB_EPARSE, "%s: more than %d cells", path, MAX_CELLS)
+                     : tsv_row(l, k, &cells[k], path, line, err);
+        if (rc != MB_OK) {
+            free(cells);
+            return rc;
+        }
+        k++;
+    }
+    *out = cells;
+    *n = k;
+    return MB_OK;
+}
+
 /* cells.tsv: a header, then "index<TAB>run<TAB>repetition<TAB>..." per cell. */
 static int read_cells_tsv(const char *path, struct mb_slurm_cell **out, size_t *n,
                           struct mb_error *err)
@@ -68,39 +155,9 @@ static int read_cells_tsv(const char *path, struct mb_slurm_cell **out, size_t *
     int rc = mb_file_read(path, CELLS_TSV_MAX, &text, NULL, err);
     if (rc != MB_OK)
         return rc;
-    size_t cap = 1;
-    for (const char *p = text; *p; p++)
-        cap += *p == '\n';
-    struct mb_slurm_cell *cells = calloc(cap, sizeof(*cells));
-    if (!cells) {
-        free(text);
-        return mb_error_set(err, MB_ENOMEM, "out of memory");
-    }
-    size_t k = 0;
-    unsigned line = 0;
-    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        if (++line == 1 && strncmp(l, "index\t", 6) == 0)
-            continue;
-        char run[MB_EXP_NAME_MAX + 1];
-        size_t idx;
-        unsigned rep;
-        int used = 0;
-        if (sscanf(l, "%zu\t%64[^\t]\t%u%n", &idx, run, &rep, &used) != 3 ||
-            (l[used] != '\t' && l[used] != '\0') || strlen(run) >= MB_EXP_NAME_MAX ||
-            k >= MAX_CELLS) {
-            free(cells);
-            free(text);
-            return mb_error_set(err, MB_EPARSE, "%s:%u: not 'index, run, repetition'", path, line);
-        }
-        cells[k] = (struct mb_slurm_cell){.index = idx, .rep = rep};
-        mb__copy_str(cells[k].run, sizeof(cells[k].run), run);
-        tsv_power_limit(l + used, cells[k].power_limit, sizeof(cells[k].power_limit));
-        k++;
-    }
+    rc = mb__cells_tsv_parse(text, path, out, n, err);
     free(text);
-    *out = cells;
-    *n = k;
-    return MB_OK;
+    return rc;
 }
 
 /* The cell's recorded result, if any: done or failed, with the job that wrote it (cell.json's

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "migbench/clock.h"
+#include "monitor/live_internal.h"
 
 #define AUTO_MAX_NVML 16
 
@@ -70,8 +71,10 @@ int mb_monitor_create(const struct mb_monitor_opts *opts, struct mb_monitor **ou
     int rc = MB_OK;
     if (!opts->live_dir)
         rc = mb_live_dir(m->live_dir, sizeof(m->live_dir), err);
-    else
+    else if (opts->live_dir[0]) {
         snprintf(m->live_dir, sizeof(m->live_dir), "%s", opts->live_dir);
+        rc = mb__live_dir_check(m->live_dir, err); /* another user's files are not shown */
+    }
     if (rc)
         goto fail;
     if (opts->n_specs == 0 || (opts->n_specs == 1 && strcmp(opts->specs[0], "auto") == 0)) {

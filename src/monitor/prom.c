@@ -92,7 +92,10 @@ static int append_str(struct family *f, const char *s)
     return append(f, s, strlen(s));
 }
 
-/* Label values escape backslash, double quote and newline; HELP text backslash and newline. */
+/*
+ * Label values escape backslash, double quote and newline; HELP text backslash and newline. Any
+ * other control character becomes '?'.
+ */
 static int append_escaped(struct family *f, const char *s, bool quote)
 {
     for (const char *c = s; *c; c++) {
@@ -103,6 +106,8 @@ static int append_escaped(struct family *f, const char *s, bool quote)
             e = "\\n";
         else if (quote && *c == '"')
             e = "\\\"";
+        else if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            e = "?"; /* no other control character reaches a textfile */
         int rc = e ? append_str(f, e) : append(f, c, 1);
         if (rc)
             return rc;

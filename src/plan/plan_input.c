@@ -20,6 +20,8 @@
 #include "base/yaml_internal.h"
 #include "base/yaml_read.h"
 
+#define PEAK_MEM_MAX_MIB 16777216.0 /* 16 TiB */
+
 /* Input files are small; anything larger is refused rather than read without bound. */
 #define MAX_FILE_BYTES (64u << 20)
 #define CSV_MAX_FIELDS 32
@@ -134,8 +136,11 @@ int mb_plan_profiles_add(struct mb_plan_profiles *p, const struct mb_catalog *ca
         return mb_error_set(err, MB_EINVAL, "field 'power_w': must be a number > 0");
     if (!isnan(r.idle_power_w) && (!isfinite(r.idle_power_w) || r.idle_power_w < 0))
         return mb_error_set(err, MB_EINVAL, "field 'idle_power_w': must be a number >= 0");
-    if (!isnan(r.peak_mem_mib) && (!isfinite(r.peak_mem_mib) || r.peak_mem_mib < 0))
-        return mb_error_set(err, MB_EINVAL, "field 'peak_mem_mib': must be a number >= 0");
+    /* A job's peak memory fits a GPU: 16 TiB is past any (1e30 would pass every "fits" test). */
+    if (!isnan(r.peak_mem_mib) &&
+        (!isfinite(r.peak_mem_mib) || r.peak_mem_mib < 0 || r.peak_mem_mib > PEAK_MEM_MAX_MIB))
+        return mb_error_set(err, MB_EINVAL, "field 'peak_mem_mib': must be a number in 0..%.0f",
+                            PEAK_MEM_MAX_MIB);
     if (!r.unit[0])
         mb__copy_str(r.unit, sizeof(r.unit), "units");
     if (p->indexed != p->n && reindex(p) != MB_OK)

@@ -243,7 +243,7 @@ static bool perturb(struct hs *h, size_t *mine, double deadline)
                 j = nx;
             }
         size_t c = (size_t)(mb__hs_rand(h) % P->ncfg);
-        if (mb__hs_rand(h) % 2)
+        if (mb__hs_rand(h) % 4 == 0)
             c = h->cfg[gs[q]];
         mb__hs_set_cfg(h, gs[q], c);
     }
@@ -484,7 +484,7 @@ int mb__plan_solve_heuristic(struct prob *P, unsigned G, const struct mb_plan_op
                        .mlb = mlb > 0 ? mlb : 1,
                        .seed = opt->seed,
                        .threads = thread_count(opt, 0)};
-    S.iters = 200 + 20 * (size_t)G;
+    S.iters = 3000 + 20 * (size_t)G;
     info->threads = S.threads;
     info->cover = COVER_UNKNOWN;
     if (P->obj == MB_PLAN_MAKESPAN) {

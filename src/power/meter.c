@@ -30,6 +30,7 @@ struct window {
     double p_area_j;
     int64_t p_cov_ns;
     double e_sum_j;
+    unsigned e_ticks; /* readings inside the window at which the counter had advanced */
     int64_t e_cov_ns;
     int64_t e_lost_ns;
     unsigned wraps, resets;
@@ -154,6 +155,7 @@ static void fold_energy(struct mb_meter *m, int64_t t, uint64_t mj)
                 x->resets++;
             } else {
                 x->e_sum_j += d_j * (double)(hi - lo) / (double)(b - a);
+                x->e_ticks += d_j > 0 && b > x->t0 && (!x->end_set || b <= x->t1);
                 x->e_cov_ns += hi - lo;
                 x->wraps += wrapped;
             }
@@ -683,6 +685,33 @@ int mb_meter_window_end(struct mb_meter *m, int id, int64_t t1_ns, struct mb_err
     return mb_meter_window_end_n(m, &id, 1, t1_ns, err);
 }
 
+/*
+ * A counter that did not advance inside the window, or whose update period is longer than half
+ * the window, measured nothing there: 0 J, or a whole period's joules in a part of one. It is
+ * refused (why gets the reason), as a window shorter than the power reading resolves is.
+ */
+static void counter_unresolved(const struct mb_meter *m, const struct window *x,
+                               struct mb_energy *r, char *why, size_t cap)
+{
+    uint32_t period = m->sensor.energy_update_period_ms;
+    if (x->e_ticks == 0 || !(x->e_sum_j > 0))
+        snprintf(why, cap, "the energy counter did not advance in the %.3f s window%s",
+                 r->duration_s,
+                 period ? "" : " (no counter tick, or one that wraps at every reading)");
+    else if (period && (double)period * 2e-3 > r->duration_s)
+        snprintf(why, cap,
+                 "window of %.3f s is shorter than 2 x the %u ms update period of the energy "
+                 "counter",
+                 r->duration_s, period);
+    else
+        return;
+    if (period && x->e_ticks == 0)
+        snprintf(why + strlen(why), cap - strlen(why), " (it updates every %u ms)", period);
+    r->counter_valid = false;
+    r->counter_j = 0;
+    r->counter_patched_s = 0;
+}
+
 static void result_of(const struct mb_meter *m, const struct window *x, struct mb_energy *r)
 {
     memset(r, 0, sizeof(*r));
@@ -735,6 +764,9 @@ static void result_of(const struct mb_meter *m, const struct window *x, struct m
             r->counter_j = x->e_sum_j + r->integral_j / r->duration_s * r->counter_patched_s;
         }
     }
+    char counter_why[160] = "";
+    if (r->counter_valid)
+        counter_unresolved(m, x, r, counter_why, sizeof(counter_why));
     /* The counter is the reference where it exists: it sees every joule, while an averaged
      * reading smears a step across the window's edge. */
     if (r->counter_valid) {
@@ -755,9 +787,10 @@ static void result_of(const struct mb_meter *m, const struct window *x, struct m
                   ? "the device has neither a power reading nor an energy counter"
                   : "no valid power or energy readings cover the window";
     else if (!r->counter_valid)
-        why = !m->sensor.has_energy_counter ? "the device has no energy counter"
-              : x->e_lost_ns > 0            ? "energy counter reset and no power to patch it"
-                                            : "energy counter readings do not cover the window";
+        why = counter_why[0]                  ? counter_why
+              : !m->sensor.has_energy_counter ? "the device has no energy counter"
+              : x->e_lost_ns > 0              ? "energy counter reset and no power to patch it"
+                                              : "energy counter readings do not cover the window";
     else if (!r->integral_valid)
         why = m->sensor.power_kind == MB_POWER_NONE ? "the device has no power reading"
                                                     : "power readings do not cover the window";

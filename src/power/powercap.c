@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,14 +111,56 @@ static enum owner owner_of(const struct mb_powercap_record *r)
 
 /* ---- the record file ---------------------------------------------------------------------- */
 
+/*
+ * A whole number in lo..hi from field of the record: through the one number parser's range
+ * check, so that a value no integer holds (1e300, -1e300) is refused before any cast.
+ */
+static int json_int(const cJSON *o, const char *field, int64_t lo, int64_t hi, const char *what,
+                    int64_t *out, const char *path, struct mb_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, field);
+    if (!cJSON_IsNumber(v) || mb_num_to_i64(v->valuedouble, lo, hi, out) != MB_OK)
+        return mb_error_set(err, MB_EPARSE,
+                            "%s: field '%s': expected %s (a whole number in %lld..%lld)", path,
+                            field, what, (long long)lo, (long long)hi);
+    return MB_OK;
+}
+
 static int json_mw(const cJSON *o, const char *field, uint32_t *out, const char *path,
                    struct mb_error *err)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, field);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 4e9 ||
-        v->valuedouble != floor(v->valuedouble))
-        return mb_error_set(err, MB_EPARSE, "%s: field '%s': expected a limit in mW", path, field);
-    *out = (uint32_t)v->valuedouble;
+    int64_t v;
+    int rc = json_int(o, field, 1, 4000000000, "a limit in mW", &v, path, err);
+    if (rc == MB_OK)
+        *out = (uint32_t)v;
+    return rc;
+}
+
+/* The owner's fields; pid_start and time_unix_s may be absent (0: unknown), never out of range. */
+static int record_owner(const cJSON *root, struct mb_powercap_record *out, const char *path,
+                        struct mb_error *err)
+{
+    int64_t v;
+    int rc = json_int(root, "pid", 1, 4194304, "a process id", &v, path, err);
+    if (rc != MB_OK)
+        return rc;
+    out->pid = (long)v;
+    if (cJSON_GetObjectItemCaseSensitive(root, "pid_start")) {
+        if ((rc = json_int(root, "pid_start", 0, INT64_MAX, "the owner's start time in ticks", &v,
+                           path, err)) != MB_OK)
+            return rc;
+        out->pid_start = (unsigned long long)v;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(root, "time_unix_s")) {
+        /* Seconds since 1970, up to the year 9999. */
+        if ((rc = json_int(root, "time_unix_s", 0, 253402300799, "a time in s since 1970", &v, path,
+                           err)) != MB_OK)
+            return rc;
+        out->t_unix_s = (long long)v;
+    }
+    const cJSON *boot = cJSON_GetObjectItemCaseSensitive(root, "boot_id");
+    if (cJSON_IsString(boot))
+        snprintf(out->boot_id, sizeof(out->boot_id), "%s", boot->valuestring);
     return MB_OK;
 }
 
@@ -132,33 +175,24 @@ int mb_powercap_read(const char *path, struct mb_powercap_record *out, struct mb
     cJSON *root = NULL;
     if ((rc = mb_json_parse(text, len, path, &root, err)) != MB_OK)
         goto done;
+    if (!cJSON_IsObject(root)) {
+        rc = mb_error_set(err, MB_EPARSE, "%s: not a power-limit record (a JSON object)", path);
+        goto done;
+    }
     const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(root, "uuid");
-    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(root, "pid");
-    const cJSON *start = cJSON_GetObjectItemCaseSensitive(root, "pid_start");
-    const cJSON *boot = cJSON_GetObjectItemCaseSensitive(root, "boot_id");
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "time_unix_s");
-    if (!cJSON_IsString(uuid) || strlen(uuid->valuestring) >= sizeof(out->uuid)) {
+    if (!cJSON_IsString(uuid) || !uuid->valuestring[0] ||
+        strlen(uuid->valuestring) >= sizeof(out->uuid)) {
         rc = mb_error_set(err, MB_EPARSE, "%s: field 'uuid': expected the GPU's UUID", path);
         goto done;
     }
-    if (!cJSON_IsNumber(pid) || pid->valuedouble < 1 || pid->valuedouble > 4194304) {
-        rc = mb_error_set(err, MB_EPARSE, "%s: field 'pid': expected a process id", path);
-        goto done;
-    }
-    if ((rc = json_mw(root, "original_mw", &out->original_mw, path, err)) ||
-        (rc = json_mw(root, "set_mw", &out->set_mw, path, err)))
+    if ((rc = record_owner(root, out, path, err)) != MB_OK ||
+        (rc = json_mw(root, "original_mw", &out->original_mw, path, err)) != MB_OK ||
+        (rc = json_mw(root, "set_mw", &out->set_mw, path, err)) != MB_OK)
         goto done;
     if (cJSON_GetObjectItemCaseSensitive(root, "prev_mw") &&
         (rc = json_mw(root, "prev_mw", &out->prev_mw, path, err)))
         goto done;
     snprintf(out->uuid, sizeof(out->uuid), "%s", uuid->valuestring);
-    out->pid = (long)pid->valuedouble;
-    out->pid_start = cJSON_IsNumber(start) && start->valuedouble >= 0
-                         ? (unsigned long long)start->valuedouble
-                         : 0;
-    if (cJSON_IsString(boot))
-        snprintf(out->boot_id, sizeof(out->boot_id), "%s", boot->valuestring);
-    out->t_unix_s = cJSON_IsNumber(t) ? (long long)t->valuedouble : 0;
 done:
     cJSON_Delete(root);
     free(text);
@@ -298,8 +332,11 @@ static int put_back(const struct mb_powercap *pc, const struct mb_powercap_recor
         *out = MB_PC_UNCHANGED;
     } else if (pl.limit_mw == rec->set_mw || (rec->prev_mw && pl.limit_mw == rec->prev_mw)) {
         if ((rc = apply(pc, rec->uuid, rec->original_mw, err)) != MB_OK) {
-            mb_error_prefix(err, "cannot restore the power limit of %s to %u mW: ", rec->uuid,
-                            rec->original_mw);
+            mb_error_prefix(err,
+                            "%s: cannot restore the power limit of %s to %u mW (the record of "
+                            "the run that changed it); set the limit by hand, then remove the "
+                            "record: ",
+                            pc->ledger_path, rec->uuid, rec->original_mw);
             return rc;
         }
         *out = MB_PC_RESTORED;
@@ -456,7 +493,13 @@ int mb_powercap_parse(const char *text, int *is_default, double *pct, double *wa
     }
     double v;
     const char *end = NULL;
-    if (mb_num_parse(text, &v, &end) != MB_OK || !end || end == text)
+    int nrc = mb_num_parse(text, &v, &end);
+    if (nrc == MB_ERANGE)
+        return mb_error_set(err, MB_EINVAL,
+                            "power limit '%s': out of range (a percentage in (0, 100] or watts in "
+                            "(0, 100000))",
+                            text);
+    if (nrc != MB_OK || !end || end == text)
         return mb_error_set(err, MB_EINVAL,
                             "power limit '%s': expected default, a percentage (80%%) or watts "
                             "(250W)",

@@ -797,6 +797,13 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
               out);
 
     fputs("<h3>Findings</h3>\n<ul class=\"findings\">\n", out);
+    if (e->emulated) {
+        char note[512];
+        mb__emulated_findings(note, sizeof(note), e);
+        fputs("<li class=\"warn\">", out);
+        esc(out, note);
+        fputs("</li>\n", out);
+    }
     int any = 0;
     for (size_t i = 0; i < e->nruns; i++) {
         char h[512], label[MB_AN_TEXT_MAX];

@@ -44,6 +44,9 @@ const char *mb__device_label(char *buf, size_t cap, const struct mb_an_experimen
  * windows that were refused for being short.
  */
 int mb__no_energy_sensor(const struct mb_an_experiment *e);
+/* The sentence an emulated experiment's findings start with (emulated.c): the model they come
+ * from and its calibration. */
+void mb__emulated_findings(char *buf, size_t cap, const struct mb_an_experiment *e);
 
 /* A run's display label: "mig 4g.40gb+2g.20gb+1g.10gb", "mps 57/29/14%", "timeslice". */
 void mb__run_label(char *buf, size_t cap, const struct mb_an_run *r);

@@ -408,6 +408,10 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
                 "counter), so energy, J/unit and the energy attribution are left out.");
 
     heading(out, md, 2, "Findings");
+    if (e->emulated) {
+        mb__emulated_findings(line, sizeof(line), e);
+        wrapped(out, md, md ? "- " : "", line);
+    }
     int any = 0;
     for (size_t i = 0; i < e->nruns; i++) {
         char h[512], label[MB_AN_TEXT_MAX];

@@ -42,6 +42,8 @@ static void compare_experiments(const struct mb_an_experiment *a, const struct m
                                 char *diff, size_t cap)
 {
     diff[0] = '\0';
+    if (strcmp(a->name, b->name) != 0)
+        add_diff(diff, cap, "experiments", a->name, b->name);
     if (strcmp(a->model, b->model) != 0 || strcmp(a->backend, b->backend) != 0)
         add_diff(diff, cap, "GPU models", a->model[0] ? a->model : a->device_name,
                  b->model[0] ? b->model : b->device_name);
@@ -107,6 +109,31 @@ static void origin_notes(struct mb_an_experiment *e)
     }
 }
 
+/*
+ * The same cell twice: one directory given twice, or a copy of one. A cell is its run, its
+ * repetition, its GPU and the monotonic times of its start and window, which no other
+ * measurement shares.
+ */
+static int check_same_cell(const struct mb_an_experiment *e, struct mb_error *err)
+{
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mb_an_run *r = &e->runs[i];
+        for (size_t k = 0; k < r->ncells; k++)
+            for (size_t j = 0; j < k; j++) {
+                const struct mb_an_cell *a = &r->cells[j], *b = &r->cells[k];
+                if (a->origin == b->origin || a->rep != b->rep || !a->t0_ns ||
+                    a->t0_ns != b->t0_ns || a->window_start_ns != b->window_start_ns ||
+                    a->window_end_ns != b->window_end_ns || strcmp(a->gpu_uuid, b->gpu_uuid) != 0)
+                    continue;
+                return mb_error_set(err, MB_EINVAL,
+                                    "cannot merge: cell %s#%d of %s is also in %s (the same "
+                                    "measurement twice: a directory given twice, or a copy)",
+                                    r->name, a->rep, e->origins[b->origin], e->origins[a->origin]);
+            }
+    }
+    return MB_OK;
+}
+
 /* Loads every directory into e, one after another; runs of the same name pool their cells. */
 static int load_merged(struct mb_an_experiment *e, const struct mb_analysis *sep,
                        const char *const *dirs, size_t ndirs, struct mb_error *err)
@@ -167,6 +194,7 @@ int mb_analysis_load_merged(struct mb_analysis **out, const char *const *dirs, s
     mb__copy_str(e->dir, sizeof(e->dir), dirs[0]);
     mb__copy_str(e->baseline_run, sizeof(e->baseline_run), baseline);
     if ((st = load_merged(e, sep, dirs, ndirs, err)) != MB_OK ||
+        (st = check_same_cell(e, err)) != MB_OK ||
         (st = mb__an_analyse_experiment(e, err)) != MB_OK)
         goto out;
     origin_notes(e);

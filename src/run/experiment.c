@@ -20,8 +20,10 @@
 #include <yaml.h>
 
 #include "run/experiment_internal.h"
+#include "run/selection.h"
 #include "base/yaml_internal.h"
 #include "base/yaml_read.h"
+#include "migbench/catalog.h"
 #include "migbench/device.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
@@ -512,16 +514,21 @@ static int get_power_limits(struct mb__yread *c, const struct mb__ynode *n, cons
         return rc;
     if (n->n == 0 || n->n > MB_EXP_MAX_POWER_LIMITS)
         return mb__yread_failn(c, n, field, "needs 1..%d power limits", MB_EXP_MAX_POWER_LIMITS);
+    int def[MB_EXP_MAX_POWER_LIMITS];
+    double pct[MB_EXP_MAX_POWER_LIMITS], w[MB_EXP_MAX_POWER_LIMITS];
     for (size_t i = 0; i < n->n; i++) {
         char f[FIELD_MAX];
         fieldf(f, "%s[%zu]", field, i);
         if ((rc = mb__yread_string(c, n->items[i], f, out[i], MB_EXP_POWER_TEXT_MAX)))
             return rc;
-        int def;
-        double pct, w;
         struct mb_error e;
-        if (mb_powercap_parse(out[i], &def, &pct, &w, &e) != MB_OK)
+        if (mb_powercap_parse(out[i], &def[i], &pct[i], &w[i], &e) != MB_OK)
             return mb__yread_failn(c, n->items[i], f, "%s", e.msg);
+        /* Checked here, where the item's origin (file line or --set) is known. */
+        for (size_t k = 0; k < i; k++)
+            if (def[k] == def[i] && pct[k] == pct[i] && w[k] == w[i])
+                return mb__yread_failn(c, n->items[i], f, "'%s' is listed twice (also [%zu])",
+                                       out[i], k);
     }
     *n_out = n->n;
     return MB_OK;
@@ -560,50 +567,40 @@ static int parse_run_on(struct mb__yread *c, const struct mb__ynode *n, const ch
     return MB_OK;
 }
 
-static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
-                     const struct mb__ynode *n)
+/* runs[idx].name: a usable name, not one that reads as a cell index or range, not taken. */
+static int parse_run_name(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
+                          const struct mb__ynode *n, const char *field)
 {
-    static const char *const keys[] = {
-        "name",         "mode",         "jobs", "layout", "only", "thread_percentage",
-        "match_layout", "power_limits", "on",   NULL};
     struct mb_exp_run *r = &exp->runs[idx];
-    r->line = n->line;
-    char field[FIELD_MAX], f[FIELD_MAX];
-    fieldf(field, "runs[%zu]", idx);
-    int rc = mb__yread_want(c, n, MB__Y_MAP, field, "a mapping with name, mode, jobs");
-    if (rc || (rc = check_keys(c, n, field, keys)))
-        return rc;
-    const struct mb__ynode *v;
-    unsigned kl = 0;
+    char f[FIELD_MAX];
     fieldf(f, "%s.name", field);
-    if (!(v = mb__ymap_get(n, "name", &kl)))
+    const struct mb__ynode *v = mb__ymap_get(n, "name", NULL);
+    if (!v)
         return mb__yread_fail(c, n->line, n->origin, f, "missing");
-    if ((rc = get_name(c, v, f, r->name)))
+    int rc = get_name(c, v, f, r->name);
+    if (rc)
         return rc;
+    if (mb__selection_is_index(r->name, strlen(r->name)))
+        return mb__yread_fail(c, v->line, v->origin, f,
+                              "'%s' reads as a cell index or range: --cells %s would select "
+                              "cells by position, never this run; give the run a name with a "
+                              "letter",
+                              r->name, r->name);
     for (size_t i = 0; i < idx; i++)
         if (strcmp(exp->runs[i].name, r->name) == 0)
             return mb__yread_fail(c, v->line, v->origin, f,
                                   "duplicate run name '%s' (also runs[%zu], line %u)", r->name, i,
                                   exp->runs[i].line);
-    fieldf(f, "%s.mode", field);
-    if (!(v = mb__ymap_get(n, "mode", NULL)))
-        return mb__yread_fail(c, n->line, n->origin, f,
-                              "missing (exclusive, timeslice, partition, mig or mps)");
-    char mode[32];
-    if ((rc = mb__yread_string(c, v, f, mode, sizeof(mode))))
-        return rc;
-    static const enum mb_exp_mode modes[] = {MB_MODE_EXCLUSIVE, MB_MODE_TIMESLICE,
-                                             MB_MODE_PARTITION, MB_MODE_MIG, MB_MODE_MPS};
-    bool found = false;
-    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-        if (strcmp(mode, mb_exp_mode_str(modes[i])) == 0) {
-            r->mode = modes[i];
-            found = true;
-        }
-    if (!found)
-        return mb__yread_fail(c, v->line, v->origin, f,
-                              "unknown mode '%s' (exclusive, timeslice, partition, mig or mps)",
-                              mode);
+    return MB_OK;
+}
+
+/* runs[i].jobs: workload names, each job named after its workload (-2, -3 when repeated). */
+static int parse_run_jobs(struct mb__yread *c, const struct mb_experiment *exp,
+                          struct mb_exp_run *r, const struct mb__ynode *n, const char *field)
+{
+    char f[FIELD_MAX];
+    const struct mb__ynode *v;
+    int rc;
     fieldf(f, "%s.jobs", field);
     if (!(v = mb__ymap_get(n, "jobs", NULL)))
         return mb__yread_fail(c, n->line, n->origin, f, "missing (a list of workload names)");
@@ -634,23 +631,17 @@ static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
         }
     }
     r->n_jobs = v->n;
+    return MB_OK;
+}
+
+/* runs[i].thread_percentage and match_layout: the MPS shares, one way or the other. */
+static int parse_run_mps(struct mb__yread *c, struct mb_exp_run *r, const struct mb__ynode *n,
+                         const char *field, const char *mode)
+{
+    char f[FIELD_MAX];
+    const struct mb__ynode *v;
     unsigned lkl = 0;
-    if ((v = mb__ymap_get(n, "layout", &lkl))) {
-        fieldf(f, "%s.layout", field);
-        if (r->mode != MB_MODE_MIG)
-            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
-                                  "only for mode: mig (this run is %s)", mode);
-        if ((rc = get_profiles(c, v, f, r->layout, &r->n_layout)))
-            return rc;
-        if (r->n_layout != r->n_jobs)
-            return mb__yread_fail(c, v->line, v->origin, f,
-                                  "%zu profiles for %zu jobs (job i runs on instance i)",
-                                  r->n_layout, r->n_jobs);
-    } else if (r->mode == MB_MODE_MIG) {
-        fieldf(f, "%s.layout", field);
-        return mb__yread_fail(c, n->line, n->origin, f,
-                              "missing: mode mig needs a layout, e.g. [4g.40gb, 2g.20gb, 1g.10gb]");
-    }
+    int rc;
     if ((v = mb__ymap_get(n, "thread_percentage", &lkl))) {
         fieldf(f, "%s.thread_percentage", field);
         if (r->mode != MB_MODE_MPS)
@@ -685,6 +676,65 @@ static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
             return mb__yread_fail(c, v->line, v->origin, f, "%zu profiles for %zu jobs",
                                   r->n_match_layout, r->n_jobs);
     }
+    return MB_OK;
+}
+
+static int parse_run(struct mb__yread *c, struct mb_experiment *exp, size_t idx,
+                     const struct mb__ynode *n)
+{
+    static const char *const keys[] = {
+        "name",         "mode",         "jobs", "layout", "only", "thread_percentage",
+        "match_layout", "power_limits", "on",   NULL};
+    struct mb_exp_run *r = &exp->runs[idx];
+    r->line = n->line;
+    char field[FIELD_MAX], f[FIELD_MAX];
+    fieldf(field, "runs[%zu]", idx);
+    int rc = mb__yread_want(c, n, MB__Y_MAP, field, "a mapping with name, mode, jobs");
+    if (rc || (rc = check_keys(c, n, field, keys)))
+        return rc;
+    const struct mb__ynode *v;
+    if ((rc = parse_run_name(c, exp, idx, n, field)))
+        return rc;
+    fieldf(f, "%s.mode", field);
+    if (!(v = mb__ymap_get(n, "mode", NULL)))
+        return mb__yread_fail(c, n->line, n->origin, f,
+                              "missing (exclusive, timeslice, partition, mig or mps)");
+    char mode[32];
+    if ((rc = mb__yread_string(c, v, f, mode, sizeof(mode))))
+        return rc;
+    static const enum mb_exp_mode modes[] = {MB_MODE_EXCLUSIVE, MB_MODE_TIMESLICE,
+                                             MB_MODE_PARTITION, MB_MODE_MIG, MB_MODE_MPS};
+    bool found = false;
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        if (strcmp(mode, mb_exp_mode_str(modes[i])) == 0) {
+            r->mode = modes[i];
+            found = true;
+        }
+    if (!found)
+        return mb__yread_fail(c, v->line, v->origin, f,
+                              "unknown mode '%s' (exclusive, timeslice, partition, mig or mps)",
+                              mode);
+    if ((rc = parse_run_jobs(c, exp, r, n, field)))
+        return rc;
+    unsigned lkl = 0;
+    if ((v = mb__ymap_get(n, "layout", &lkl))) {
+        fieldf(f, "%s.layout", field);
+        if (r->mode != MB_MODE_MIG)
+            return mb__yread_fail(c, lkl ? lkl : v->line, v->origin, f,
+                                  "only for mode: mig (this run is %s)", mode);
+        if ((rc = get_profiles(c, v, f, r->layout, &r->n_layout)))
+            return rc;
+        if (r->n_layout != r->n_jobs)
+            return mb__yread_fail(c, v->line, v->origin, f,
+                                  "%zu profiles for %zu jobs (job i runs on instance i)",
+                                  r->n_layout, r->n_jobs);
+    } else if (r->mode == MB_MODE_MIG) {
+        fieldf(f, "%s.layout", field);
+        return mb__yread_fail(c, n->line, n->origin, f,
+                              "missing: mode mig needs a layout, e.g. [4g.40gb, 2g.20gb, 1g.10gb]");
+    }
+    if ((rc = parse_run_mps(c, r, n, field, mode)))
+        return rc;
     if ((v = mb__ymap_get(n, "only", NULL))) {
         fieldf(f, "%s.only", field);
         size_t cnt = v->kind == MB__Y_SEQ ? v->n : 1;
@@ -803,6 +853,23 @@ static int slurm_value(struct mb__yread *c, const struct mb__ynode *v, const cha
     return MB_OK;
 }
 
+/* slurm.gpu numbers the cells as on the nodes' GPU model: it must be a model of the catalog. */
+static int slurm_gpu_known(struct mb__yread *c, const struct mb__ynode *v, const char *gpu)
+{
+    struct mb_catalog *cat = NULL;
+    struct mb_error e;
+    const struct mb_gpu_model *model = NULL;
+    int rc = mb_catalog_create(&cat, &e);
+    if (rc == MB_OK)
+        rc = mb_catalog_find(cat, gpu, &model, &e);
+    mb_catalog_destroy(cat);
+    if (rc == MB_ENOMEM)
+        return mb__yread_failn(c, v, "slurm.gpu", "out of memory");
+    if (rc != MB_OK)
+        return mb__yread_failn(c, v, "slurm.gpu", "'%s': %s", gpu, e.msg);
+    return MB_OK;
+}
+
 static int parse_slurm(struct mb__yread *c, const struct mb__ynode *n, struct mb_exp_slurm *s)
 {
     static const char *const keys[] = {"gpu",    "partition", "account", "time", "max_concurrent",
@@ -812,7 +879,8 @@ static int parse_slurm(struct mb__yread *c, const struct mb__ynode *n, struct mb
         return rc;
     const struct mb__ynode *v;
     if ((v = mb__ymap_get(n, "gpu", NULL)) &&
-        (rc = slurm_value(c, v, "slurm.gpu", s->gpu, sizeof(s->gpu))))
+        ((rc = slurm_value(c, v, "slurm.gpu", s->gpu, sizeof(s->gpu))) ||
+         (rc = slurm_gpu_known(c, v, s->gpu))))
         return rc;
     if ((v = mb__ymap_get(n, "partition", NULL)) &&
         (rc = slurm_value(c, v, "slurm.partition", s->partition, sizeof(s->partition))))

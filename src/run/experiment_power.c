@@ -177,9 +177,31 @@ int mb_experiment_power_check(const struct mb_experiment *exp, const struct mb_c
         if (rc != MB_OK) {
             /* The line of the list it came from: the run's own, else the global one. */
             unsigned line = r->power_limits_line ? r->power_limits_line : exp->power_limits_line;
+            if (line == 0) /* no line: the list came from a --set option */
+                return mb_error_set(err, MB_EPARSE, "--set power_limits: %s: %s", r->power_limit,
+                                    e.msg);
             return mb_error_set(err, MB_EPARSE, "%s:%u: field 'power_limits': %s: %s", exp->path,
                                 line, r->power_limit, e.msg);
         }
     }
     return MB_OK;
+}
+
+int mb_experiment_power_check_device(const struct mb_experiment *exp, struct mb_device *dev,
+                                     const char *device_spec, const struct mb_cell *cells,
+                                     size_t n_cells, struct mb_error *err)
+{
+    if (!(mb_device_caps(dev) & MB_CAP_SET_POWER_LIMIT))
+        return MB_OK;
+    struct mb_device_info info;
+    char ledger[4096];
+    if (mb_device_info(dev, &info, NULL) != MB_OK ||
+        mb_powercap_ledger_path(device_spec, info.uuid, getenv("MIGBENCH_STATE_DIR"), ledger,
+                                sizeof(ledger), NULL) != MB_OK)
+        return MB_OK; /* no restore record here: the runs with a limit are skipped */
+    struct mb_power_limit pl;
+    int rc = mb_device_power_limit(dev, &pl, err);
+    if (rc == MB_OK)
+        rc = mb_experiment_power_check(exp, cells, n_cells, &pl, err);
+    return rc == MB_EPARSE ? mb_error_restatus(err, MB_EINVAL) : rc;
 }

@@ -32,6 +32,7 @@ struct mb_progress {
     char unit_name[16];     /* from unit=; "" none */
     bool read_counted;      /* the current mb_progress_feed call already completed a record */
     uint64_t last_no_job_t; /* seq of the last record without the job's own clock; 0 none */
+    int64_t started_ns;     /* opts.started_ns */
 };
 
 int mb_progress_create(const struct mb_progress_opts *opts, struct mb_progress **out,
@@ -42,6 +43,7 @@ int mb_progress_create(const struct mb_progress_opts *opts, struct mb_progress *
     if (!p)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
     p->samples_per_step = opts && opts->samples_per_step > 0 ? opts->samples_per_step : 0;
+    p->started_ns = opts ? opts->started_ns : 0;
     p->line_max = opts && opts->max_line_bytes ? opts->max_line_bytes : MB_PROGRESS_LINE_DEFAULT;
     p->pts_max = opts && opts->max_points ? opts->max_points : MB_PROGRESS_POINTS_DEFAULT;
     if (p->pts_max < 8)
@@ -365,6 +367,39 @@ bool mb_progress_last(const struct mb_progress *p, struct mb_progress_point *out
     "(--pty, or pty: true in the experiment), or have it print its own clock "                     \
     "(t=SECONDS, or a second regex group)"
 
+/* Most records rejected (they went backwards): true, with out->reason set. */
+static bool mostly_rejected(const struct mb_progress *p, struct mb_throughput *out)
+{
+    const struct mb_progress_counts *c = &p->counts;
+    if (c->rejected <= c->records)
+        return false;
+    snprintf(out->reason, sizeof(out->reason),
+             "%llu of %llu progress records were rejected (their step, samples or the job's "
+             "clock went backwards)%s",
+             (unsigned long long)c->rejected, (unsigned long long)(c->rejected + c->records),
+             p->last.job_t_s >= 0 ? ": the clock group is not a clock (a per-iteration time?)"
+                                  : ": the regex may match the wrong numbers");
+    return true;
+}
+
+/*
+ * A window on the job's clock longer than the job has run (allowing 2% and 0.2 s for another
+ * clock's rate and resolution): true, with out->reason set, when the throughput is refused.
+ */
+static bool clock_insane(const struct mb_progress *p, struct mb_throughput *out, double span_s)
+{
+    if (!out->job_clock || p->started_ns <= 0 || p->last.t_ns <= p->started_ns)
+        return false;
+    double wall_s = (double)(p->last.t_ns - p->started_ns) * 1e-9;
+    if (span_s <= wall_s * 1.02 + 0.2)
+        return false;
+    snprintf(out->reason, sizeof(out->reason),
+             "the job's own clock spans %.3f s over the window, but the job had run only %.3f s "
+             "by its last record: the clock is not in seconds (milliseconds?)",
+             span_s, wall_s);
+    return true;
+}
+
 void mb_progress_throughput(const struct mb_progress *p, int64_t origin_ns, int64_t warmup_ns,
                             uint64_t warmup_steps, size_t batches, struct mb_throughput *out)
 {
@@ -374,6 +409,8 @@ void mb_progress_throughput(const struct mb_progress *p, int64_t origin_ns, int6
         snprintf(out->reason, sizeof(out->reason), "the job reported no progress");
         return;
     }
+    if (mostly_rejected(p, out))
+        return;
     size_t i = 0;
     while (i < p->n_pts &&
            (p->pts[i].t_ns < origin_ns + warmup_ns || p->pts[i].step < warmup_steps))
@@ -435,6 +472,8 @@ void mb_progress_throughput(const struct mb_progress *p, int64_t origin_ns, int6
                  (unsigned long long)out->reads);
         goto done;
     }
+    if (clock_insane(p, out, t[k - 1]))
+        goto done;
     out->t_start_ns = p0->t_ns;
     out->t_end_ns = p->last.t_ns;
     out->duration_s = t[k - 1];

@@ -403,6 +403,7 @@ static int setup_job(struct cell *c, size_t i)
     struct mb_progress_opts po = {
         .regex = j->regex_mode ? j->w->progress_regex : NULL,
         .samples_per_step = j->w->samples_per_step,
+        .started_ns = mb_clock_monotonic_ns(), /* before the spawn: bounds the job's clock */
     };
     rc = mb_progress_create(&po, &j->prog, &e);
     if (rc != MB_OK)

@@ -22,6 +22,7 @@
 #include "migbench/powercap.h"
 #include "mig/migmode.h"
 #include "run/multirun.h"
+#include "run/selection.h"
 #include "migbench/results.h"
 
 struct mb_session;
@@ -346,11 +347,9 @@ static int power_check(struct mb_session *s, struct mb_error *err)
 {
     if (!s->ledger[0])
         return MB_OK;
-    struct mb_power_limit pl;
-    int rc = mb_device_power_limit(s->dev, &pl, err);
-    if (rc == MB_OK)
-        rc = mb_experiment_power_check(s->exp, s->sel, s->n_sel, &pl, err);
-    return rc == MB_EPARSE ? mb_error_restatus(err, MB_EINVAL) : rc;
+    /* The same check as the dry run's. */
+    return mb_experiment_power_check_device(s->exp, s->dev, s->o.device_spec, s->sel, s->n_sel,
+                                            err);
 }
 
 /* Before anything runs: a limit that a dead run set comes back (its record's owner is gone). */
@@ -481,23 +480,43 @@ static int check_all_journals(struct mb_session *s, struct mb_error *err)
     return rc;
 }
 
+/*
+ * --journal NAME names journal-NAME.jsonl, as the help and docs write it; the whole file name
+ * (what the Slurm scripts pass) is taken as it is. NAME: letters, digits, '-', '_', '.'.
+ */
+static int journal_file(const char *jn, char *out, size_t cap, struct mb_error *err)
+{
+    size_t n = strlen(jn);
+    bool whole = n > 14 && strncmp(jn, "journal-", 8) == 0 && strcmp(jn + n - 6, ".jsonl") == 0;
+    /* "x.jsonl" is neither NAME nor the file name: journal-x.jsonl.jsonl would surprise. */
+    bool ok = n > 0 && n <= 200 && jn[0] != '.' && jn[0] != '-' &&
+              (whole || n < 6 || strcmp(jn + n - 6, ".jsonl") != 0);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)jn[i]) || jn[i] == '-' || jn[i] == '_' || jn[i] == '.';
+    if (!ok)
+        return mb_error_set(err, MB_EINVAL,
+                            "--journal '%.200s': expected a NAME (letters, digits, '-', '_', '.') "
+                            "for journal-NAME.jsonl, or that file name",
+                            jn);
+    snprintf(out, cap, whole ? "%s" : "journal-%s.jsonl", jn);
+    return MB_OK;
+}
+
 static int open_results(struct mb_session *s, struct mb_error *err)
 {
     if (s->o.results_dir)
         snprintf(s->dir, sizeof(s->dir), "%s", s->o.results_dir);
     else
         snprintf(s->dir, sizeof(s->dir), "results/%s", s->exp->name);
-    const char *jn = s->o.journal_name;
-    if (jn) {
-        size_t n = strlen(jn);
-        if (strncmp(jn, "journal-", 8) != 0 || n < 15 || strcmp(jn + n - 6, ".jsonl") != 0 ||
-            strchr(jn, '/') || n > 200)
-            return mb_error_set(err, MB_EINVAL,
-                                "--journal %s: expected a file name journal-NAME.jsonl", jn);
+    char jfile[256] = "journal.jsonl";
+    if (s->o.journal_name) {
+        int rc = journal_file(s->o.journal_name, jfile, sizeof(jfile), err);
+        if (rc != MB_OK)
+            return rc;
         if (s->o.resume)
             return mb_error_set(err, MB_EINVAL, "--journal: --resume reads journal.jsonl");
     }
-    snprintf(s->jpath, sizeof(s->jpath), "%s/%s", s->dir, jn ? jn : "journal.jsonl");
+    snprintf(s->jpath, sizeof(s->jpath), "%s/%s", s->dir, jfile);
     struct stat st;
     if (stat(s->dir, &st) == 0 && !S_ISDIR(st.st_mode))
         return mb_error_set(err, MB_EINVAL, "--results %s: exists and is not a directory", s->dir);
@@ -611,82 +630,34 @@ void mb_session_close(struct mb_session *s)
 
 /* ---- selection ------------------------------------------------------------------------------ */
 
-static bool parse_index(const char *p, size_t len, size_t *out)
-{
-    if (len == 0 || len > 9)
-        return false;
-    size_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (!isdigit((unsigned char)p[i]))
-            return false;
-        v = v * 10 + (size_t)(p[i] - '0');
-    }
-    *out = v;
-    return true;
-}
-
-/* Marks the cells one item of a --cells list names: "N", "A-B" or a run name. */
-static int mark_item(struct mb_session *s, const char *p, size_t len, bool *keep,
-                     struct mb_error *err)
-{
-    const char *dash = memchr(p, '-', len);
-    size_t a, b;
-    if (parse_index(p, len, &a)) {
-        b = a;
-    } else if (dash && parse_index(p, (size_t)(dash - p), &a) &&
-               parse_index(dash + 1, len - (size_t)(dash - p) - 1, &b)) {
-        if (b < a)
-            return mb_error_set(err, MB_EINVAL, "--cells: '%.*s' is an empty range", (int)len, p);
-    } else {
-        bool found = false;
-        for (size_t i = 0; i < s->n_all; i++) {
-            const char *name = s->exp->runs[s->all[i].run].name;
-            if (strlen(name) == len && strncmp(name, p, len) == 0)
-                found = keep[i] = true;
-        }
-        if (!found)
-            return mb_error_set(err, MB_EINVAL,
-                                "--cells: '%.*s' is neither a cell index, a range A-B nor a run "
-                                "that runs on this device",
-                                (int)len, p);
-        return MB_OK;
-    }
-    if (b >= s->n_all)
-        return mb_error_set(err, MB_EINVAL,
-                            "--cells: '%.*s' is past the last cell (%zu cells: 0-%zu)", (int)len, p,
-                            s->n_all, s->n_all - 1);
-    for (size_t i = a; i <= b; i++)
-        keep[i] = true;
-    return MB_OK;
-}
-
-static int parse_shard(const char *shard, size_t *i, size_t *n, struct mb_error *err)
-{
-    const char *slash = strchr(shard, '/');
-    if (!slash || !parse_index(shard, (size_t)(slash - shard), i) ||
-        !parse_index(slash + 1, strlen(slash + 1), n) || *n == 0 || *i >= *n)
-        return mb_error_set(err, MB_EINVAL,
-                            "--shard: expected I/N with 0 <= I < N (e.g. 0/4), got '%s'", shard);
-    return MB_OK;
-}
-
 int mb_session_select(struct mb_session *s, const char *list, const char *shard,
                       struct mb_error *err)
 {
     bool *keep = calloc(s->n_all + 1, sizeof(*keep));
     struct mb_cell *sel = calloc(s->n_all + 1, sizeof(*sel));
     size_t *idx = calloc(s->n_all + 1, sizeof(*idx));
-    int rc = keep && sel && idx ? MB_OK : mb_error_set(err, MB_ENOMEM, "out of memory");
-    if (rc == MB_OK && list && !list[0])
-        rc = mb_error_set(err, MB_EINVAL, "--cells: empty; name at least one cell");
-    for (const char *p = list; rc == MB_OK && p && *p;) {
-        size_t len = strcspn(p, ",");
-        rc = mark_item(s, p, len, keep, err);
-        p += len + (p[len] == ',');
+    const char **names = calloc(s->n_all + 1, sizeof(*names));
+    const char **runs = calloc(s->exp->n_runs + 1, sizeof(*runs));
+    int rc =
+        keep && sel && idx && names && runs ? MB_OK : mb_error_set(err, MB_ENOMEM, "out of memory");
+    /* --only is a selection as --cells is (its runs' cells), under the same rules. */
+    const char *opt = "--cells";
+    if (!list && s->o.only) {
+        list = s->o.only;
+        opt = "--only";
     }
+    for (size_t i = 0; rc == MB_OK && i < s->n_all; i++)
+        names[i] = s->exp->runs[s->all[i].run].name;
+    for (size_t i = 0; rc == MB_OK && i < s->exp->n_runs; i++)
+        runs[i] = s->exp->runs[i].name;
+    struct mb__selection_cells sc = {names, s->n_all, runs, s->exp->n_runs};
+    if (rc == MB_OK && list)
+        rc = mb__selection_mark(list, opt, &sc, keep, err);
+    free(names);
+    free(runs);
     size_t si = 0, sn = 1;
     if (rc == MB_OK && shard)
-        rc = parse_shard(shard, &si, &sn, err);
+        rc = mb__selection_shard(shard, &si, &sn, err);
     size_t n = 0, seen = 0;
     for (size_t i = 0; rc == MB_OK && i < s->n_all; i++) {
         if (list && !keep[i])

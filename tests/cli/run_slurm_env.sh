@@ -43,9 +43,13 @@ YAML
 mkdir -p "$TMP/release"
 run 2 "$MIGBENCH" run "$TMP/two.yaml" --device emu:H100-80GB --results "$TMP/c" --cells 0 \
     --journal other.jsonl
-expect_err 'expected a file name journal-NAME.jsonl'
+expect_err "expected a NAME .* for journal-NAME.jsonl, or that file name"
+run 2 "$MIGBENCH" run "$TMP/two.yaml" --device emu:H100-80GB --results "$TMP/c" --cells 0 \
+    --journal ../t0
+expect_err "expected a NAME"
+# --journal NAME, as the help writes it, and the whole file name (what the Slurm script passes).
 "$MIGBENCH" run "$TMP/two.yaml" --device emu:H100-80GB --results "$TMP/c" --cells 0 \
-    --journal journal-t0.jsonl >"$TMP/t0.out" 2>&1 &
+    --journal t0 >"$TMP/t0.out" 2>&1 &
 t0=$!
 wait_line "$TMP/c/journal-t0.jsonl" '"job_started"' || exit 1
 "$MIGBENCH" run "$TMP/two.yaml" --device emu:H100-80GB --results "$TMP/c" --cells 1 \

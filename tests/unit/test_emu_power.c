@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "device/emu.h"
+#include "device/gpumodel.h"
 #include "migbench/device.h"
 #include "migbench/fileio.h"
 
@@ -103,6 +104,14 @@ static void test_range_and_default(void **state)
     assert_int_equal(mb_device_open("emu:H100-80GB:limit_perm=maybe", &bad, &err), MB_EINVAL);
 }
 
+/* The clock fraction s at which g(s) = frac of the dynamic power: g(s) = s^3 above the fitted
+ * voltage knee K (data/gpumodel.json), s * K^2 below it. */
+static double clock_for(double frac)
+{
+    double k = mb__gm_knee();
+    return frac >= k * k * k ? cbrt(frac) : frac / (k * k);
+}
+
 static void test_cap_clips_power_and_clock(void **state)
 {
     (void)state;
@@ -112,11 +121,11 @@ static void test_cap_clips_power_and_clock(void **state)
     assert_true(fabs(speed(dev) - 1.0) < 1e-12);
     advance(dev, 1);
     assert_int_equal(energy(dev), 500000);
-    /* 300 W: (300-100)/400 = 0.5 of the dynamic power, above the voltage floor (0.7^3 = 0.343),
-     * so the clock falls to cbrt(0.5) and the power sits exactly at the limit. */
+    /* 300 W: (300-100)/400 = 0.5 of the dynamic power, so the clock falls to where g(s) = 0.5
+     * (below the fitted knee: P ~ f there) and the power sits exactly at the limit. */
     set_ok(dev, 300000);
     double s = speed(dev);
-    assert_true(fabs(s - cbrt(0.5)) < 1e-9);
+    assert_true(fabs(s - clock_for(0.5)) < 1e-9);
     advance(dev, 2);
     assert_int_equal(energy(dev), 500000 + 600000);
     struct mb_telemetry t;
@@ -124,13 +133,13 @@ static void test_cap_clips_power_and_clock(void **state)
     assert_int_equal(t.power_mw, 300000);
     assert_int_equal(t.power_limit_mw, 300000);
     assert_int_equal(t.throttle_reasons, MB_THROTTLE_SW_POWER_CAP);
-    assert_int_equal(t.clock_sm_mhz, (uint32_t)lround(1980.0 * cbrt(0.5)));
+    assert_int_equal(t.clock_sm_mhz, (uint32_t)lround(1980.0 * clock_for(0.5)));
     struct mb_power_limit pl;
     assert_int_equal(mb_device_power_limit(dev, &pl, &err), MB_OK);
     assert_int_equal(pl.throttle_reasons, MB_THROTTLE_SW_POWER_CAP);
-    /* 160 W: 0.15 of the dynamic power, below the voltage floor: P ~ f there. */
+    /* 160 W: 0.15 of the dynamic power, below the knee: P ~ f there. */
     set_ok(dev, 160000);
-    assert_true(fabs(speed(dev) - 0.15 / 0.49) < 1e-9);
+    assert_true(fabs(speed(dev) - clock_for(0.15)) < 1e-9);
     advance(dev, 1);
     assert_int_equal(energy(dev), 1100000 + 160000);
     /* Back to the default: full clock, full power, no throttle. */
@@ -158,7 +167,8 @@ static void test_light_load_and_floor(void **state)
     double floor_s = 345.0 / 1980.0;
     assert_true(fabs(speed(dev) - floor_s) < 1e-9);
     advance(dev, 1);
-    uint64_t want = 200000 + (uint64_t)llround((100.0 + 100.0 * floor_s * 0.49) * 1000.0);
+    double k = mb__gm_knee();
+    uint64_t want = 200000 + (uint64_t)llround((100.0 + 100.0 * floor_s * k * k) * 1000.0);
     assert_int_equal(energy(dev), want);
     mb_device_close(dev);
 }

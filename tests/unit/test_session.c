@@ -103,7 +103,7 @@ static void test_select(void **state)
     expect_selection(s, NULL, "1/2", (const size_t[]){1, 3}, 2);
     expect_selection(s, "1-3", "0/2", (const size_t[]){1, 3}, 2);
     struct mb_error err;
-    const char *bad[] = {"4", "2-1", "nosuch", "", "cpu", "1-x"};
+    const char *bad[] = {"4", "2-1", "nosuch", "", "1-x", "9999999999", "0,,1", "0,"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(mb_session_select(s, bad[i], NULL, &err), MB_EINVAL);
     const char *bad_shard[] = {"2/2", "1", "0/0", "a/2"};
@@ -111,6 +111,15 @@ static void test_select(void **state)
         assert_int_equal(mb_session_select(s, NULL, bad_shard[i], &err), MB_EINVAL);
     /* A failed selection keeps the last good one. */
     assert_int_equal(mb_session_cells(s, NULL, NULL), 2);
+    /* A run skipped on this device (its note says why) selects nothing, for --cells as for
+     * --only; the check then refuses the empty selection. */
+    assert_int_equal(mb_session_select(s, "cpu", NULL, &err), MB_OK);
+    assert_int_equal(mb_session_cells(s, NULL, NULL), 0);
+    assert_int_equal(mb_session_check(s, &err), MB_EINVAL);
+    assert_non_null(strstr(err.msg, "the selection holds no cell"));
+    /* An index of any length past the last cell says so. */
+    assert_int_equal(mb_session_select(s, "9999999999", NULL, &err), MB_EINVAL);
+    assert_non_null(strstr(err.msg, "'9999999999' is past the last cell (4 cells: 0-3)"));
     mb_session_close(s);
     mb_experiment_destroy(exp);
 }
