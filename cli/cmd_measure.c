@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "migbench/clock.h"
 #include "migbench/experiment.h"
 #include "migbench/exporter.h"
+#include "migbench/measure.h"
 #include "migbench/meter.h"
 #include "migbench/num.h"
 #include "migbench/proc.h"
@@ -47,17 +47,6 @@ struct opts {
     bool pty;
     bool python_buffered;
     char **argv;
-};
-
-struct job {
-    struct mb_progress *pipe_prog;
-    struct mb_progress *regex_prog;
-    struct mb_meter *meter;
-    int64_t origin_ns;
-    int64_t warmup_ns;
-    uint64_t warmup_steps;
-    int steady_id; /* -1 until the warm-up is over */
-    struct mb_error err;
 };
 
 /*
@@ -95,64 +84,6 @@ static bool parse_duration(const char *s, int64_t *out)
     return parse_amount(s, false, out, NULL);
 }
 
-static void on_data(void *ctx, enum mb_proc_stream s, const char *buf, size_t n, int64_t t_ns)
-{
-    struct job *j = ctx;
-    struct mb_progress *p = s == MB_PROC_PROGRESS ? j->pipe_prog
-                            : s == MB_PROC_STDOUT ? j->regex_prog
-                                                  : NULL;
-    if (!p)
-        return;
-    mb_progress_feed(p, buf, n, t_ns);
-    /* The steady window opens with the first record past the warm-up, as the throughput does. */
-    struct mb_progress_point last;
-    struct mb_progress *use = j->regex_prog ? j->regex_prog : j->pipe_prog;
-    if (j->steady_id == -1 && p == use && mb_progress_last(p, &last) &&
-        last.t_ns >= j->origin_ns + j->warmup_ns && last.step >= j->warmup_steps) {
-        if (mb_meter_window_begin(j->meter, last.t_ns, &j->steady_id, &j->err) != MB_OK)
-            j->steady_id = -2; /* no slot: leave it out */
-    }
-}
-
-/* Sleeps ns or until a signal arrives; returns false when interrupted. */
-static bool sleep_interruptible(int64_t ns)
-{
-    int64_t end = mb_meter_now_ns() + ns;
-    while (!pending_signal) {
-        int64_t left = end - mb_meter_now_ns();
-        if (left <= 0)
-            return true;
-        if (left > 100000000)
-            left = 100000000;
-        struct timespec ts = {(time_t)(left / 1000000000), (long)(left % 1000000000)};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
-/* How long a window's result may take: a few sample periods beyond the averaging shift. */
-static int window_wait_ms(const struct mb_meter *m)
-{
-    struct mb_sensor_info si;
-    mb_meter_device(m, NULL, &si);
-    int64_t ms = 3 * mb_meter_interval_ns(m) / 1000000 + si.power_avg_window_ms + 2000;
-    return ms > 60000 ? 60000 : (int)ms;
-}
-
-/*
- * A window's result; when samples stop coming (a failing or lost sensor) the meter is stopped so
- * the window ends with what it has (marked truncated) and the job's exit status still stands.
- */
-static int window_result(struct mb_meter *m, int id, struct mb_energy *out, struct mb_error *err)
-{
-    int rc = mb_meter_window_result(m, id, window_wait_ms(m), out, err);
-    if (rc == MB_ETIMEDOUT) {
-        mb_meter_stop(m, NULL);
-        rc = mb_meter_window_result(m, id, 0, out, err);
-    }
-    return rc;
-}
-
 /* ---- output -------------------------------------------------------------------------------- */
 
 /* The job's energy: the counter when there is one, else the integral. */
@@ -169,6 +100,7 @@ static int measure_prom_open(const struct opts *o, struct mb_exporter **out, str
 }
 
 struct measure_prom {
+    const struct opts *o;
     struct mb_exporter *x; /* NULL without --prometheus */
     int64_t last_ns;
     bool warned;
@@ -203,6 +135,20 @@ static bool print_json(const struct mb_measure_report *r)
 }
 
 /* ---- the command ------------------------------------------------------------------------- */
+
+/* The command after the options ("--" before it or not), and the options that need one. */
+static int parse_command(int argc, char **argv, struct opts *o)
+{
+    if (optind < argc)
+        o->argv = argv + optind; /* a command without "--" before it is accepted too */
+    if (!o->argv || !o->argv[0])
+        return mb_cli_usage_error(&mb_cmd_measure, "no command given (put it after --)");
+    if (o->samples_per_step > 0 && !o->regex)
+        return mb_cli_usage_error(&mb_cmd_measure,
+                                  "--samples-per-step goes with --progress-regex (jobs using "
+                                  "MIGBENCH_PROGRESS_FD report samples= themselves)");
+    return MB_EXIT_OK;
+}
 
 static int parse(int argc, char **argv, struct opts *o)
 {
@@ -296,57 +242,7 @@ static int parse(int argc, char **argv, struct opts *o)
             return mb_cli_usage_error(&mb_cmd_measure, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind < argc && !strcmp(argv[optind - 1], "--"))
-        o->argv = argv + optind;
-    else if (optind < argc)
-        o->argv = argv + optind; /* a command without "--" before it is accepted too */
-    if (!o->argv || !o->argv[0])
-        return mb_cli_usage_error(&mb_cmd_measure, "no command given (put it after --)");
-    if (o->samples_per_step > 0 && !o->regex)
-        return mb_cli_usage_error(&mb_cmd_measure,
-                                  "--samples-per-step goes with --progress-regex (jobs using "
-                                  "MIGBENCH_PROGRESS_FD report samples= themselves)");
-    return MB_EXIT_OK;
-}
-
-/* Ends the job's window and the steady one (when it began) at t_end and fetches their results
- * and the meter's counts into r. */
-static int end_windows(struct job *j, int job_id, int64_t t_end, struct mb_measure_report *r,
-                       struct mb_error *err)
-{
-    /* End both windows at once, before waiting on either: a window cannot end before samples
-     * that were already folded into it, and waiting lets the meter take more. */
-    int ends[2] = {job_id, j->steady_id};
-    int rc = mb_meter_window_end_n(j->meter, ends, j->steady_id >= 0 ? 2 : 1, t_end, err);
-    if (rc == MB_OK)
-        rc = window_result(j->meter, job_id, &r->job, err);
-    if (rc == MB_OK && j->steady_id >= 0) {
-        rc = window_result(j->meter, j->steady_id, &r->steady, err);
-        if (rc != MB_OK)
-            return rc;
-        r->have_steady = true;
-        j->steady_id = -1;
-    }
-    if (rc != MB_OK)
-        return rc;
-    mb_meter_stop(j->meter, NULL);
-    mb_meter_get_counts(j->meter, &r->counts);
-    return MB_OK;
-}
-
-/* Fills r's progress, throughput, unit, energy per unit and static/dynamic split. */
-static void derive(const struct opts *o, struct job *j, struct mb_measure_report *r)
-{
-    struct mb_progress *use = j->regex_prog ? j->regex_prog : j->pipe_prog;
-    r->progress_regex = j->regex_prog != NULL;
-    mb_progress_get_counts(use, &r->pc);
-    r->have_progress = mb_progress_first(use, &r->first) && mb_progress_last(use, &r->last);
-    mb_progress_throughput(use, j->origin_ns, o->warmup_ns, o->warmup_steps, 10, &r->tp);
-    r->unit = o->unit                            ? o->unit
-              : mb_progress_unit_name(use)       ? mb_progress_unit_name(use)
-              : mb_progress_unit_is_samples(use) ? "samples"
-                                                 : "steps";
-    mb_measure_report_derive(r);
+    return parse_command(argc, argv, o);
 }
 
 static void install_signals(void)
@@ -360,27 +256,39 @@ static void install_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-/* Starts the command with the progress pipe, its output teed (to stderr with --json). */
-static int spawn_job(const struct opts *o, struct job *j, struct mb_proc **proc,
-                     struct mb_error *err)
+/* The caller's side of mb_measure_run: --prometheus opened once the meter exists, refreshed
+ * while the command runs. */
+static int on_ready(void *ctx, const struct mb_measure_report *r, struct mb_error *err)
 {
-    bool capture = o->json || o->regex || o->pty;
-    /* An unmodified Python job block-buffers a piped stdout; its progress would come in bursts. */
-    char unbuffered[] = "PYTHONUNBUFFERED=1";
-    char *env[] = {o->python_buffered ? NULL : unbuffered, NULL};
-    struct mb_proc_spec ps = {
-        .argv = o->argv,
-        .env = env,
-        .progress_pipe = true,
-        .capture = capture,
-        .pty = o->pty,
-        /* With --json stdout is ours: the command's output goes to stderr instead. */
-        .tee_stdout_fd = o->json ? 2 : 1,
-        .tee_stderr_fd = 2,
-        .on_data = on_data,
-        .ctx = j,
-    };
-    return mb_proc_spawn(&ps, proc, err);
+    (void)r;
+    struct measure_prom *prom = ctx;
+    int rc = prom->o->prometheus ? measure_prom_open(prom->o, &prom->x, err) : MB_OK;
+    if (rc == MB_OK)
+        install_signals(); /* from here on SIGINT/SIGTERM go to the command */
+    return rc;
+}
+
+static void on_tick(void *ctx)
+{
+    measure_prom_tick(ctx, false);
+}
+
+/* The exit status for a call that failed at stage (timeout(1)'s codes). */
+static int failure_exit(enum mb_measure_stage stage, int rc, const struct mb_error *err)
+{
+    switch (stage) {
+    case MB_MEASURE_USAGE:
+        return mb_cli_usage_error(&mb_cmd_measure, "%s", err->msg);
+    case MB_MEASURE_SPAWN:
+        mb_cli_error(NAME, "%s", err->msg);
+        return mb_proc_spawn_exit_code(rc);
+    case MB_MEASURE_INTERRUPTED:
+        mb_cli_error(NAME, "%s", err->msg);
+        return 128 + pending_signal;
+    default:
+        mb_cli_error(NAME, "%s", err->msg[0] ? err->msg : "failed");
+        return EXIT_OWN_FAILURE;
+    }
 }
 
 static int measure_run(int argc, char **argv)
@@ -391,133 +299,48 @@ static int measure_run(int argc, char **argv)
         return MB_EXIT_OK;
     if (rc != MB_EXIT_OK)
         return rc;
-
-    struct job j = {.steady_id = -1, .warmup_ns = o.warmup_ns, .warmup_steps = o.warmup_steps};
-    struct mb_measure_report r = {.argv = o.argv,
-                                  .device_spec = o.device,
-                                  .interval_ns = o.interval_ns,
-                                  .csv = o.csv,
-                                  .warmup_ns = o.warmup_ns,
-                                  .warmup_steps = o.warmup_steps};
-    struct mb_proc *proc = NULL;
+    struct measure_prom prom = {.o = &o};
+    struct mb_measure_opts mo = {.device = o.device,
+                                 .argv = o.argv,
+                                 .interval_ns = o.interval_ns,
+                                 .idle_ns = o.idle_ns,
+                                 .warmup_ns = o.warmup_ns,
+                                 .warmup_steps = o.warmup_steps,
+                                 .regex = o.regex,
+                                 .samples_per_step = o.samples_per_step,
+                                 .unit = o.unit,
+                                 .csv = o.csv,
+                                 .min_window_ns = o.min_window_ns,
+                                 .stdout_to_stderr = o.json, /* stdout is the JSON's */
+                                 .pty = o.pty,
+                                 .python_buffered = o.python_buffered,
+                                 .signal = &pending_signal,
+                                 .ready = on_ready,
+                                 .tick = on_tick,
+                                 .ctx = &prom};
+    struct mb_measure_report r;
+    enum mb_measure_stage stage;
     struct mb_error err;
     mb_error_clear(&err);
-    int exit_code = EXIT_OWN_FAILURE;
-    int job_id = -1, idle_id = -1;
-    struct measure_prom prom = {0};
-
-    /* Made before the spawn: the job's own clock cannot run longer than this. */
-    struct mb_progress_opts po = {.started_ns = mb_clock_monotonic_ns()};
-    if (mb_progress_create(&po, &j.pipe_prog, &err) != MB_OK)
-        goto fail;
-    if (o.regex) {
-        po.regex = o.regex;
-        po.samples_per_step = o.samples_per_step;
-        if (mb_progress_create(&po, &j.regex_prog, &err) != MB_OK) {
-            exit_code = mb_cli_usage_error(&mb_cmd_measure, "%s", err.msg);
-            goto out;
-        }
-    }
-    /* Inside a Slurm or Kubernetes job the scheduler names the GPU or MIG instance by UUID. */
-    if (mb_device_resolve_visible(o.device, getenv("CUDA_VISIBLE_DEVICES"), &r.vis, &err) !=
-        MB_OK) {
-        if (err.status == MB_EINVAL || err.status == MB_ENOTFOUND) {
-            exit_code = mb_cli_usage_error(&mb_cmd_measure, "%s", err.msg);
-            goto out;
-        }
-        goto fail;
-    }
-    r.device_spec = r.vis.spec;
-    struct mb_meter_opts mo = {.device_spec = r.vis.spec,
-                               .interval_ns = o.interval_ns,
-                               .csv_path = o.csv,
-                               .min_window_ns = o.min_window_ns};
-    if (mb_meter_create(&mo, &j.meter, &err) != MB_OK) {
-        if (err.status == MB_EINVAL) {
-            exit_code = mb_cli_usage_error(&mb_cmd_measure, "%s", err.msg);
-            goto out;
-        }
-        goto fail;
-    }
-    mb_meter_device(j.meter, &r.info, &r.sensor);
-    if (o.prometheus && measure_prom_open(&o, &prom.x, &err) != MB_OK)
-        goto fail;
-
-    install_signals();
-
-    if (mb_meter_start(j.meter, &err) != MB_OK)
-        goto fail;
-    if (o.idle_ns > 0) {
-        if (mb_meter_window_begin(j.meter, mb_meter_now_ns(), &idle_id, &err) != MB_OK)
-            goto fail;
-        if (!sleep_interruptible(o.idle_ns)) {
-            mb_cli_error(NAME, "interrupted by signal %d before the command started",
-                         (int)pending_signal);
-            exit_code = 128 + pending_signal;
-            goto out;
-        }
-        if (mb_meter_window_end(j.meter, idle_id, mb_meter_now_ns(), &err) != MB_OK ||
-            mb_meter_window_result(j.meter, idle_id, window_wait_ms(j.meter), &r.idle, &err) !=
-                MB_OK)
-            goto fail;
-        r.have_idle = true;
-        idle_id = -1;
-    }
-
-    j.origin_ns = mb_meter_now_ns();
-    if (mb_meter_window_begin(j.meter, j.origin_ns, &job_id, &err) != MB_OK)
-        goto fail;
-    rc = spawn_job(&o, &j, &proc, &err);
+    rc = mb_measure_run(&mo, &r, &stage, &err);
+    int exit_code;
     if (rc != MB_OK) {
-        mb_cli_error(NAME, "%s", err.msg);
-        exit_code = mb_proc_spawn_exit_code(rc);
-        goto out;
-    }
-    while (!mb_proc_done(proc)) {
-        if (pending_signal) {
-            int sig = pending_signal;
-            pending_signal = 0;
-            mb_proc_signal(proc, sig);
+        exit_code = failure_exit(stage, rc, &err);
+    } else {
+        double job_j;
+        if (prom.x && mb_energy_best(&r.job, &job_j))
+            mb_exporter_job(prom.x, o.argv[0], job_j,
+                            r.job.counter_valid ? "counter" : "integrated");
+        measure_prom_tick(&prom, true);
+        if (mb_cli_verbosity() > 0)
+            mb_measure_text_write(stderr, &r);
+        exit_code = r.exit_code;
+        if (o.json && !print_json(&r)) {
+            mb_cli_error(NAME, "out of memory");
+            exit_code = EXIT_OWN_FAILURE;
         }
-        rc = mb_proc_poll(&proc, 1, 100, &err);
-        if (rc != MB_OK && rc != MB_EINTR)
-            goto fail;
-        measure_prom_tick(&prom, false);
     }
-    int64_t t_end = mb_meter_now_ns();
-    r.exit_code = mb_proc_exit_code(proc);
-    r.wall_s = (double)(t_end - j.origin_ns) * 1e-9;
-    mb_progress_end(j.pipe_prog);
-    if (j.regex_prog)
-        mb_progress_end(j.regex_prog);
-
-    if (end_windows(&j, job_id, t_end, &r, &err) != MB_OK)
-        goto fail;
-    job_id = -1;
-    derive(&o, &j, &r);
-    double job_j;
-    if (prom.x && mb_energy_best(&r.job, &job_j))
-        mb_exporter_job(prom.x, o.argv[0], job_j, r.job.counter_valid ? "counter" : "integrated");
-    measure_prom_tick(&prom, true);
-    if (mb_cli_verbosity() > 0)
-        mb_measure_text_write(stderr, &r);
-    if (o.json && !print_json(&r)) {
-        mb_cli_error(NAME, "out of memory");
-        exit_code = EXIT_OWN_FAILURE;
-        goto out;
-    }
-    exit_code = r.exit_code;
-    goto out;
-
-fail:
-    mb_cli_error(NAME, "%s", err.msg[0] ? err.msg : "failed");
-    exit_code = EXIT_OWN_FAILURE;
-out:
-    mb_proc_destroy(proc);
     mb_exporter_destroy(prom.x);
-    mb_meter_destroy(j.meter);
-    mb_progress_destroy(j.pipe_prog);
-    mb_progress_destroy(j.regex_prog);
     return exit_code;
 }
 

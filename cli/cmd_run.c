@@ -56,6 +56,7 @@ struct target {
     uint32_t caps;                    /* MB_CAP_* of the device */
     const struct mb_gpu_model *model; /* GPUs with a catalog model; else NULL */
     char label[256];
+    bool mig_on; /* MIG mode is enabled now (read when the device says) */
 };
 
 static int parse_args(int argc, char **argv, struct run_args *a)
@@ -208,6 +209,8 @@ static int resolve_target(const char *spec, struct mb_catalog *cat, struct targe
     struct mb_device_info info;
     int rc = mb_device_info(dev, &info, &err);
     t->caps = mb_device_caps(dev);
+    struct mb_mig_mode mm;
+    t->mig_on = (t->caps & MB_CAP_MIG) && mb_device_mig_mode(dev, &mm, NULL) == MB_OK && mm.current;
     mb_device_close(dev);
     if (rc != MB_OK) {
         mb_cli_error(CMD, "device %s: %s", spec, err.msg);
@@ -242,17 +245,6 @@ static int dry_power_check(const char *spec, const struct mb_experiment *exp,
     return rc == MB_OK ? MB_EXIT_OK : mb_cli_exit_for(rc);
 }
 
-/* Profile indices of a mig run's layout on model; the run has passed mb_experiment_check_cells. */
-static void layout_indices(const struct mb_gpu_model *model, const struct mb_exp_run *r,
-                           unsigned add[MB_EXP_MAX_JOBS])
-{
-    for (size_t k = 0; k < r->n_layout; k++) {
-        const struct mb_gi_profile *p = NULL;
-        mb_model_profile_resolve(model, r->layout[k], &p, NULL);
-        add[k] = p ? (unsigned)(p - model->profiles) : 0;
-    }
-}
-
 /* Each mig run's layout on an empty GPU of the model, and each mps run's thread shares. */
 static void print_modes(const struct mb_experiment *exp, const struct target *tp,
                         const struct mb_cell *cells, size_t n_cells)
@@ -264,25 +256,18 @@ static void print_modes(const struct mb_experiment *exp, const struct target *tp
             continue;
         const struct mb_exp_run *r = &exp->runs[cells[c].run];
         if ((r->mode == MB_MODE_MIG || r->on[0]) && t.model) {
-            unsigned add[MB_EXP_MAX_JOBS];
-            layout_indices(t.model, r, add);
-            struct mb_layout placed;
-            mb_layout_place(t.model, NULL, add, r->n_layout, &placed, &err);
+            /* The run's own placement rule (mb_exp_run_place), on an empty GPU. */
+            struct mb_layout placed = {0};
+            struct mb_layout_item job_at[MB_EXP_MAX_JOBS];
+            if (mb_exp_run_place(t.model, NULL, r, &placed, job_at, &err) != MB_OK)
+                continue;
             printf("\nlayout %s on %s (on an empty GPU; placed beside existing instances at run "
                    "time):\n",
                    r->name, t.model->name);
-            bool used[MB_LAYOUT_MAX] = {false};
-            for (size_t j = 0; j < r->n_jobs; j++) {
-                size_t k;
-                for (k = 0; k < placed.n; k++)
-                    if (!used[k] && placed.items[k].profile == add[j])
-                        break;
-                if (k == placed.n)
-                    continue;
-                used[k] = true;
-                const struct mb_gi_profile *p = &t.model->profiles[add[j]];
+            for (size_t j = 0; j < r->n_jobs && j < r->n_layout; j++) {
+                const struct mb_gi_profile *p = &t.model->profiles[job_at[j].profile];
                 char sl[32];
-                mb_layout_slices_str(placed.items[k].placement, sl, sizeof(sl));
+                mb_layout_slices_str(job_at[j].placement, sl, sizeof(sl));
                 char shown[2 * MB_PROFILE_NAME_MAX + 8];
                 if (strcasecmp(p->name, r->layout[j]) == 0)
                     snprintf(shown, sizeof(shown), "%s", p->name);
@@ -373,6 +358,33 @@ static void print_phases(const struct mb_experiment *exp, const struct mb_cell *
                need[0], need[1]);
 }
 
+/* The dry run's header: experiment, device, python, notes, cells and the measurement. */
+static void dry_header(const struct mb_experiment *exp, const struct target *tp, const char *python,
+                       char **notes, size_t n_notes, size_t n_cells)
+{
+    const struct target t = *tp;
+    printf("experiment: %s (%s, sha %s)\n", exp->name, exp->path, exp->sha);
+    printf("device: %s\n", t.label);
+    if (python[0])
+        printf("python: %s\n", python);
+    for (size_t i = 0; i < n_notes; i++)
+        printf("note: %s\n", notes[i]);
+    unsigned reps = mb_experiment_repetitions(exp, t.caps);
+    size_t n_runs = reps ? n_cells / reps : 0;
+    printf("cells: %zu (%zu run%s x %u repetition%s)\n", n_cells, n_runs, n_runs == 1 ? "" : "s",
+           reps, reps == 1 ? "" : "s");
+    char wu[32], du[32];
+    mb_amount_format(&exp->measure.warmup, wu, sizeof(wu));
+    mb_amount_format(&exp->measure.duration, du, sizeof(du));
+    printf("measure: warm-up %s, window %s", wu, du);
+    if (exp->measure.duration.kind == MB_AMOUNT_STABLE) {
+        char cap[32];
+        format_seconds((double)exp->measure.max_duration_ns / 1e9, cap, sizeof(cap));
+        printf(" (CI half-width < %.3g x mean, at most %s)", exp->measure.ci_target, cap);
+    }
+    printf(", sample every %lldms\n", (long long)(exp->measure.sample_interval_ns / 1000000));
+}
+
 static int dry_run(const struct run_args *a, const struct mb_experiment *exp, const char *spec_in)
 {
     struct mb_catalog *cat = NULL;
@@ -416,10 +428,8 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
         const struct mb_exp_run *r = &exp->runs[i];
         if ((r->mode != MB_MODE_MIG && !r->on[0]) || (c > 0 && cells[c - 1].run == i))
             continue;
-        unsigned add[MB_EXP_MAX_JOBS];
-        layout_indices(t.model, r, add);
-        struct mb_layout placed;
-        if (mb_layout_place(t.model, NULL, add, r->n_layout, &placed, &err) != MB_OK) {
+        struct mb_layout_item placed[MB_EXP_MAX_JOBS];
+        if (mb_exp_run_place(t.model, NULL, r, NULL, placed, &err) != MB_OK) {
             mb_cli_error(CMD, "%s:%u: field 'runs[%zu].layout': does not fit on %s: %s", exp->path,
                          r->line, i, t.model->name, err.msg);
             code = MB_EXIT_USAGE;
@@ -434,27 +444,7 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
         goto out;
     }
 
-    printf("experiment: %s (%s, sha %s)\n", exp->name, exp->path, exp->sha);
-    printf("device: %s\n", t.label);
-    if (python[0])
-        printf("python: %s\n", python);
-    for (size_t i = 0; i < n_notes; i++)
-        printf("note: %s\n", notes[i]);
-    unsigned reps = mb_experiment_repetitions(exp, t.caps);
-    size_t n_runs = reps ? n_cells / reps : 0;
-    printf("cells: %zu (%zu run%s x %u repetition%s)\n", n_cells, n_runs, n_runs == 1 ? "" : "s",
-           reps, reps == 1 ? "" : "s");
-    char wu[32], du[32];
-    mb_amount_format(&exp->measure.warmup, wu, sizeof(wu));
-    mb_amount_format(&exp->measure.duration, du, sizeof(du));
-    printf("measure: warm-up %s, window %s", wu, du);
-    if (exp->measure.duration.kind == MB_AMOUNT_STABLE) {
-        char cap[32];
-        format_seconds((double)exp->measure.max_duration_ns / 1e9, cap, sizeof(cap));
-        printf(" (CI half-width < %.3g x mean, at most %s)", exp->measure.ci_target, cap);
-    }
-    printf(", sample every %lldms\n", (long long)(exp->measure.sample_interval_ns / 1000000));
-
+    dry_header(exp, &t, python, notes, n_notes, n_cells);
     int nw = name_width(exp);
     printf("\n%-*s %-10s %s\n", nw, "run", "mode", "jobs");
     double total = 0;
@@ -488,8 +478,11 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
                "on the jobs)\n");
     if (gpus.n > 1)
         print_gpu_estimate(a, exp, cells, n_cells, gpus.n);
-    if (t.caps & MB_CAP_GPU)
-        print_phases(exp, cells, n_cells, a->manage_mig_mode || exp->manage_mig_mode);
+    /* An emulated GPU in MIG mode runs the whole-GPU modes too (session.c, filter_by_mig_mode):
+     * there every cell runs, and the note that only one mode's cells run would be wrong. */
+    bool manage = a->manage_mig_mode || exp->manage_mig_mode;
+    if ((t.caps & MB_CAP_GPU) && (manage || !(t.caps & MB_CAP_EMULATED) || !t.mig_on))
+        print_phases(exp, cells, n_cells, manage);
 out:
     mb_device_spec_list_free(&gpus);
     free(cells);

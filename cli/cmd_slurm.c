@@ -408,7 +408,8 @@ static int slurm_run(int argc, char **argv)
 
 const struct mb_cmd mb_cmd_slurm = {
     .name = NAME,
-    .summary = "Slurm: what became of submitted cells; a device's GPUs and MIG instances as GRES",
+    .summary =
+        "Slurm: submit an experiment as a job array, see what became of its cells, GRES lines",
     .usage = "migbench slurm submit EXP.yaml [--results DIR] [--emit DIR] [--gpu MODEL]\n"
              "                             [--device SPEC]\n"
              "                             [--partition P] [--account A] [--time LIMIT]\n"

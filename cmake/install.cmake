@@ -22,6 +22,9 @@ add_custom_command(
     COMMENT "Generating man pages from migbench help")
 add_custom_target(man ALL DEPENDS ${MB_MAN_DIR}/migbench.1)
 
+# Installed programs find the installed libmigbench.so beside them under any prefix
+# ($ORIGIN/../lib): no LD_LIBRARY_PATH for a prefix outside the linker's search path.
+set_target_properties(migbench PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 install(TARGETS migbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS migbench_lib migbench_shared
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -83,5 +86,8 @@ set(CPACK_RESOURCE_FILE_LICENSE ${CMAKE_SOURCE_DIR}/LICENSE)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
+# The reference workloads (share/migbench/workloads) train with PyTorch; migbench itself does
+# not need it (measure, plan, layouts, an emulated GPU).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-torch, python3-torchvision")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 include(CPack)

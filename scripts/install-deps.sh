@@ -3,6 +3,11 @@
 # Installs the Debian 12 packages migbench needs to build and run its reference workloads
 # (and, with --test, to run its tests).
 # Only calls apt-get when something is missing. Needs root (or sudo) in that case.
+#
+# On a fresh machine apt is often busy (unattended-upgrades, apt-daily): before calling apt-get
+# it waits for the apt and dpkg locks to be free, says who holds them, and gives up after
+# MIGBENCH_APT_LOCK_TIMEOUT seconds (default 900) with a message. MIGBENCH_APT_LOCKS (a
+# space-separated list of files) replaces the locks it watches; the tests use it.
 set -euo pipefail
 
 # What building and running migbench needs (the quickstart), and with --test what the test suite
@@ -33,6 +38,54 @@ for p in "${pkgs[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
+locks=${MIGBENCH_APT_LOCKS:-/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock
+/var/cache/apt/archives/lock}
+timeout=${MIGBENCH_APT_LOCK_TIMEOUT:-900}
+poll=${MIGBENCH_APT_LOCK_POLL:-2}
+
+# lock_holder FILE: prints "PID (command)" of a process holding a POSIX or flock lock on FILE,
+# read from /proc/locks (no lsof or fuser on a fresh machine); prints nothing when it is free.
+lock_holder() {
+    [ -e "$1" ] || return 0
+    local dev ino maj min pid
+    dev=$(stat -L -c %d "$1") && ino=$(stat -L -c %i "$1") || return 0
+    maj=$(( (dev >> 8) & 0xfff ))
+    min=$(( (dev & 0xff) | ((dev >> 12) & 0xfff00) ))
+    # Lines: "1: POSIX  ADVISORY  WRITE 1234 08:01:131 0 EOF" ("->" marks a blocked waiter).
+    pid=$(awk -v id="$(printf '%02x:%02x:%s' "$maj" "$min" "$ino")" \
+        '$2 != "->" && $6 == id { print $5; exit }' /proc/locks)
+    [ -n "$pid" ] || return 0
+    echo "$pid ($(cat "/proc/$pid/comm" 2>/dev/null || echo gone))"
+}
+
+# Waits until no watched lock is held, at most $timeout seconds; says what it waits for.
+wait_for_apt() {
+    local waited=0 said= f who
+    while :; do
+        who=
+        for f in $locks; do
+            who=$(lock_holder "$f")
+            [ -z "$who" ] || break
+        done
+        [ -n "$who" ] || break
+        if [ "$waited" -ge "$timeout" ]; then
+            echo "install-deps: gave up after ${waited} s: $f is still held by process $who;" \
+                "wait for it to finish (or set MIGBENCH_APT_LOCK_TIMEOUT) and run again" >&2
+            exit 1
+        fi
+        if [ -z "$said" ]; then
+            echo "install-deps: apt is busy: $f is held by process $who (unattended-upgrades" \
+                "or apt-daily on a fresh machine); waiting up to ${timeout} s" >&2
+            said=1
+        fi
+        sleep "$poll"
+        waited=$((waited + poll))
+    done
+    [ -z "$said" ] || echo "install-deps: the apt lock is free after ${waited} s; going on" >&2
+    # apt itself waits out the rest of the bound should another apt start in between.
+    apt_lock_opt=(-o "DPkg::Lock::Timeout=$((timeout > waited ? timeout - waited : 1))")
+}
+
 echo "install-deps: installing ${missing[*]}" >&2
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then
@@ -40,5 +93,8 @@ if [ "$(id -u)" -ne 0 ]; then
     sudo=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq "${missing[@]}"
+apt_lock_opt=()
+wait_for_apt
+"${sudo[@]}" apt-get "${apt_lock_opt[@]}" update -qq
+wait_for_apt
+"${sudo[@]}" apt-get "${apt_lock_opt[@]}" install -y -qq "${missing[@]}"

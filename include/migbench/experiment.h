@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "migbench/catalog.h"
+#include "migbench/layout.h"
 #include "migbench/status.h"
 
 #define MB_EXP_NAME_MAX 64
@@ -224,6 +225,17 @@ void mb_argv_free(char **argv);
  * be NULL).
  */
 bool mb_exp_run_applies(const struct mb_exp_run *run, uint32_t caps, char *why, size_t cap);
+
+/*
+ * Where a MIG run's layout goes on model m beside the instances `existing` (NULL: an empty GPU):
+ * placed[i] is job i's instance (layout entry i), all (may be NULL) the whole result in creation
+ * order. The one placement and job-to-instance rule: the runner uses it beside what the GPU
+ * holds, `run --dry-run` on an empty GPU. MB_EINVAL for a profile the model lacks, the layout
+ * engine's status when it does not fit.
+ */
+int mb_exp_run_place(const struct mb_gpu_model *m, const struct mb_layout *existing,
+                     const struct mb_exp_run *run, struct mb_layout *all,
+                     struct mb_layout_item placed[MB_EXP_MAX_JOBS], struct mb_error *err);
 
 /*
  * MPS thread percentages for run's jobs: the explicit list, else shares matched to

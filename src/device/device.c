@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "device/backends.h"
+#include "device/state.h"
 #include "migbench/num.h"
 
 /*
@@ -160,6 +161,46 @@ int mb__device_open_ops(const struct mb_device_ops *ops, const char *args, const
     return MB_OK;
 }
 
+bool mb__device_state_in_file(const char *spec)
+{
+    return spec && find_backend(spec, strcspn(spec, ":")) == &mb__emu_ops;
+}
+
+bool mb__device_state_file(const char *spec, char *out, size_t cap)
+{
+    if (!spec || cap == 0 || !mb__device_state_in_file(spec))
+        return false;
+    size_t nlen = strcspn(spec, ":");
+    if (spec[nlen] != ':')
+        return false;
+    /* emu:MODEL[:options]: the options follow the model. */
+    const char *p = spec + nlen + 1;
+    p += strcspn(p, ":,");
+    char key[MB__SPEC_KEY_MAX], val[MB__SPEC_VAL_MAX];
+    while (mb__spec_next(&p, spec, key, val, NULL) == MB_OK)
+        if (strcmp(key, "state") == 0) {
+            if (!val[0] || strlen(val) >= cap)
+                return false;
+            memcpy(out, val, strlen(val) + 1);
+            return true;
+        }
+    return false;
+}
+
+/*
+ * True (with the error copied to err) when opening NVML failed because the library named in
+ * MIGBENCH_NVML_LIBRARY does not load: a mistake to report, not a reason to fall back to the host.
+ */
+static bool named_library_failed(const struct mb_error *nvml_err, struct mb_error *err)
+{
+    const char *lib = getenv("MIGBENCH_NVML_LIBRARY");
+    if (!lib || !*lib || nvml_err->status != MB_ELIB)
+        return false;
+    if (err)
+        *err = *nvml_err;
+    return true;
+}
+
 int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *err)
 {
     if (!out)
@@ -176,6 +217,8 @@ int mb_device_open(const char *spec, struct mb_device **out, struct mb_error *er
             struct mb_error ignored;
             if (mb__device_open_ops(nvml, "0", spec, out, &ignored) == MB_OK)
                 return MB_OK;
+            if (named_library_failed(&ignored, err))
+                return err ? err->status : MB_ELIB;
         }
         return mb__device_open_ops(&mb__host_ops, NULL, spec, out, err);
     }
@@ -210,6 +253,8 @@ int mb_device_open_nth(size_t i, char *spec, size_t spec_cap, struct mb_device *
         struct mb_error ignored;
         if (mb__device_open_ops(nvml, args, spec, out, &ignored) == MB_OK)
             return MB_OK;
+        if (i == 0 && named_library_failed(&ignored, err))
+            return err ? err->status : MB_ELIB;
     }
     /* No GPU i: the end of the GPUs, or, when there is none at all, the host as device 0. */
     if (i > 0)

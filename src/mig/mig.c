@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "device/state.h"
 #include "migbench/fileio.h"
 
 #define LEDGER_FILE_MAX (1u << 20)
@@ -41,33 +42,13 @@ const char *mb_mig_creator_str(enum mb_mig_creator c)
 
 /* ---- where the ledger lives ----------------------------------------------------------------- */
 
-/* The emulator's state=PATH option, if the spec has one. */
-static bool emu_state_path(const char *spec, char *out, size_t cap)
-{
-    if (!spec || strncmp(spec, "emu:", 4) != 0)
-        return false;
-    const char *p = spec + 4;
-    while ((p = strstr(p, "state=")) != NULL) {
-        if (p[-1] == ':' || p[-1] == ',') {
-            p += 6;
-            size_t len = strcspn(p, ",:");
-            if (len == 0 || len >= cap)
-                return false;
-            memcpy(out, p, len);
-            out[len] = '\0';
-            return true;
-        }
-        p += 6;
-    }
-    return false;
-}
-
 static void ledger_path(struct mb_mig_ledger *l, struct mb_device *dev, const char *spec)
 {
     char state[MB_MIG_PATH_MAX];
     int w = -1;
     if (mb_device_caps(dev) & MB_CAP_EMULATED) {
-        if (emu_state_path(spec, state, sizeof(state)))
+        /* The device layer reads its spec: an emulated GPU's state file, if it has one. */
+        if (mb__device_state_file(spec, state, sizeof(state)))
             w = snprintf(l->path, sizeof(l->path), "%s.owned.json", state);
     } else if (l->device_uuid[0]) {
         const char *dir = getenv("MIGBENCH_STATE_DIR");

@@ -298,10 +298,11 @@ static void screen_gpu(FILE *f, const struct mb_monitor_gpu *g, size_t idx)
     fprintf(f, "  util     gpu %s  memory %s   memory used %s\n",
             uval(a, sizeof(a), has(g, MB_TEL_UTIL_GPU), g->tel.util_gpu_pct, "%"),
             uval(b, sizeof(b), has(g, MB_TEL_UTIL_MEM), g->tel.util_mem_pct, "%"), mem);
-    char thr[48];
-    if (has(g, MB_TEL_THROTTLE))
-        snprintf(thr, sizeof(thr), g->tel.throttle_reasons ? "0x%llx" : "none",
-                 (unsigned long long)g->tel.throttle_reasons);
+    char thr[160];
+    if (has(g, MB_TEL_THROTTLE) && g->tel.throttle_reasons)
+        mb_throttle_reasons_str(g->tel.throttle_reasons, thr, sizeof(thr));
+    else if (has(g, MB_TEL_THROTTLE))
+        snprintf(thr, sizeof(thr), "none");
     else
         snprintf(thr, sizeof(thr), "-");
     char temp[32];
@@ -408,8 +409,12 @@ static void plain_gpu(FILE *f, const struct mb_monitor_snapshot *s, const struct
         fprintf(f, " temp=-");
     fprintf(f, " limit=%s",
             watts_tok(d, sizeof(d), has(g, MB_TEL_POWER_LIMIT), g->tel.power_limit_mw));
-    if (has(g, MB_TEL_THROTTLE))
-        fprintf(f, " throttle=0x%llx", (unsigned long long)g->tel.throttle_reasons);
+    char thr[160];
+    if (has(g, MB_TEL_THROTTLE) && g->tel.throttle_reasons)
+        fprintf(f, " throttle=%s",
+                mb_throttle_reasons_str(g->tel.throttle_reasons, thr, sizeof(thr)));
+    else if (has(g, MB_TEL_THROTTLE))
+        fprintf(f, " throttle=none");
     else
         fprintf(f, " throttle=-");
     if (g->mig_ok)

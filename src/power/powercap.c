@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "device/backends.h"
+#include "device/state.h"
 #include "base/json_io.h"
 #include "migbench/fileio.h"
 #include "migbench/num.h"
@@ -233,22 +233,16 @@ int mb_powercap_ledger_path(const char *device_spec, const char *uuid, const cha
                             char *out, size_t cap, struct mb_error *err)
 {
     int w;
-    if (device_spec && strncmp(device_spec, "emu:", 4) == 0) {
-        const char *p = device_spec + 4 + strcspn(device_spec + 4, ":,");
-        char key[MB__SPEC_KEY_MAX], val[MB__SPEC_VAL_MAX];
-        bool found = false;
-        while (mb__spec_next(&p, device_spec, key, val, NULL) == MB_OK)
-            if (strcmp(key, "state") == 0) {
-                found = true;
-                break;
-            }
-        if (!found)
+    char state[MB__STATE_PATH_MAX];
+    if (mb__device_state_in_file(device_spec)) {
+        /* The device layer reads its spec: an emulated GPU's state file, if it has one. */
+        if (!mb__device_state_file(device_spec, state, sizeof(state)))
             return mb_error_set(
                 err, MB_EUNSUPPORTED,
                 "device '%s': an emulated GPU's power limit needs a state file "
                 "(state=PATH) so that the meter sees it and a crash leaves a record",
                 device_spec);
-        w = snprintf(out, cap, "%s.powercap.json", val);
+        w = snprintf(out, cap, "%s.powercap.json", state);
     } else {
         if (!uuid || !uuid[0])
             return mb_error_set(err, MB_EUNSUPPORTED, "the device has no UUID to key its record");

@@ -25,6 +25,8 @@ void mb__fmt_est(char *buf, size_t cap, const struct mb_estimate *e, int decimal
     }
     if (e->ci_valid)
         snprintf(buf, cap, "%.*f ± %.*f", decimals, e->mean * scale, decimals, e->ci95 * scale);
+    else if (e->n == 1) /* one repetition: the interval is unavailable, and says so */
+        snprintf(buf, cap, "%.*f ± n/a", decimals, e->mean * scale);
     else
         snprintf(buf, cap, "%.*f", decimals, e->mean * scale);
 }
@@ -100,7 +102,10 @@ void mb__fmt_headline(char *buf, size_t cap, const struct mb_an_run *r)
     char e[160], t[160];
     fmt_gain(e, sizeof(e), &r->energy_saving, "less", "more", "energy");
     fmt_gain(t, sizeof(t), &r->throughput_gain, "more", "less", "throughput");
-    snprintf(buf, cap, "%s and %s than running the jobs one after another", e, t);
+    if (!r->energy_saving.valid) /* no energy measured: say nothing of it here */
+        snprintf(buf, cap, "%s than running the jobs one after another", t);
+    else
+        snprintf(buf, cap, "%s and %s than running the jobs one after another", e, t);
 }
 
 void mb__fmt_j(char *buf, size_t cap, int64_t mj)

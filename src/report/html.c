@@ -114,12 +114,28 @@ static void pattern_defs(FILE *out)
           out);
 }
 
+/* Jobs of the same workload before job i in run r (m, m-2, ...). */
+static size_t same_before(const struct mb_an_run *r, size_t i)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < i; k++)
+        n += strcmp(r->jobs[k].workload, r->jobs[i].workload) == 0;
+    return n;
+}
+
+/* Job i's colour: its workload's, shifted for a second job of the same workload (m-2), so that
+ * no two jobs of one run share a colour. */
+static size_t job_colour(const struct mb_an_experiment *e, const struct mb_an_run *r, size_t i)
+{
+    return wl_index(e, r->jobs[i].workload) + same_before(r, i);
+}
+
 static void legend(FILE *out, const struct mb_an_experiment *e, const struct mb_an_run *r)
 {
     fputs("<p class=\"legend\">", out);
     for (size_t i = 0; i < r->njobs; i++) {
         fprintf(out, "<svg width=\"18\" height=\"12\" aria-hidden=\"true\">");
-        bar(out, 0.5, 0.5, 17, 11, wl_index(e, r->jobs[i].workload));
+        bar(out, 0.5, 0.5, 17, 11, job_colour(e, r, i));
         fputs("</svg> ", out);
         esc(out, r->jobs[i].name);
         fputs(" &nbsp; ", out);
@@ -225,7 +241,7 @@ static void chart_stp(FILE *out, const struct mb_an_experiment *e)
             if (!nj->valid)
                 continue;
             double w = (right - left) * nj->mean / vmax;
-            bar(out, x, y, w, 20, wl_index(e, r->jobs[j].workload));
+            bar(out, x, y, w, 20, job_colour(e, r, (size_t)j));
             if (w > 34) {
                 char b[32];
                 snprintf(b, sizeof(b), "%.2f", nj->mean);
@@ -267,6 +283,11 @@ static void chart_gains_runs(FILE *out, const struct mb_an_run *const *runs,
     }
     if (n == 0)
         return;
+    /* No run with an energy figure (a device without a sensor): the energy panel would be a
+     * column of n/a, so only the throughput panel is drawn, full width. */
+    int any_energy = 0;
+    for (size_t i = 0; i < nruns; i++)
+        any_energy |= runs[i]->energy_saving.valid;
     vmax = nice_max(vmax * 1.1);
     double rowh = 34, top = 26, h = top + (double)n * rowh + 30;
     fprintf(out,
@@ -275,8 +296,9 @@ static void chart_gains_runs(FILE *out, const struct mb_an_run *const *runs,
             h);
     static const char *const titles[2] = {"energy saving (right: less energy)",
                                           "throughput gain (right: more work per second)"};
-    for (int panel = 0; panel < 2; panel++) {
-        double x0 = panel == 0 ? 200 : 520, x1 = x0 + 270, mid = (x0 + x1) / 2;
+    for (int panel = any_energy ? 0 : 1; panel < 2; panel++) {
+        double x0 = panel == 0 || !any_energy ? 200 : 520;
+        double x1 = x0 + (any_energy ? 270 : 560), mid = (x0 + x1) / 2;
         double y1 = top + (double)n * rowh;
         text(out, mid, 12, "middle", "lab", titles[panel]);
         for (int k = -2; k <= 2; k++) {
@@ -291,7 +313,7 @@ static void chart_gains_runs(FILE *out, const struct mb_an_run *const *runs,
         for (size_t i = 0; i < nruns; i++) {
             const struct mb_an_run *r = runs[i];
             double y = top + (double)row * rowh + 12;
-            if (panel == 0)
+            if (panel == 0 || !any_energy)
                 run_label_svg_p(out, x0 - 12, y + 4, r, prefix ? prefix[i] : NULL);
             const struct mb_estimate *g = panel == 0 ? &r->energy_saving : &r->throughput_gain;
             if (!g->valid) {
@@ -400,12 +422,15 @@ static void chart_energy_per_unit(FILE *out, const struct mb_an_experiment *e)
                     continue;
                 const struct mb_estimate *x = &r->jobs[j].j_per_unit;
                 double y = top + (double)row * rowh + 4;
-                run_label_svg(out, left - 8, y + 12, r);
+                size_t dup = 0;
+                for (size_t k = 0; k < r->njobs; k++)
+                    dup += strcmp(r->jobs[k].workload, wl) == 0;
+                run_label_svg_p(out, left - 8, y + 12, r, dup > 1 ? r->jobs[j].name : NULL);
                 if (!x->valid) {
                     text(out, left + 4, y + 12, "start", "na", "n/a (no energy)");
                 } else {
                     double sc = (right - left) / vmax;
-                    bar(out, left, y, x->mean * scale * sc, 16, w);
+                    bar(out, left, y, x->mean * scale * sc, 16, job_colour(e, r, j));
                     double end = x->mean * scale;
                     char b[64];
                     if (x->ci_valid) {
@@ -506,18 +531,18 @@ static void chart_timeline(FILE *out, const struct mb_an_experiment *e, const st
             a = a < L ? L : a;
             b = b > R ? R : b;
             fprintf(out, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"%s\" stroke-width=\"2\"/>\n", a,
-                    y + 4, b, colour(wl_index(e, r->jobs[j].workload)));
+                    y + 4, b, colour(job_colour(e, r, j)));
         }
         if (cj->has_window) {
             double wa = TX((double)cj->window_start_ns * 1e-9);
             double wb = TX((double)cj->window_end_ns * 1e-9);
             wa = wa < L ? L : wa;
             wb = wb > R ? R : wb;
-            bar(out, wa, y, wb - wa, 8, wl_index(e, r->jobs[j].workload));
+            bar(out, wa, y, wb - wa, 8, job_colour(e, r, j));
             a = wa < a ? wa : a;
             b = wb > b ? wb : b;
         } else {
-            bar(out, a, y, b - a, 8, wl_index(e, r->jobs[j].workload));
+            bar(out, a, y, b - a, 8, job_colour(e, r, j));
         }
         /* Names in a column right of the plot, where no bar can cover them. */
         text(out, R + 6, y + 8, "start", "tick", cj->name);
@@ -629,6 +654,10 @@ static void jobs_table(FILE *out, const struct mb_an_experiment *e)
                 esc(out, jb->instance);
             else if (jb->thread_percentage.valid)
                 fprintf(out, "%.0f%% threads", jb->thread_percentage.v);
+            else if (strcmp(r->mode, "partition") == 0 && jb->cores.valid)
+                fprintf(out, "%.0f core%s of its own", jb->cores.v, jb->cores.v == 1 ? "" : "s");
+            else if (strcmp(r->mode, "partition") == 0)
+                fputs("cores of its own", out);
             else
                 fputs("whole device", out);
             fputs("</td>", out);
@@ -764,6 +793,22 @@ static void quality_list(FILE *out, const struct mb_an_experiment *e)
     fputs("</ul>\n</section>\n", out);
 }
 
+/* The answers first, one sentence per question (src/report/answers.c). */
+static void answers_html(FILE *out, const struct mb_an_experiment *e)
+{
+    struct mb__answer a[MB__Q_COUNT];
+    size_t n = mb__answers(e, a, MB__Q_COUNT);
+    if (n == 0)
+        return;
+    fputs("<div class=\"answers\"><h3>Answers</h3>\n<ul>\n", out);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "<li class=\"%s\">", a[i].clear > 0 ? "clear" : "unclear");
+        esc(out, a[i].sentence);
+        fputs("</li>\n", out);
+    }
+    fputs("</ul></div>\n", out);
+}
+
 static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
 {
     fprintf(out, "<section id=\"exp%zu\">\n", idx);
@@ -776,7 +821,9 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
     fputs(" on ", out);
     char dev[MB_AN_NAME_MAX * 2 + 8];
     esc(out, mb__device_label(dev, sizeof(dev), e));
-    fputs("</h2>\n<p class=\"ctx\">", out);
+    fputs("</h2>\n", out);
+    answers_html(out, e);
+    fputs("<p class=\"ctx\">", out);
     esc_na(out, e->device_name);
     fputs(" · backend ", out);
     esc_na(out, e->backend);
@@ -867,17 +914,19 @@ static const char css[] =
     "padding:8px 12px;margin:18px 0 0;border-radius:4px}"
     ".ctx,.note{color:#555;font-size:13px;margin:2px 0 8px}"
     ".findings li{margin:4px 0;font-size:16px}"
+    ".answers{background:#eef6ee;border-left:5px solid #009E73;padding:6px 14px;margin:10px 0}"
+    ".answers h3{margin:4px 0}.answers li{margin:4px 0;font-size:17px}"
     "table{border-collapse:collapse;font-size:13px;margin:6px 0 10px;width:100%}"
     "th{background:#eef3f8;text-align:left;padding:4px 8px;border-bottom:1px solid #9ab}"
     "td{padding:3px 8px;border-bottom:1px solid #e3e3e3}td.num{text-align:right;"
     "font-variant-numeric:tabular-nums;white-space:nowrap}.na{color:#888}td.base{color:#777;"
     "text-align:center;font-style:italic}tr.total td{font-weight:600;border-top:1px solid #999}"
     "svg text{font-family:system-ui,sans-serif}.chart{width:100%;height:auto;display:block}"
-    ".lab{font-size:12px;fill:#222}.val{font-size:11px;fill:#111}.tick{font-size:10px;"
+    ".lab{font-size:12px;fill:#222}.val{font-size:11px;fill:#111}.tick{font-size:11px;"
     "fill:#555}.inbar{font-size:11px;fill:#fff;font-weight:700;paint-order:stroke;stroke:#000;"
     "stroke-width:2px}.note{font-size:11px;fill:#555}.grid{stroke:#ddd;stroke-width:1}"
     ".ref{stroke:#333;stroke-width:1.2;stroke-dasharray:4 3}.legend{font-size:13px;margin:2px 0}"
-    ".tls{display:grid;grid-template-columns:repeat(auto-fill,minmax(320px,1fr));gap:8px 14px}"
+    ".tls{display:grid;grid-template-columns:repeat(auto-fill,minmax(470px,1fr));gap:8px 14px}"
     ".tl{margin:0;border:1px solid #e3e3e3;padding:4px 6px;break-inside:avoid}"
     ".tl figcaption{font-size:12px;color:#333}.win{fill:#56B4E9;opacity:0.15}"
     ".pw{fill:none;stroke:#1b1b1b;stroke-width:1.3}.idle{stroke:#D55E00;stroke-dasharray:3 3}"

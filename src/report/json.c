@@ -140,6 +140,33 @@ static cJSON *run_json(const struct mb_an_run *r)
 
 /* Adds the power-limit axis of an experiment (docs/power.md) to eo; nothing without it, so that
  * reports of experiments without the axis keep their shape. */
+/* The answers a report opens with (src/report/answers.c). */
+static cJSON *answers_json(const struct mb_an_experiment *e)
+{
+    struct mb__answer a[MB__Q_COUNT];
+    size_t n = mb__answers(e, a, MB__Q_COUNT);
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "question", mb__answer_question(a[i].question));
+        cJSON_AddItemToObject(o, "winner", str_or_null(a[i].answered ? a[i].winner : ""));
+        int ranked = a[i].answered && a[i].question != MB__Q_POWER;
+        cJSON_AddItemToObject(o, "value", ranked ? est(&a[i].value, 4) : cJSON_CreateNull());
+        cJSON_AddItemToObject(o, "runner_up", str_or_null(a[i].runner_up));
+        cJSON_AddItemToObject(o, "margin",
+                              a[i].has_runner_up ? est(&a[i].margin, 4) : cJSON_CreateNull());
+        if (!ranked || !a[i].has_runner_up)
+            cJSON_AddNullToObject(o, "clear_of_noise");
+        else if (a[i].clear < 0)
+            cJSON_AddNullToObject(o, "clear_of_noise");
+        else
+            cJSON_AddBoolToObject(o, "clear_of_noise", a[i].clear > 0);
+        cJSON_AddStringToObject(o, "sentence", a[i].sentence);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
 static int add_power_json(cJSON *eo, const struct mb_an_experiment *e,
                           const struct mb_power_rule_opts *rule)
 {
@@ -167,6 +194,7 @@ int mb__report_json(FILE *out, const struct mb_analysis *a, const struct mb_powe
     for (size_t i = 0; i < a->nexp; i++) {
         const struct mb_an_experiment *e = &a->exps[i];
         cJSON *eo = cJSON_CreateObject();
+        cJSON_AddItemToObject(eo, "answers", answers_json(e));
         cJSON_AddStringToObject(eo, "results_dir", e->dir);
         cJSON_AddStringToObject(eo, "experiment", e->name);
         cJSON_AddItemToObject(eo, "experiment_sha", str_or_null(e->sha));

@@ -51,4 +51,31 @@ void mb__emulated_findings(char *buf, size_t cap, const struct mb_an_experiment 
 /* A run's display label: "mig 4g.40gb+2g.20gb+1g.10gb", "mps 57/29/14%", "timeslice". */
 void mb__run_label(char *buf, size_t cap, const struct mb_an_run *r);
 
+/* The questions a report answers first (src/report/answers.c). */
+enum { MB__Q_ENERGY, MB__Q_THROUGHPUT, MB__Q_MIG, MB__Q_POWER, MB__Q_COUNT };
+
+/* One answer: the winning run and its figure against one-after-another, its lead over the next
+ * best (difference of two independent estimates, 95% half-widths combined in quadrature). */
+struct mb__answer {
+    int question;                /* MB__Q_* */
+    int answered;                /* a winner was found */
+    char winner[MB_AN_NAME_MAX]; /* the run's name (the limit, for MB__Q_POWER) */
+    char label[MB_AN_TEXT_MAX];
+    int winner_exclusive;
+    struct mb_estimate value; /* energy saving or throughput gain, as a fraction */
+    int has_runner_up;
+    int runner_exclusive;
+    char runner_up[MB_AN_NAME_MAX];
+    char runner_label[MB_AN_TEXT_MAX];
+    struct mb_estimate margin; /* winner minus runner-up */
+    int clear;                 /* 1 clear of the noise, 0 not, -1 unknown (no intervals) */
+    char sentence[1024];
+};
+
+/* Fills out[0..cap-1] with experiment e's answers in question order; returns how many. */
+size_t mb__answers(const struct mb_an_experiment *e, struct mb__answer *out, size_t cap);
+
+/* "energy", "throughput", "mig_mix" or "power_limit". */
+const char *mb__answer_question(int q);
+
 #endif

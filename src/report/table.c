@@ -120,7 +120,8 @@ static void wrapped(FILE *out, int md, const char *prefix, const char *text)
         char word[512];
         snprintf(word, sizeof(word), "%.*s", (int)(len < sizeof(word) ? len : sizeof(word) - 1), p);
         size_t w = width(word);
-        if (col > 4 && col + 1 + w > 80) {
+        /* A word too long for any line (a path) stays where it is: moving it gains nothing. */
+        if (col > 4 && col + 1 + w > 80 && w <= 76) {
             fputs("\n    ", out);
             col = 4;
         } else if (p != text) {
@@ -160,9 +161,6 @@ static void device_line(FILE *out, const struct mb_an_experiment *e, int md)
 {
     char pl[32], line[2048];
     fmt_watts(pl, sizeof(pl), e->power_limit_w);
-    if (e->emulated)
-        fprintf(out, "%sEMULATED DEVICE: these figures do not come from real hardware.%s\n",
-                md ? "> **" : "!! ", md ? "**\n" : "");
     snprintf(line, sizeof(line), "device: %s (%s, backend %s), uuid %s, driver %s, power limit %s",
              e->device_name[0] ? e->device_name : "n/a", e->model[0] ? e->model : "n/a",
              e->backend[0] ? e->backend : "n/a", e->uuid[0] ? e->uuid : "n/a",
@@ -170,9 +168,10 @@ static void device_line(FILE *out, const struct mb_an_experiment *e, int md)
     wrapped(out, md, md ? "- " : "", line);
     snprintf(line, sizeof(line), "sensor: %s", e->sensor[0] ? e->sensor : "n/a");
     wrapped(out, md, md ? "- " : "", line);
-    snprintf(line, sizeof(line), "results: %s (experiment %s, sha %s, migbench %s)", e->dir,
-             e->name, e->sha[0] ? e->sha : "n/a",
-             e->migbench_version[0] ? e->migbench_version : "n/a");
+    /* The path on a line of its own, never wrapped: a long clone path stays one line. */
+    fprintf(out, "%sresults: %s\n", md ? "- " : "", e->dir);
+    snprintf(line, sizeof(line), "experiment: %s, sha %s, migbench %s", e->name,
+             e->sha[0] ? e->sha : "n/a", e->migbench_version[0] ? e->migbench_version : "n/a");
     wrapped(out, md, md ? "- " : "", line);
 }
 
@@ -391,6 +390,23 @@ static void quality_notes(FILE *out, const struct mb_an_experiment *e, int md)
         wrapped(out, md, md ? "- " : "", e->notes[i]);
 }
 
+/* The answers first: one sentence per question (src/report/answers.c). */
+static void answers(FILE *out, const struct mb_an_experiment *e, int md)
+{
+    struct mb__answer a[MB__Q_COUNT];
+    size_t n = mb__answers(e, a, MB__Q_COUNT);
+    if (n == 0)
+        return;
+    if (md)
+        fputs("**Answers**\n\n", out);
+    else
+        fputs("Answers:\n", out);
+    for (size_t i = 0; i < n; i++)
+        wrapped(out, md, md ? "- " : "* ", a[i].sentence);
+    if (!md)
+        fputc('\n', out);
+}
+
 static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int md)
 {
     char title[MB_AN_NAME_MAX * 4 + 16], line[2048];
@@ -398,6 +414,10 @@ static void experiment_tables(FILE *out, const struct mb_an_experiment *e, int m
     snprintf(title, sizeof(title), "%s on %s%s", e->name, mb__device_label(dev, sizeof(dev), e),
              e->emulated ? " (EMULATED)" : "");
     heading(out, md, 1, title);
+    if (e->emulated)
+        fprintf(out, "%sEMULATED DEVICE: these figures do not come from real hardware.%s\n",
+                md ? "> **" : "!! ", md ? "**\n" : "");
+    answers(out, e, md);
     device_line(out, e, md);
     /* A device without an energy sensor (the host without RAPL): said once, and the energy
      * tables that would hold nothing but n/a are left out. */

@@ -435,6 +435,11 @@ static int setup_job(struct cell *c, size_t i)
      * bursts, timed wrong. */
     if (rc == MB_OK && j->w->python_unbuffered)
         rc = add_env(j, "PYTHONUNBUFFERED=1");
+    /* A job on an emulated GPU (a test fixture such as fx_model) learns which one, state file
+     * included, so an experiment's jobs need not repeat the device spec (and --device works). */
+    if (rc == MB_OK && c->o->device_spec && c->o->device_spec[0] &&
+        (mb_device_caps(c->o->dev) & MB_CAP_EMULATED))
+        rc = add_env(j, "MIGBENCH_DEVICE=%s", c->o->device_spec);
     if (rc != MB_OK)
         return mb_error_set(c->err, rc, "job %s: environment too large", j->name);
     return MB_OK;

@@ -51,40 +51,13 @@ int mb__rn_mps_quit(const char *pipe_dir, const char *log_dir, char *why, size_t
 /* ---- mode preparation
  * -------------------------------------------------------------------- */
 
-/* Where the run's layout goes beside what exists: placed[i] for job i. */
+/* Where the run's layout goes beside what exists: placed[i] for job i (mb_exp_run_place). */
 int mb__rn_plan_mig(struct mb_device *dev, const struct mb_gpu_model *m, const struct mb_exp_run *r,
                     struct mb_layout_item placed[MB_EXP_MAX_JOBS], struct mb_error *err)
 {
-    struct mb_layout existing, out;
+    struct mb_layout existing;
     int rc = mb_mig_current_layout(dev, m, &existing, err);
-    if (rc != MB_OK)
-        return rc;
-    unsigned add[MB_EXP_MAX_JOBS];
-    for (size_t i = 0; i < r->n_layout; i++) {
-        const struct mb_gi_profile *p;
-        struct mb_error e;
-        if (mb_model_profile_resolve(m, r->layout[i], &p, &e) != MB_OK)
-            return mb_error_set(err, MB_EINVAL, "run '%s': %s", r->name, e.msg);
-        add[i] = (unsigned)(p - m->profiles);
-    }
-    rc = mb_layout_place(m, &existing, add, r->n_layout, &out, err);
-    if (rc != MB_OK)
-        return rc;
-    /* out is in creation order; give job i the first unused instance of its
-     * profile. */
-    bool used[MB_LAYOUT_MAX] = {false};
-    for (size_t i = 0; i < r->n_layout; i++) {
-        size_t k;
-        for (k = 0; k < out.n; k++)
-            if (!used[k] && out.items[k].profile == add[i])
-                break;
-        if (k == out.n)
-            return mb_error_set(err, MB_EINFEASIBLE, "run '%s': no placement for %s", r->name,
-                                r->layout[i]);
-        used[k] = true;
-        placed[i] = out.items[k];
-    }
-    return MB_OK;
+    return rc != MB_OK ? rc : mb_exp_run_place(m, &existing, r, NULL, placed, err);
 }
 
 /* The run's jobs run on MIG instances: mode mig, or exclusive `on: mig-SIZE`. */

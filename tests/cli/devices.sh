@@ -163,4 +163,10 @@ PYEOF
 run 2 "$MIGBENCH" devices --device emu:H100-80GB:count=0
 expect_err "count=0: expected 1..64"
 
+# An NVML library named in MIGBENCH_NVML_LIBRARY that does not exist is an error naming it, not
+# a silent fallback to the host.
+run 1 env MIGBENCH_NVML_LIBRARY="$TMP/no-such/libnvidia-ml.so.1" "$MIGBENCH" devices
+expect_err "cannot load $TMP/no-such/libnvidia-ml.so.1 \(from MIGBENCH_NVML_LIBRARY\)"
+expect_no_out
+run 0 env -u MIGBENCH_NVML_LIBRARY "$MIGBENCH" devices --device host
 finish

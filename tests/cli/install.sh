@@ -79,6 +79,13 @@ expect_out '"backend":"emu","emulated":true'
 expect_out '^not supported by this device$'
 LD_LIBRARY_PATH="$LIBDIR" run 0 ldd "$TMP/prog"
 expect_out "libmigbench\.so\.$ABI => $LIBDIR/libmigbench\.so\.$ABI"
+# As docs/install.md says: with an RPATH, no LD_LIBRARY_PATH under a non-system prefix.
+# shellcheck disable=SC2046
+run 0 cc -std=c11 ${SANFLAGS[@]+"${SANFLAGS[@]}"} -o "$TMP/prog-rpath" "$TMP/prog.c" \
+    $(pkg-config --cflags --libs migbench) -Wl,-rpath,"$(pkg-config --variable=libdir migbench)"
+run 0 env -u LD_LIBRARY_PATH "$TMP/prog-rpath"
+expect_out '"backend":"emu","emulated":true'
+
 
 # The static library keeps the wider API (device.h, layout.h; no ABI promise).
 cat >"$TMP/prog-static.c" <<'C'
@@ -163,6 +170,7 @@ done
 MANWIDTH=200 man -M "$P/share/man" migbench 2>/dev/null | col -bx >"$TMP/man.txt"
 grep -q 'migbench-monitor(1)' "$TMP/man.txt" || fail "migbench(1) does not list migbench-monitor(1)"
 grep -q -- '--version' "$TMP/man.txt" || fail "migbench(1) lacks --version"
+grep -q 'slurm.*Slurm: submit' "$TMP/man.txt" || fail "migbench(1) does not say that slurm submits"
 
 # bash completion: commands, and a command's options, from the installed binary.
 complete_words() {
@@ -172,6 +180,15 @@ complete_words() {
 [ "$(complete_words migbench mon)" = monitor ] || fail "completion of 'mon'"
 [ "$(complete_words migbench monitor --prom)" = --prometheus ] || fail "completion of --prom"
 [ "$(complete_words migbench mig s)" = show ] || fail "completion of 'mig s'"
+# Values, not only names: report formats, GPU models, device specs, a model's profiles, runs.
+[ "$(complete_words migbench report --format ht)" = html ] || fail "completion of --format"
+[ "$(complete_words migbench layouts --gpu H100-S)" = H100-SXM5-80GB ] || fail "completion of --gpu"
+complete_words migbench devices --device emu:A30 | grep -qx 'emu:A30-24GB:mig=on' ||
+    fail "completion of --device"
+[ "$(complete_words migbench layouts --gpu A30-24GB --check 4g.24gb,2g.12gb+)" = \
+    "4g.24gb,2g.12gb+me" ] || fail "completion of a profile list"
+[ "$(complete_words migbench run "$MB_SOURCE_DIR/examples/run/quick.yaml" --only sh)" = shared ] ||
+    fail "completion of run --only"
 grep -q '^#compdef migbench' "$P/share/zsh/site-functions/_migbench" || fail "zsh #compdef"
 
 # cpack -G DEB: the same tree under /usr, with its library dependencies.
@@ -186,6 +203,8 @@ if [ -n "$DEB" ]; then
         grep -q " $f" "$TMP/deb.txt" || fail "package lacks $f"
     done
     dpkg-deb -f "$DEB" Depends | grep -q 'libcjson1' || fail "package Depends lacks libcjson1"
+    dpkg-deb -f "$DEB" Recommends | grep -q 'python3-torch' ||
+        fail "package does not recommend python3-torch (the workloads need it)"
 else
     fail "no .deb made"
 fi

@@ -31,4 +31,7 @@ for cmd in $("$MIGBENCH" --help | awk '/^commands:/{f=1;next} f && /^  [a-z]/{pr
     expect_out "usage: migbench $cmd"
 done
 
+# The command list (and so migbench(1)) says what each command does: slurm submits.
+run 0 "$MIGBENCH" --help
+expect_out '^ +slurm +Slurm: submit '
 finish

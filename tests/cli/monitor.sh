@@ -42,6 +42,11 @@ mig-configs:
       mig-enabled: true
       mig-devices: {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1}
 YAML
+# Throttle reasons by name, not as a bit mask: a loaded emulated GPU capped at 300 W.
+run 0 "$MIGBENCH" monitor -d emu:H100-80GB:load=1:limit_w=300 --count 1 --plain
+expect_out ' throttle=sw_power_cap '
+run 0 "$MIGBENCH" monitor -d emu:H100-80GB --count 1 --plain
+expect_out ' throttle=none '
 run 0 "$MIGBENCH" mig apply "$TMP/mig.yaml" --device "$STATE"
 run 0 "$MIGBENCH" monitor -d "$STATE" --count 1 --plain
 expect_out ' mig=on instances=3 gi[0-9]+=3g\.40gb,mem=0MiB,sm=[0-9]+%,procs=0 '

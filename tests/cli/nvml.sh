@@ -70,8 +70,15 @@ expect_err 'run as root or grant the mig/config capability'
 MIGBENCH_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 run 1 "$MIGBENCH" devices --device nvml:0
 expect_err 'cannot load /nonexistent/libnvidia-ml.so.1'
 
-# Without NVML, auto falls back to the host.
-MIGBENCH_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 run 0 "$MIGBENCH" devices
-expect_out 'backend +host'
+# A library named in MIGBENCH_NVML_LIBRARY that does not load is an error, also for auto (issue
+# 28: it used to show the host silently); without the variable and without a driver, auto falls
+# back to the host.
+MIGBENCH_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 run 1 "$MIGBENCH" devices
+expect_err 'cannot load /nonexistent/libnvidia-ml.so.1 \(from MIGBENCH_NVML_LIBRARY\)'
+expect_no_out
+if ! ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml\.so\.1'; then
+    run 0 env -u MIGBENCH_NVML_LIBRARY "$MIGBENCH" devices
+    expect_out 'backend +host'
+fi
 
 finish

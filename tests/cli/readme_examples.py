@@ -13,7 +13,15 @@ following `$ echo $?`, else 1 when the output shown says "does not fit", else 0.
 A line that cannot run here is marked in its document by an HTML comment outside the code block,
 naming the start of the command: <!-- needs-gpu: migbench mig apply layout.yaml --> (needs a real
 NVIDIA GPU) or <!-- not-run: migbench run examples/quickstart.yaml (reason) -->. Those are
-skipped by name and listed. The test fails when a marker names no line, and when it ran no line.
+skipped by name and listed. <!-- output-varies: migbench devices (reason) --> runs the line and
+checks its exit status only (its output is the machine's own). The test fails when a marker names
+no line, and when it ran no line.
+
+Every other line's output, as the document shows it after the command, must match what the line
+prints (stdout and stderr together, scratch paths removed): a line "..." in the sample stands for
+any number of lines, "..." inside a line for any text (a time, an energy reading, a host name).
+`readme_examples.py --update ...` writes the real output over each sample that differs, to be
+trimmed by hand with "..." where a field varies.
 """
 import glob
 import os
@@ -21,7 +29,46 @@ import re
 import subprocess
 import sys
 
+update = len(sys.argv) > 1 and sys.argv[1] == "--update"
+if update:
+    del sys.argv[1]
 src, bindir, migbench, work = sys.argv[1:5]
+work = os.path.realpath(work)
+
+
+def shown_output(lines, i):
+    """The output a document shows after the command ending at line i: (first, end, lines)."""
+    j = i
+    while j < len(lines) and not lines[j].lstrip().startswith(("```", "$ ")):
+        j += 1
+    while j > i and not lines[j - 1].strip():
+        j -= 1  # the blank line before the next command is not output
+    return i, j, lines[i:j]
+
+
+def mask(text, cwd):
+    """Real output with what varies between machines and runs replaced: the scratch paths."""
+    text = text.replace(cwd + "/", "").replace(cwd, ".").replace(work + "/", "").replace(work, ".")
+    return [l.rstrip() for l in text.rstrip("\n").split("\n")] if text.strip() else []
+
+
+def pattern(shown):
+    """A shown sample as a regular expression: a line "..." stands for any lines (or none), and
+    "..." inside a line for any text; trailing blanks do not count."""
+    parts = []
+    for l in shown:
+        l = l.rstrip()
+        if l.strip() == "...":
+            parts.append("(?:[^\\n]*\\n)*?")
+        else:
+            parts.append(".*".join(re.escape(x) for x in l.split("...")) + "\\n")
+    return re.compile("".join(parts))
+
+
+def matches(shown, real):
+    if not shown:
+        return True  # the document shows no output: only the exit status is checked
+    return pattern(shown).fullmatch("".join(l + "\n" for l in real)) is not None
 docs = [os.path.join(src, "README.md")] + sorted(glob.glob(os.path.join(src, "docs", "*.md")))
 
 os.makedirs(os.path.join(work, "build"), exist_ok=True)
@@ -30,21 +77,26 @@ for d in ("examples", "workloads", "tests", "data", "scripts"):
     os.symlink(os.path.join(src, d), os.path.join(work, d))
 os.symlink(migbench, os.path.join(work, "build", "migbench"))
 os.symlink(os.path.join(bindir, "fixtures"), os.path.join(work, "build", "fixtures"))
+os.symlink(bindir, os.path.join(work, "build-test"))  # the test build, as scripts/test.sh makes
 os.symlink(migbench, os.path.join(work, "bin", "migbench"))
 env = dict(os.environ)
 env["PATH"] = os.path.join(work, "bin") + os.pathsep + env.get("PATH", "")
 env["MIGBENCH_STATE_DIR"] = os.path.join(work, "state")
+env["LC_ALL"] = "C.UTF-8"
+env["MIGBENCH_RUNTIME_DIR"] = os.path.join(work, "runtime")  # no other test's runs in monitor
+env.pop("COLUMNS", None)
 
-marker_re = re.compile(r"<!--\s*(needs-gpu|not-run):\s*(.*?)\s*-->")
+marker_re = re.compile(r"<!--\s*(needs-gpu|not-run|output-varies):\s*(.*?)\s*-->")
 ran = failed = 0
 skipped = []
+updates = {}
 for doc in docs:
     lines = open(doc, encoding="utf-8").read().split("\n")
     markers = [(m.group(1), m.group(2)) for l in lines for m in marker_re.finditer(l)]
     used = set()
     cwd = os.path.join(work, "run-" + os.path.basename(doc)[:-3])
     os.makedirs(cwd, exist_ok=True)
-    for d in ("examples", "workloads", "tests", "data", "scripts", "build"):
+    for d in ("examples", "workloads", "tests", "data", "scripts", "build", "build-test"):
         if not os.path.exists(os.path.join(cwd, d)):
             os.symlink(os.path.join(work, d), os.path.join(cwd, d))
     in_code = False
@@ -53,7 +105,7 @@ for doc in docs:
         line = lines[i]
         if line.lstrip().startswith("```"):
             in_code = not in_code
-        if not (in_code and re.match(r"\s*\$ migbench\b", line)):
+        if not (in_code and re.match(r"\s*\$ (migbench\b|[A-Z][A-Z0-9_]*=)", line)):
             i += 1
             continue
         no = i + 1
@@ -76,19 +128,35 @@ for doc in docs:
         cmd = re.sub(r"\s+#.*$", "", cmd).strip()  # a trailing comment is prose
         where = "%s:%d" % (os.path.relpath(doc, src), no)
         mark = next((m for m in markers if cmd.startswith(m[1].split(" (")[0].strip())), None)
-        if mark:
+        if mark and mark[0] == "output-varies":
+            used.add(mark)  # runs; its exit status counts, its output is this machine's
+        elif mark:
             used.add(mark)
             skipped.append("%s: %s (%s)" % (where, cmd, mark[0]))
             continue
-        r = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=600)
+        # Both streams in one pipe, line-buffered as on a terminal, so they interleave as a
+        # terminal shows them.
+        r = subprocess.run(["stdbuf", "-oL", "-eL", "bash", "-c", cmd], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=600)
         ran += 1
-        ok = r.returncode == want
-        print("%s %s: $ %s -> exit %d" % ("ok  " if ok else "FAIL", where, cmd, r.returncode))
-        if not ok:
+        real = mask(r.stdout.decode("utf-8", "replace"), os.path.realpath(cwd))
+        first, end, shown = shown_output(lines, i)
+        same = bool(mark) or matches(shown, real)
+        ok = r.returncode == want and same
+        print("%s %s: $ %s -> exit %d%s" % ("ok  " if ok else "FAIL", where, cmd, r.returncode,
+                                            "" if same else ", output differs from the sample"))
+        if not same and update:
+            updates.setdefault(doc, []).append((first, end, real))
+        elif not ok:
             failed += 1
-            for l in (r.stdout + r.stderr).decode("utf-8", "replace").splitlines()[:15]:
-                print("      " + l)
+            for l in real[:40]:
+                print("      | " + l)
+    if doc in updates:
+        # Newest first, so earlier line numbers stay valid; the author trims with "..." after.
+        for first, end, real in reversed(updates[doc]):
+            lines[first:end] = real
+        open(doc, "w", encoding="utf-8").write("\n".join(lines))
+        print("updated %s: %d samples" % (os.path.relpath(doc, src), len(updates[doc])))
     for m in markers:
         if m not in used:
             print("FAIL %s: marker '%s: %s' names no command" % (os.path.relpath(doc, src), *m))

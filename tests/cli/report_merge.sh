@@ -6,15 +6,26 @@
 G=$MB_SOURCE_DIR/tests/golden
 H100=$G/results-h100
 
-# The golden H100 experiment split as the two phases would write it.
-mkdir -p "$TMP/off" "$TMP/on"
-for r in exclusive mps timeslice; do ln -s "$H100/$r" "$TMP/off/$r"; done
-ln -s "$H100/mig" "$TMP/on/mig"
+# The golden H100 experiment split as the two phases would write it, under a 150-character
+# directory name: the report must not depend on where the repository or the results are.
+LONG=$TMP/$(printf 'p%.0s' $(seq 150))
+mkdir -p "$LONG/off" "$LONG/on"
+ln -s "$H100" "$LONG/h100"
+for r in exclusive mps timeslice; do ln -s "$H100/$r" "$LONG/off/$r"; done
+ln -s "$H100/mig" "$LONG/on/mig"
+TMP_REAL=$TMP
+trap 'rm -rf "$TMP_REAL"' EXIT
+TMP=$LONG
 
 # What differs from the whole experiment's report: the header, the journal's notes (the split
-# directories have no journal), and the merged notes.
-strip() { grep -Ev '^results: |^cells: |journal|interruption|^merged: ' "$1"; }
-run 0 "$MIGBENCH" report "$H100"
+# directories have no journal), and the merged notes. Wrapped lines (indented continuations)
+# are joined first, so that a long path cannot leave half a line behind.
+strip() {
+    awk 'NR > 1 && /^    / { sub(/^ +/, " "); printf "%s", $0; next } NR > 1 { print "" }
+         { printf "%s", $0 } END { print "" }' "$1" |
+        grep -Ev '^results: |^cells: |journal|interruption|^merged: '
+}
+run 0 "$MIGBENCH" report "$TMP/h100"
 strip "$TMP/out" >"$TMP/whole"
 run 0 "$MIGBENCH" report "$TMP/off" "$TMP/on" --merge
 expect_out "^merged: 9 cells of 3 runs from $TMP/off\$"

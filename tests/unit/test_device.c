@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "device/backends.h"
+#include "device/state.h"
 #include "migbench/device.h"
 
 static int open_rc(const char *spec, struct mb_error *err)
@@ -340,13 +341,34 @@ static void test_resolve_visible_emu(void **state)
     unlink(lock);
 }
 
+/* The device layer answers where a device keeps state (mig.c and powercap.c ask it). */
+static void test_state_file(void **state)
+{
+    (void)state;
+    char path[64];
+    assert_true(mb__device_state_in_file("emu:H100-80GB"));
+    assert_false(mb__device_state_in_file("nvml:0"));
+    assert_false(mb__device_state_in_file("host"));
+    assert_false(mb__device_state_in_file(NULL));
+    assert_true(
+        mb__device_state_file("emu:H100-80GB:mig=on:state=/tmp/g.json", path, sizeof(path)));
+    assert_string_equal(path, "/tmp/g.json");
+    assert_true(mb__device_state_file("emu:A100-40GB:state=/s/a.json,mig=on", path, sizeof(path)));
+    assert_string_equal(path, "/s/a.json");
+    assert_false(mb__device_state_file("emu:H100-80GB:mig=on", path, sizeof(path)));
+    assert_false(mb__device_state_file("nvml:0", path, sizeof(path)));
+    assert_false(mb__device_state_file("emu:H100-80GB:state=/a/very/long/path.json", path, 8));
+    /* A model name that looks like an option is the model, not a state file. */
+    assert_false(mb__device_state_file("emu:state=x", path, sizeof(path)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_specs),      cmocka_unit_test(test_good_specs),
         cmocka_unit_test(test_spec_tokenizer), cmocka_unit_test(test_null_optional_ops),
         cmocka_unit_test(test_ops_version),    cmocka_unit_test(test_resolve_visible_emu),
-        cmocka_unit_test(test_power_kind_str),
+        cmocka_unit_test(test_power_kind_str), cmocka_unit_test(test_state_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
