@@ -385,6 +385,26 @@ static void dry_header(const struct mb_experiment *exp, const struct target *tp,
     printf(", sample every %lldms\n", (long long)(exp->measure.sample_interval_ns / 1000000));
 }
 
+/* Every layout must fit on an empty GPU of the model, by the run's own rule (mb_exp_run_place). */
+static int dry_layouts_fit(const struct mb_experiment *exp, const struct mb_gpu_model *model,
+                           const struct mb_cell *cells, size_t n_cells)
+{
+    struct mb_error err;
+    for (size_t c = 0; c < n_cells && model; c++) {
+        size_t i = cells[c].run;
+        const struct mb_exp_run *r = &exp->runs[i];
+        if ((r->mode != MB_MODE_MIG && !r->on[0]) || (c > 0 && cells[c - 1].run == i))
+            continue;
+        struct mb_layout_item placed[MB_EXP_MAX_JOBS];
+        if (mb_exp_run_place(model, NULL, r, NULL, placed, &err) != MB_OK) {
+            mb_cli_error(CMD, "%s:%u: field 'runs[%zu].layout': does not fit on %s: %s", exp->path,
+                         r->line, i, model->name, err.msg);
+            return MB_EXIT_USAGE;
+        }
+    }
+    return MB_EXIT_OK;
+}
+
 static int dry_run(const struct run_args *a, const struct mb_experiment *exp, const char *spec_in)
 {
     struct mb_catalog *cat = NULL;
@@ -422,20 +442,8 @@ static int dry_run(const struct run_args *a, const struct mb_experiment *exp, co
     }
     if ((code = dry_power_check(spec, exp, cells, n_cells)) != MB_EXIT_OK)
         goto out;
-    /* Every layout must fit on an empty GPU of this model. */
-    for (size_t c = 0; c < n_cells && t.model; c++) {
-        size_t i = cells[c].run;
-        const struct mb_exp_run *r = &exp->runs[i];
-        if ((r->mode != MB_MODE_MIG && !r->on[0]) || (c > 0 && cells[c - 1].run == i))
-            continue;
-        struct mb_layout_item placed[MB_EXP_MAX_JOBS];
-        if (mb_exp_run_place(t.model, NULL, r, NULL, placed, &err) != MB_OK) {
-            mb_cli_error(CMD, "%s:%u: field 'runs[%zu].layout': does not fit on %s: %s", exp->path,
-                         r->line, i, t.model->name, err.msg);
-            code = MB_EXIT_USAGE;
-            goto out;
-        }
-    }
+    if ((code = dry_layouts_fit(exp, t.model, cells, n_cells)) != MB_EXIT_OK)
+        goto out;
     char python[MB_EXP_PATH_MAX], wdir[PATH_MAX];
     if (mb_session_resolve_tools(exp, cells, n_cells, python, sizeof(python), wdir, sizeof(wdir),
                                  &err) != MB_OK) {

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # What `cmake --install` puts under the prefix, in the conventional places (GNUInstallDirs):
 #   bin/migbench, lib*/libmigbench.{a,so.MB_ABI_VERSION}, include/migbench/*.h (the public headers
-#   only, below), lib*/pkgconfig/migbench.pc,
+#   only, below), lib*/pkgconfig/migbench.pc, lib/python3/dist-packages/migbench (MB_PYTHON_DIR),
 #   share/migbench/{mig-catalog.json,workloads/}, share/man/man1/migbench*.1,
 #   share/bash-completion/completions/migbench, share/zsh/site-functions/_migbench,
 #   share/doc/migbench/{LICENSE,README.md,docs/}
@@ -42,6 +42,18 @@ foreach(h ${MB_PUBLIC_HEADERS})
 endforeach()
 install(FILES ${CMAKE_BINARY_DIR}/include/migbench/version.h
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/migbench)
+
+# The Python package (python/migbench, docs/python.md): pure Python over libmigbench.so, put where
+# Debian's python3 looks for the prefix /usr (and so in the .deb). _install.py tells it where the
+# library lies relative to itself, so the tree stays relocatable.
+set(MB_PYTHON_DIR lib/python3/dist-packages CACHE STRING
+    "Where the Python package goes, relative to the install prefix")
+file(RELATIVE_PATH MB_PY_LIBDIR /prefix/${MB_PYTHON_DIR}/migbench /prefix/${CMAKE_INSTALL_LIBDIR})
+file(WRITE ${CMAKE_BINARY_DIR}/python/_install.py
+    "# SPDX-License-Identifier: Apache-2.0\n# Written by cmake --install: the library's directory relative to this package.\nLIBDIR = \"${MB_PY_LIBDIR}\"\n")
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/python/migbench DESTINATION ${MB_PYTHON_DIR}
+    FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+install(FILES ${CMAKE_BINARY_DIR}/python/_install.py DESTINATION ${MB_PYTHON_DIR}/migbench)
 
 # pkg-config: public headers include <cjson/cJSON.h>, so libcjson is a public requirement.
 set(MB_PC_LIBDIR ${CMAKE_INSTALL_LIBDIR})

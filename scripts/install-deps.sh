@@ -17,7 +17,9 @@ set -euo pipefail
 # (libclang-rt-14-dev) for the fuzz targets (scripts/fuzz.sh), and a real Slurm (slurmctld,
 # slurmd, slurm-client, munge) that the slurm tests start on loopback (tests/slurm/slurm-up.sh),
 # abigail-tools (abidw/abidiff) for the ABI check (scripts/abi-check.sh) and python3-pytest and
-# python3-setuptools for the Python package's tests (python/tests) and `pip install ./python`,
+# python3-setuptools, python3-pip and python3-venv for the Python package's tests (python/tests)
+# and the offline `pip install ./python`, with python3-pandas and python3-matplotlib so its
+# DataFrame and plotting helpers are tested too (they stay optional for users),
 # python3-kubernetes, whose API models check the emitted Kubernetes objects
 # (tests/cli/k8s_validate.py), and python3-pulp with coinor-cbc, the exact MILP the planner is
 # checked against (tests/cli/plan_cbc.sh).
@@ -26,7 +28,8 @@ pkgs=(build-essential cmake pkg-config libyaml-dev libcjson-dev python3 python3-
 if [ "${1:-}" = "--test" ]; then
     pkgs+=(libcmocka-dev clang-format python3-yaml chromium prometheus tmux man-db clang
            libclang-rt-14-dev slurmctld slurmd slurm-client munge abigail-tools python3-pytest
-           python3-setuptools python3-pip python3-kubernetes python3-pulp coinor-cbc)
+           python3-setuptools python3-pip python3-venv python3-pandas python3-matplotlib
+           python3-kubernetes python3-pulp coinor-cbc)
 fi
 
 missing=()

@@ -19,6 +19,56 @@ import time
 
 import migbench_progress
 
+
+def _migbench_package():
+    """The migbench Python package when it and its C library load (the source tree's python/ is
+    tried too), else None: the workloads then report through the standalone migbench_progress,
+    which writes the same protocol (step= samples= unit=)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    tree = os.path.join(os.path.dirname(here), "python")
+    if os.path.isfile(os.path.join(tree, "migbench", "__init__.py")) and tree not in sys.path:
+        sys.path.append(tree)
+    try:
+        import migbench
+    except ImportError:
+        return None
+    return migbench if migbench.available() else None
+
+
+class PackageReporter:
+    """Reports through the migbench package (migbench.Progress) with migbench_progress's
+    interface: report(step, samples, **extra) with cumulative counts. Lines carry the job's own
+    clock (t=), so bursts of buffered reads do not bias the throughput."""
+
+    def __init__(self, migbench, unit, echo_stderr=False):
+        self.progress = migbench.Progress(unit=None if unit == "tokens" else unit)
+        self.tokens = unit == "tokens"
+        self.echo_stderr = echo_stderr
+        self.error = migbench.MigbenchError
+
+    def report(self, step, samples, **extra):
+        p = self.progress
+        delta = samples - (p.tokens if self.tokens else p.samples)
+        try:
+            if self.tokens:
+                p.step(tokens=delta, steps=step - p.steps)
+            else:
+                p.step(samples=delta, steps=step - p.steps)
+        except self.error as exc:
+            migbench_progress._note("progress is no longer reported (%s)" % exc)
+        if self.echo_stderr:
+            sys.stderr.write("progress: " + migbench_progress.format_line(step, samples, **extra))
+            sys.stderr.flush()
+
+
+def progress_reporter(unit):
+    """The reporter train_loop uses: the migbench package's, else migbench_progress's."""
+    mb = _migbench_package()
+    if mb is not None:
+        echo = os.environ.get(migbench_progress.ENV_STDERR, "") not in ("", "0")
+        return PackageReporter(mb, unit, echo)
+    return migbench_progress.Reporter.from_env()
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -345,7 +395,7 @@ def train_loop(torch, prog, dev, args, step_fn, units_per_step, unit_name):
     or tokens). Returns (steps, units, seconds).
     """
     stop = stop_flag()
-    reporter = migbench_progress.Reporter.from_env()
+    reporter = progress_reporter(unit_name)
     if args.progress_stderr:
         reporter.echo_stderr = True
     max_steps = args.steps or 0

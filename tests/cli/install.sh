@@ -120,6 +120,25 @@ expect_out '^emu A100-SXM4-40GB emulated=1$'
 run 1 cc -std=c11 -o "$TMP/prog-shared" "$TMP/prog-static.c" $(pkg-config --cflags --libs migbench)
 expect_err 'undefined reference to .mb_device_open'
 
+# The Python package: installed beside the library, which it finds from its own place (no
+# MIGBENCH_LIBRARY). Skipped in a sanitizer build, whose library cannot be loaded into an
+# uninstrumented python. (`pip install ./python` is tested by python/tests/test_install.py.)
+PYDIR="$P/lib/python3/dist-packages"
+for f in migbench/__init__.py migbench/meter.py migbench/_install.py; do
+    [ -e "$PYDIR/$f" ] || fail "not installed: lib/python3/dist-packages/$f"
+done
+if [ -z "$SAN" ]; then
+    run 0 env -u MIGBENCH_LIBRARY PYTHONPATH="$PYDIR" /usr/bin/python3 -c "
+import migbench
+print(migbench.__file__)
+print('lib', migbench.library_version())
+with migbench.Meter('emu:A100-40GB') as m:
+    print(m.info['backend'], m.info['emulated'])"
+    expect_out "^$PYDIR/migbench/__init__.py\$"
+    expect_out "^lib $("$MIGBENCH" --version | cut -d' ' -f2)\$"
+    expect_out '^emu True$'
+fi
+
 # The installed binary runs and finds its installed workloads.
 run 0 "$P/bin/migbench" layouts --list-gpus
 expect_out 'H100'
@@ -179,7 +198,8 @@ DEB=$(find "$TMP/pkg" -maxdepth 1 -name 'migbench_*.deb' 2>/dev/null | head -1)
 if [ -n "$DEB" ]; then
     dpkg-deb -c "$DEB" >"$TMP/deb.txt"
     for f in ./usr/bin/migbench "./usr/lib/libmigbench.so.$ABI" ./usr/lib/pkgconfig/migbench.pc \
-        ./usr/share/man/man1/migbench-run.1 ./usr/include/migbench/device.h; do
+        ./usr/share/man/man1/migbench-run.1 ./usr/include/migbench/device.h \
+        ./usr/lib/python3/dist-packages/migbench/__init__.py; do
         grep -q " $f" "$TMP/deb.txt" || fail "package lacks $f"
     done
     dpkg-deb -f "$DEB" Depends | grep -q 'libcjson1' || fail "package Depends lacks libcjson1"
