@@ -10,7 +10,9 @@
 #include "migbench/monitor.h"
 #include "migbench/prom.h"
 
-#define JOB_NAME_MAX 128
+/* A job label is the command as given (measure: its argv[0], a path of up to PATH_MAX bytes):
+ * never cut, so the label does not depend on where the command lives. */
+#define JOB_NAME_MAX 4096
 
 struct mb_exporter {
     char path[4096];
