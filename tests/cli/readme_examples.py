@@ -46,9 +46,18 @@ def shown_output(lines, i):
     return i, j, lines[i:j]
 
 
+# GPU and MIG UUIDs: an emulated GPU's is derived from its state file's absolute path, which is
+# this run's scratch directory, so on both sides every UUID reads GPU-UUID (MIG-UUID); a sample
+# that shows one cut short ("GPU-1a771b9e-...") stands for any.
+uuid_re = re.compile(r"\b(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+short_uuid_re = re.compile(r"\b(GPU|MIG)-[0-9a-f]{8}-\.\.\.")
+
+
 def mask(text, cwd):
-    """Real output with what varies between machines and runs replaced: the scratch paths."""
+    """Real output with what varies between machines and runs replaced: the scratch paths and
+    the UUIDs."""
     text = text.replace(cwd + "/", "").replace(cwd, ".").replace(work + "/", "").replace(work, ".")
+    text = uuid_re.sub(r"\1-UUID", text)
     return [l.rstrip() for l in text.rstrip("\n").split("\n")] if text.strip() else []
 
 
@@ -57,7 +66,7 @@ def pattern(shown):
     "..." inside a line for any text; trailing blanks do not count."""
     parts = []
     for l in shown:
-        l = l.rstrip()
+        l = short_uuid_re.sub(r"\1-...", uuid_re.sub(r"\1-UUID", l.rstrip()))
         if l.strip() == "...":
             parts.append("(?:[^\\n]*\\n)*?")
         else:
