@@ -9,7 +9,7 @@
 # steps (it only takes longer), so every job has a throughput however busy the machine is.
 res="$TMP/results"
 run 0 "$MIGBENCH" run "$MB_SOURCE_DIR/examples/quickstart.yaml" --device host --results "$res" \
-    --set 'measure.warmup=3 steps' --set 'measure.duration=12 steps
+    --set 'measure.warmup=3 steps' --set 'measure.duration=12 steps'
 expect_err "run 'mps' skipped"
 expect_err "run 'mig-4-3' skipped"
 expect_err '3 cells ok, 0 failed'
