@@ -155,7 +155,9 @@ static void sentence(struct mb__answer *a, const char *head, int q)
     } else {
         snprintf(lead, sizeof(lead), "; no other run to compare with");
     }
-    snprintf(a->sentence, sizeof(a->sentence), "%s: %s, %s%s.", head, a->label, vs, lead);
+    int n = snprintf(a->sentence, sizeof(a->sentence), "%s: %s, %s%s.", head, a->label, vs, lead);
+    if (n < 0 || (size_t)n >= sizeof(a->sentence)) /* a run label near its limit: end it visibly */
+        memcpy(a->sentence + sizeof(a->sentence) - 4, "...", 4);
 }
 
 /* The power-limit question: per run written with power_limits, each job's least-energy limit. */

@@ -69,7 +69,7 @@ struct mb__answer {
     char runner_label[MB_AN_TEXT_MAX];
     struct mb_estimate margin; /* winner minus runner-up */
     int clear;                 /* 1 clear of the noise, 0 not, -1 unknown (no intervals) */
-    char sentence[1024];
+    char sentence[2048];
 };
 
 /* Fills out[0..cap-1] with experiment e's answers in question order; returns how many. */

@@ -516,7 +516,9 @@ static int open_results(struct mb_session *s, struct mb_error *err)
         if (s->o.resume)
             return mb_error_set(err, MB_EINVAL, "--journal: --resume reads journal.jsonl");
     }
-    snprintf(s->jpath, sizeof(s->jpath), "%s/%s", s->dir, jfile);
+    int n = snprintf(s->jpath, sizeof(s->jpath), "%s/%s", s->dir, jfile);
+    if (n < 0 || (size_t)n >= sizeof(s->jpath))
+        return mb_error_set(err, MB_EINVAL, "--results %s: the path is too long", s->dir);
     struct stat st;
     if (stat(s->dir, &st) == 0 && !S_ISDIR(st.st_mode))
         return mb_error_set(err, MB_EINVAL, "--results %s: exists and is not a directory", s->dir);
