@@ -94,6 +94,9 @@ env["MIGBENCH_STATE_DIR"] = os.path.join(work, "state")
 env["LC_ALL"] = "C.UTF-8"
 env["MIGBENCH_RUNTIME_DIR"] = os.path.join(work, "runtime")  # no other test's runs in monitor
 env.pop("COLUMNS", None)
+# stdbuf line-buffers through LD_PRELOAD, which puts its library before a sanitizer build's ASan
+# runtime; ASan then refuses to start unless told that this order is fine.
+env["ASAN_OPTIONS"] = ":".join(x for x in (env.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if x)
 
 marker_re = re.compile(r"<!--\s*(needs-gpu|not-run|output-varies):\s*(.*?)\s*-->")
 ran = failed = 0
