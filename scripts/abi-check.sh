@@ -44,6 +44,9 @@ dump() { # $1: library, $2: output
     abidw --no-corpus-path --no-comp-dir-path --no-show-locs --drop-private-types \
         --exported-interfaces-only \
         --headers-dir "$tmp/hd/migbench" --out-file "$2" "$1"
+    # A translation unit's path is where this tree was built: kept relative to the tree, so the
+    # baseline names no machine's directories.
+    sed -i "s|path='$PWD/|path='|g" "$2"
 }
 
 # (1) The dynamic symbol table against the headers and the documentation.
