@@ -39,9 +39,8 @@ static void put_proc(int pid, int ppid, unsigned ticks)
 {
     char rel[64], text[256];
     snprintf(rel, sizeof(rel), "%d/stat", pid);
-    snprintf(text, sizeof(text),
-             "%d (a (b) c) S %d 1 1 0 -1 0 0 0 0 0 %u 0 0 0 20 0 1 0 100 0 0\n", pid, ppid,
-             ticks);
+    snprintf(text, sizeof(text), "%d (a (b) c) S %d 1 1 0 -1 0 0 0 0 0 %u 0 0 0 20 0 1 0 100 0 0\n",
+             pid, ppid, ticks);
     put(rel, text);
 }
 
