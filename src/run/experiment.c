@@ -503,30 +503,30 @@ static int find_workload(const struct mb_experiment *exp, const char *name)
     return -1;
 }
 
-/* A list of power limits ("default", "80%", "250W"): each one checked where it is written. */
+/*
+ * A list of power limits ("default", "80%", "250W"): each one parsed into its type here, where
+ * it is written (a file line or --set), and never again.
+ */
 static int get_power_limits(struct mb__yread *c, const struct mb__ynode *n, const char *field,
-                            char (*out)[MB_EXP_POWER_TEXT_MAX], size_t *n_out)
+                            struct mb_power_setting *out, size_t *n_out)
 {
     int rc = mb__yread_want(c, n, MB__Y_SEQ, field, "a list of power limits (default, 80%, 250W)");
     if (rc)
         return rc;
     if (n->n == 0 || n->n > MB_EXP_MAX_POWER_LIMITS)
         return mb__yread_failn(c, n, field, "needs 1..%d power limits", MB_EXP_MAX_POWER_LIMITS);
-    int def[MB_EXP_MAX_POWER_LIMITS];
-    double pct[MB_EXP_MAX_POWER_LIMITS], w[MB_EXP_MAX_POWER_LIMITS];
     for (size_t i = 0; i < n->n; i++) {
-        char f[FIELD_MAX];
+        char f[FIELD_MAX], text[MB_EXP_POWER_TEXT_MAX];
         fieldf(f, "%s[%zu]", field, i);
-        if ((rc = mb__yread_string(c, n->items[i], f, out[i], MB_EXP_POWER_TEXT_MAX)))
+        if ((rc = mb__yread_string(c, n->items[i], f, text, sizeof(text))))
             return rc;
         struct mb_error e;
-        if (mb_powercap_parse(out[i], &def[i], &pct[i], &w[i], &e) != MB_OK)
+        if (mb_power_setting_parse(text, &out[i], &e) != MB_OK)
             return mb__yread_failn(c, n->items[i], f, "%s", e.msg);
-        /* Checked here, where the item's origin (file line or --set) is known. */
         for (size_t k = 0; k < i; k++)
-            if (def[k] == def[i] && pct[k] == pct[i] && w[k] == w[i])
-                return mb__yread_failn(c, n->items[i], f, "'%s' is listed twice (also [%zu])",
-                                       out[i], k);
+            if (mb_power_setting_same(&out[k], &out[i]))
+                return mb__yread_failn(c, n->items[i], f, "'%s' is listed twice (also [%zu])", text,
+                                       k);
     }
     *n_out = n->n;
     return MB_OK;
