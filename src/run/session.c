@@ -44,6 +44,8 @@ struct mb_session {
     const struct mb_gpu_model *model;
     struct mb_cell *all; /* every cell for this device, in experiment order */
     size_t n_all;
+    struct mb_cell *mode_all; /* the cells before the GPU's MIG mode removed n_mode_skipped */
+    size_t n_mode_all, n_mode_skipped;
     struct mb_cell *sel; /* the selection */
     size_t *sel_index;   /* its positions in all */
     size_t n_sel;
@@ -122,6 +124,16 @@ uint32_t mb_session_caps(const struct mb_session *s)
 const struct mb_gpu_model *mb_session_model(const struct mb_session *s)
 {
     return s->model;
+}
+
+size_t mb_session_mig_mode_cells(const struct mb_session *s, const struct mb_cell **cells,
+                                 size_t *n_cells)
+{
+    if (cells)
+        *cells = s->mode_all;
+    if (n_cells)
+        *n_cells = s->n_mode_all;
+    return s->n_mode_skipped;
 }
 
 const struct mb_device_info *mb_session_device_info(const struct mb_session *s)
@@ -227,6 +239,13 @@ static void filter_by_mig_mode(struct mb_session *s)
         mb_device_mig_mode(s->dev, &mm, NULL) != MB_OK)
         return; /* with phases every cell runs, each in its mode */
     bool measured = !(s->caps & MB_CAP_EMULATED);
+    /* Kept for mb_session_mig_mode_cells (the two phases a user could run by hand). */
+    free(s->mode_all);
+    s->n_mode_all = s->n_mode_skipped = 0;
+    if ((s->mode_all = malloc((s->n_all ? s->n_all : 1) * sizeof(*s->mode_all)))) {
+        memcpy(s->mode_all, s->all, s->n_all * sizeof(*s->all));
+        s->n_mode_all = s->n_all;
+    }
     size_t k = 0;
     for (size_t i = 0; i < s->n_all; i++) {
         const struct mb_exp_run *r = &s->exp->runs[s->all[i].run];
@@ -243,6 +262,7 @@ static void filter_by_mig_mode(struct mb_session *s)
         else if (i == 0 || s->all[i - 1].run != s->all[i].run)
             say(s, MB_SESSION_NOTE, "run '%s' skipped: %s", r->name, why);
     }
+    s->n_mode_skipped = s->mode_all ? s->n_all - k : 0;
     s->n_all = k;
 }
 
@@ -620,6 +640,7 @@ void mb_session_close(struct mb_session *s)
     cJSON_Delete(s->events);
     mb_journal_close(s->journal);
     free(s->all);
+    free(s->mode_all);
     free(s->sel);
     free(s->sel_index);
     for (size_t g = 0; g < s->n_gpus; g++)
