@@ -949,21 +949,27 @@ static int keep_failed_attempt(struct mb_session *s, const char *run, unsigned r
         if (rename(from, to) != 0)
             return mb_error_set(err, MB_EIO, "%s: cannot keep the failed attempt: %s", from,
                                 strerror(errno));
+        pthread_mutex_lock(&s->lock);
         say(s, MB_SESSION_NOTE, "%s %u: failed before (kept as %s); running it again", run, rep,
             strrchr(to, '/') + 1);
+        pthread_mutex_unlock(&s->lock);
         return MB_OK;
     }
     return mb_error_set(err, MB_ERANGE, "%s: too many failed attempts kept", from);
 }
 
-int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skipped,
-                        struct mb_error *err)
+/*
+ * The one cell step, for the loop of one GPU (mb_session_run_cell) and the workers of several
+ * (run_node, through mb_multirun): a settled cell is skipped; in a shared directory the cell is
+ * claimed (skipped when another invocation holds it); a failed attempt of a selection is kept;
+ * the cell runs on ro (MB_EINTR without running once stopped); the claim is released. Notes go
+ * out under the lock the workers' callbacks take.
+ */
+static int claim_and_run(struct mb_session *s, struct mb_runner_opts *ro, size_t i, bool *failed,
+                         bool *skipped, struct mb_error *err)
 {
     *failed = false;
     *skipped = false;
-    if (i >= s->n_sel || !s->journal)
-        return mb_error_set(err, MB_EINVAL, "cell %zu: not selected, or the session not started",
-                            i);
     const struct mb_cell *c = &s->sel[i];
     const struct mb_exp_run *r = &s->exp->runs[c->run];
     if ((s->o.resume || s->selected) && cell_settled(s, r->name, c->rep)) {
@@ -974,8 +980,10 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
     if (s->shared) {
         int crc = mb_results_cell_claim(s->dir, r->name, c->rep, &claim, err);
         if (crc == MB_EBUSY) {
+            pthread_mutex_lock(&s->lock);
             say(s, MB_SESSION_NOTE, "%s %u: running in another invocation; skipped", r->name,
                 c->rep);
+            pthread_mutex_unlock(&s->lock);
             *skipped = true;
             return MB_OK;
         }
@@ -995,11 +1003,24 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
             return krc;
         }
     }
-    int sig = *s->o.stop;
-    int rc = sig ? MB_EINTR : mb_runner_run_cell(&s->ro, c, failed, err);
+    int rc = *s->o.stop ? MB_EINTR : mb_runner_run_cell(ro, c, failed, err);
     mb_results_cell_release(claim);
+    return rc;
+}
+
+int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skipped,
+                        struct mb_error *err)
+{
+    *failed = false;
+    *skipped = false;
+    if (i >= s->n_sel || !s->journal)
+        return mb_error_set(err, MB_EINVAL, "cell %zu: not selected, or the session not started",
+                            i);
+    const struct mb_cell *c = &s->sel[i];
+    const struct mb_exp_run *r = &s->exp->runs[c->run];
+    int rc = claim_and_run(s, &s->ro, i, failed, skipped, err);
     if (rc == MB_EINTR || *s->o.stop) {
-        sig = *s->o.stop ? *s->o.stop : SIGINT;
+        int sig = *s->o.stop ? *s->o.stop : SIGINT;
         journal_interrupted(s, sig, c);
         return mb_error_set(err, MB_EINTR, "interrupted by signal %d during %s %u", sig, r->name,
                             c->rep);
@@ -1007,6 +1028,13 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
     if (rc != MB_OK)
         return mb_error_prefix(err, "%s %u: ", r->name, c->rep);
     return MB_OK;
+}
+
+/* A worker's cell (mb_multirun's run_cell hook): the one cell step on that GPU's runner. */
+static int node_run_cell(void *ctx, struct mb_runner_opts *ro, size_t cell, bool *failed,
+                         bool *skipped, struct mb_error *err)
+{
+    return claim_and_run(ctx, ro, cell, failed, skipped, err);
 }
 
 static void cell_event(struct mb_session *s, size_t i, double est, double after)
@@ -1075,7 +1103,7 @@ static int run_node(struct mb_session *s, struct mb_session_summary *sum, struct
                                   .n_gpus = s->n_gpus,
                                   .journal = s->journal,
                                   .old_journal = s->events,
-                                  .resume = s->o.resume || s->selected,
+                                  .run_cell = node_run_cell,
                                   .manage_mig_mode = s->o.manage_mig_mode,
                                   .pin_reps = s->o.pin_reps,
                                   .est_s = est,
@@ -1146,6 +1174,10 @@ int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct 
             sum->signal = *s->o.stop ? *s->o.stop : SIGINT;
         if (rc != MB_OK)
             return rc;
+        if (skipped) { /* running in another invocation, or finished by it meanwhile */
+            sum->skipped++;
+            continue;
+        }
         sum->failed += failed;
         sum->ok += !failed;
         if (s->o.on_event) {
