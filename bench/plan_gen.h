@@ -97,7 +97,7 @@ static void gen_jobs(struct mb_plan_job *jobs, size_t n, int nw)
  * independent checks such as bench/plan_lp.py); false on an I/O error.
  */
 static inline bool gen_dump(const char *dir, const struct mb_plan_profiles *p,
-                     const struct mb_plan_job *jobs, size_t n, unsigned G)
+                            const struct mb_plan_job *jobs, size_t n, unsigned G)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/profiles.csv", dir);
