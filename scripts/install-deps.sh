@@ -22,14 +22,15 @@ set -euo pipefail
 # DataFrame and plotting helpers are tested too (they stay optional for users),
 # python3-kubernetes, whose API models check the emitted Kubernetes objects
 # (tests/cli/k8s_validate.py), and python3-pulp with coinor-cbc, the exact MILP the planner is
-# checked against (tests/cli/plan_cbc.sh).
+# checked against (tests/cli/plan_cbc.sh), and zsh, which runs the zsh completion in
+# tests/cli/completion_zsh.sh.
 pkgs=(build-essential cmake pkg-config libyaml-dev libcjson-dev python3 python3-torch
       python3-torchvision)
 if [ "${1:-}" = "--test" ]; then
     pkgs+=(libcmocka-dev clang-format python3-yaml chromium prometheus tmux man-db clang
            libclang-rt-14-dev slurmctld slurmd slurm-client munge abigail-tools python3-pytest
            python3-setuptools python3-pip python3-venv python3-pandas python3-matplotlib
-           python3-kubernetes python3-pulp coinor-cbc)
+           python3-kubernetes python3-pulp coinor-cbc zsh)
 fi
 
 missing=()

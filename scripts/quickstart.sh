@@ -12,17 +12,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # apt's and the build's output goes to a log, not the terminal (the summary is what matters);
-# install-deps's own lines (what it installs, a wait for a busy apt) still show.
+# install-deps's own lines (what it installs, a wait for a busy apt) still show, on the terminal's
+# stderr (fd 3): a pipeline rather than a process substitution, so they arrive before the run
+# starts and do not land in the log a second time.
 mkdir -p build
 log=build/quickstart-setup.log
 echo "quickstart: installing what is needed and building; output in $log" >&2
-if ! { ./scripts/install-deps.sh 2> >(tee -a "$log" | grep --line-buffered '^install-deps:' >&2) &&
-       BUILD_DIR=build ./scripts/build.sh -DMB_BUILD_TESTS=OFF -DMB_WERROR=OFF -DMB_SANITIZE=
-     } >>"$log" 2>&1; then
+exec 3>&2
+setup() {
+    ./scripts/install-deps.sh 2>&1 | tee -a "$log" |
+        { grep --line-buffered '^install-deps:' >&3 || true; } &&
+        BUILD_DIR=build ./scripts/build.sh -DMB_BUILD_TESTS=OFF -DMB_WERROR=OFF -DMB_SANITIZE= \
+            >>"$log" 2>&1
+}
+if ! setup; then
     tail -n 25 "$log" >&2
     echo "quickstart: installing or building failed; the whole output is in $log" >&2
     exit 1
 fi
+exec 3>&-
 res=results/quickstart
 n=1
 while [ -e "$res" ]; do

@@ -69,7 +69,7 @@ struct mb_energy {
     double integral_j;
     bool gap_valid;
     double gap_rel; /* (integral - counter) / counter */
-    bool gap_flag;  /* |gap_rel| > MB_METER_GAP_FLAG */
+    bool gap_flag;  /* |gap| above MB_METER_GAP_FLAG plus the averaging's edge allowance */
     bool mean_power_valid;
     double mean_power_w; /* counter / duration, or integral / duration without a counter */
     bool peak_power_valid;
@@ -151,6 +151,16 @@ int mb_meter_window_end(struct mb_meter *m, int id, int64_t t1_ns, struct mb_err
 /* Ends n windows at the same t1_ns, atomically (the extra sample cannot fall between them). */
 int mb_meter_window_end_n(struct mb_meter *m, const int *ids, size_t n, int64_t t1_ns,
                           struct mb_error *err);
+
+/*
+ * The part of a window's integral-vs-counter gap (J) that the power reading's averaging window W
+ * explains alone: peak reading x W / 4, a load step at each edge of the window (meter_gap.c
+ * derives it). 0 without a peak reading or for an unaveraged reading.
+ */
+double mb_meter_gap_edge_j(const struct mb_energy *r);
+
+/* Whether |integral_j - counter_j| is above MB_METER_GAP_FLAG of the counter plus edge_j. */
+bool mb_meter_gap_exceeds(double integral_j, double counter_j, double edge_j);
 
 /*
  * Waits up to timeout_ms (-1: no limit) until samples cover the window's end (or the meter has

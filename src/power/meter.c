@@ -779,7 +779,7 @@ static void result_of(const struct mb_meter *m, const struct window *x, struct m
     if (r->integral_valid && r->counter_valid && r->counter_j > 0) {
         r->gap_valid = true;
         r->gap_rel = (r->integral_j - r->counter_j) / r->counter_j;
-        r->gap_flag = r->gap_rel > MB_METER_GAP_FLAG || r->gap_rel < -MB_METER_GAP_FLAG;
+        r->gap_flag = mb_meter_gap_exceeds(r->integral_j, r->counter_j, mb_meter_gap_edge_j(r));
     }
     const char *why = NULL;
     if (!r->integral_valid && !r->counter_valid)

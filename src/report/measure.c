@@ -208,7 +208,7 @@ void mb_measure_text_write(FILE *f, const struct mb_measure_report *r)
     fprintf(f, "  energy        %s counter, %s integrated", a, b);
     if (r->job.gap_valid)
         fprintf(f, ", gap %+.2f%%%s", r->job.gap_rel * 100,
-                r->job.gap_flag ? " (FLAGGED: above 2%)" : "");
+                r->job.gap_flag ? " (FLAGGED: above 2% plus the averaging allowance)" : "");
     else
         fprintf(f, ", gap n/a");
     fputc('\n', f);

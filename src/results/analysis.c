@@ -1021,9 +1021,11 @@ static void quality_notes(struct mb_an_experiment *e)
                                 c->energy_flag[0] ? ")" : "");
             }
             /* Flags other than "gap" (too_short, no_sensor) come with a refused energy and
-             * are reported above. */
-            int flagged = strcmp(c->energy_flag, "gap") == 0 ||
-                          (c->gap_pct.valid && fabs(c->gap_pct.v) > 2.0);
+             * are reported above. The runner's flag allows for the power reading's averaging
+             * at the window's edges (meter_gap.c); only a cell without a flag falls back to
+             * the bare 2 %. */
+            int flagged = c->energy_flag[0] ? strcmp(c->energy_flag, "gap") == 0
+                                            : c->gap_pct.valid && fabs(c->gap_pct.v) > 2.0;
             if (flagged) {
                 e->cells_gap_flagged++;
                 if (c->gap_pct.valid)

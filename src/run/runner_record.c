@@ -121,7 +121,7 @@ static cJSON *energy_json(struct cell *c)
      * else one). */
     bool any = c->n_energy > 0, counter_ok = any, integ_ok = any, refused = false;
     bool peak_ok = false, mean_ok = any;
-    double counter = 0, integ = 0, peak = 0, secs = 0, mean_e = 0;
+    double counter = 0, integ = 0, peak = 0, secs = 0, mean_e = 0, edge = 0;
     uint64_t samples = 0, missed = 0;
     const char *reason = any ? "" : "no measurement window";
     for (size_t i = 0; i < c->n_energy; i++) {
@@ -136,6 +136,7 @@ static cJSON *energy_json(struct cell *c)
         counter += e->counter_j;
         integ += e->integral_j;
         mean_e += e->mean_power_w * e->duration_s;
+        edge += mb_meter_gap_edge_j(e);
         secs += e->duration_s;
         if (e->peak_power_valid && (!peak_ok || e->peak_power_w > peak)) {
             peak = e->peak_power_w;
@@ -161,7 +162,7 @@ static cJSON *energy_json(struct cell *c)
         flag = "too_short";
     else if (!counter_ok && !integ_ok)
         flag = "no_sensor";
-    else if (gap_ok && fabs(gap) > 100.0 * MB_METER_GAP_FLAG)
+    else if (gap_ok && mb_meter_gap_exceeds(integ, counter, edge))
         flag = "gap";
     cJSON_AddItemToObject(en, "counter_j", mb__rn_num_or_null(counter_ok, counter));
     cJSON_AddItemToObject(en, "integrated_j", mb__rn_num_or_null(integ_ok, integ));

@@ -53,8 +53,10 @@ for rep in (0, 1):
     # The emulator has a counter and power: a 5.2 s window gives both figures.
     if e["counter_j"] is None or e["integrated_j"] is None or e["gap_pct"] is None:
         bad.append(f"energy {e}")
-    if e["flag"] not in ("ok", "gap"):
-        bad.append(f"energy flag {e['flag']}")
+    # The emulator's counter is exact and its 1 s average only smears the steps at the window's
+    # edges, which the gap rule allows for (src/power/meter_gap.c): no flag.
+    if e["flag"] != "ok":
+        bad.append(f"energy flag {e['flag']} (gap {e['gap_pct']} %)")
 ev = [json.loads(l) for l in open(f"{res}/journal.jsonl")]
 made = [e for e in ev if e["event"] == "mig_created"]
 gone = [e for e in ev if e["event"] == "mig_destroyed"]

@@ -529,6 +529,38 @@ static void test_gpus_and_board_spread(void **state)
     mb_analysis_destroy(a);
 }
 
+/* The runner's flag decides (it allows for the averaging at the window's edges): a 4 % gap
+ * flagged "ok" is not counted, one flagged "gap" is; a cell without a flag falls back to 2 %. */
+static void test_gap_flag_from_runner(void **state)
+{
+    (void)state;
+    static const char *const energy[3] = {
+        "{\"counter_j\":3500,\"integrated_j\":3360,\"gap_pct\":-4.0,\"flag\":\"ok\"}",
+        "{\"counter_j\":3500,\"integrated_j\":3150,\"gap_pct\":-10.0,\"flag\":\"gap\"}",
+        "{\"counter_j\":3500,\"integrated_j\":3325,\"gap_pct\":-5.0}"};
+    for (int rep = 0; rep < 3; rep++) {
+        char rel[64], text[512];
+        snprintf(rel, sizeof(rel), "gaps/solo/%d/cell.json", rep);
+        snprintf(text, sizeof(text),
+                 "{\"run\":\"solo\",\"mode\":\"exclusive\",\"rep\":%d,\"status\":\"ok\","
+                 "\"energy\":%s,\"jobs\":[{\"name\":\"a\",\"throughput\":{\"mean\":10}}]}",
+                 rep, energy[rep]);
+        write_file(rel, text);
+    }
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/gaps", tmpdir);
+    const char *dirs[] = {dir};
+    struct mb_analysis *a = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_analysis_load(&a, dirs, 1, &err), MB_OK);
+    const struct mb_an_experiment *e = &a->exps[0];
+    assert_int_equal(e->cells_gap_flagged, 2);
+    assert_false(has_note(e, "solo rep 0: counter vs integrated"));
+    assert_true(has_note(e, "solo rep 1: counter vs integrated energy gap -10.0%"));
+    assert_true(has_note(e, "solo rep 2: counter vs integrated energy gap -5.0%"));
+    mb_analysis_destroy(a);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -573,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_long_journal_line),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_gpus_and_board_spread),
+        cmocka_unit_test(test_gap_flag_from_runner),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
