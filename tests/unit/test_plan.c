@@ -292,6 +292,40 @@ static void test_heuristic_bound(void **state)
     }
 }
 
+/*
+ * The makespan bound sees whole jobs: three 60 s jobs that run only on a whole GPU, on two GPUs,
+ * take 120 s (two in one queue), while the fluid argument alone says 90 s.
+ */
+static void test_bound_whole_jobs(void **state)
+{
+    (void)state;
+    struct mb_plan_profiles *p;
+    assert_int_equal(mb_plan_profiles_create(&p, NULL), MB_OK);
+    add_row(p, "a", "full", 100, 300, 60, 1000);
+    struct mb_plan_job jobs[3];
+    memset(jobs, 0, sizeof(jobs));
+    for (size_t j = 0; j < 3; j++) {
+        snprintf(jobs[j].name, sizeof(jobs[j].name), "j%zu", j);
+        snprintf(jobs[j].workload, sizeof(jobs[j].workload), "a");
+        jobs[j].work = 6000;
+        jobs[j].deadline_s = jobs[j].memory_mib = NAN;
+    }
+    struct mb_plan_options o;
+    memset(&o, 0, sizeof(o));
+    o.count = 2;
+    o.objective = MB_PLAN_MAKESPAN;
+    o.makespan_cap_s = o.energy_cap_j = NAN;
+    struct mb_plan *pl = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_plan_solve(h100, p, jobs, 3, &o, &pl, &err), MB_OK);
+    assert_false(pl->exact);
+    assert_true(fabs(pl->makespan_s - 120) < 1e-9);
+    assert_true(pl->bound_makespan_s > 120 * (1 - 1e-9));
+    assert_true(pl->bound_makespan_s <= 120 * (1 + 2e-4));
+    mb_plan_destroy(pl);
+    mb_plan_profiles_destroy(p);
+}
+
 /* A fleet: every job placed once, on a GPU that exists, with queues in order. */
 static void test_fleet_heuristic(void **state)
 {
@@ -585,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_baseline_by_hand),
         cmocka_unit_test(test_memory_feasibility),
         cmocka_unit_test(test_heuristic_bound),
+        cmocka_unit_test(test_bound_whole_jobs),
         cmocka_unit_test(test_fleet_heuristic),
         cmocka_unit_test(test_pareto),
         cmocka_unit_test(test_deadlines),
