@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The planner's entry points: the search chosen, the plan built from its answer, the front. */
 #include "migbench/plan.h"
+#include "migbench/clock.h"
 #include "plan/plan_internal.h"
 
 #include <math.h>
@@ -266,6 +267,8 @@ static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_pro
     *out = NULL;
     struct prob P;
     size_t *cfg = NULL, *asg = NULL;
+    /* The time limit counts from here: set-up and bounds are part of the budget. */
+    double t0 = (double)mb_clock_monotonic_ns() * 1e-9;
     int st = mb__plan_prob_init(&P, model, profiles, jobs, n_jobs, opt, err);
     if (st != MB_OK)
         goto done;
@@ -285,6 +288,7 @@ static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_pro
     bool found = false;
     struct mb_plan_search info;
     memset(&info, 0, sizeof(info));
+    info.t0 = t0;
     if (brute)
         st = mb__plan_solve_brute(&P, &cfg[0], asg, &found, err);
     else if (exact)

@@ -109,6 +109,7 @@ int mb__plan_cover_explain(const struct prob *P, unsigned G, struct mb_error *er
 
 /* What the fleet search did. */
 struct mb_plan_search {
+    double t0; /* when the solve began (mb_clock seconds; 0: when the search begins) */
     size_t nodes;
     bool stopped; /* by the time limit */
     unsigned threads;
