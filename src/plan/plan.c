@@ -9,6 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One GPU with at most this many jobs (--exact-max): the exact search. */
+#define EXACT_MAX_DEFAULT 16
+/* Up to this many jobs the exact search runs alone; beyond, seeded and under EXACT_NODES. */
+#define EXACT_PLAIN 10
+#define EXACT_NODES ((size_t)20 * 1000 * 1000)
+
 /* Only instances that got a job stay in GPU g's layout; remap[] gets their new index. */
 static void build_layouts(const struct prob *P, unsigned G, const size_t *cfg, const size_t *asg,
                           struct mb_plan *pl, unsigned *remap, unsigned char *used)
@@ -259,6 +265,26 @@ static int infeasible(const struct prob *P, unsigned G, bool exact, struct mb_er
     return no_cover(P, G, err);
 }
 
+/*
+ * One GPU, exactly: up to EXACT_PLAIN jobs a plain branch and bound; more, the fleet search's plan
+ * first as the incumbent to beat (tight pruning from the start) and a node limit, past which the
+ * plan is the best found and is not called exact (*exact false).
+ */
+static int solve_exact(struct prob *P, const struct mb_plan_options *opt, size_t *cfg, size_t *asg,
+                       bool *found, bool *exact, struct mb_plan_search *info, struct mb_error *err)
+{
+    bool complete = true;
+    if (P->nj <= EXACT_PLAIN || P->continuous)
+        return mb__plan_solve_exact(P, &cfg[0], asg, found, 0, &complete, err);
+    int st = mb__plan_solve_heuristic(P, 1, opt, cfg, asg, found, info, err);
+    if (st == MB_OK && *found && !mb__plan_evaluate(P, cfg, asg, 1, NULL).ok)
+        *found = false;
+    if (st == MB_OK)
+        st = mb__plan_solve_exact(P, &cfg[0], asg, found, EXACT_NODES, &complete, err);
+    *exact = complete;
+    return st;
+}
+
 static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_profiles *profiles,
                       const struct mb_plan_job *jobs, size_t n_jobs,
                       const struct mb_plan_options *opt, bool brute, struct mb_plan **out,
@@ -273,7 +299,7 @@ static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_pro
     if (st != MB_OK)
         goto done;
     unsigned G = opt->count;
-    size_t exact_max = opt->exact_max_jobs ? opt->exact_max_jobs : 10;
+    size_t exact_max = opt->exact_max_jobs ? opt->exact_max_jobs : EXACT_MAX_DEFAULT;
     bool exact = brute || (G == 1 && n_jobs <= exact_max && !opt->heuristic);
     cfg = calloc(G, sizeof(size_t));
     asg = calloc(n_jobs, sizeof(size_t));
@@ -292,7 +318,7 @@ static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_pro
     if (brute)
         st = mb__plan_solve_brute(&P, &cfg[0], asg, &found, err);
     else if (exact)
-        st = mb__plan_solve_exact(&P, &cfg[0], asg, &found, err);
+        st = solve_exact(&P, opt, cfg, asg, &found, &exact, &info, err);
     else if (P.continuous)
         st = mb__plan_solve_cont(&P, G, cfg, asg, &found, err);
     else
