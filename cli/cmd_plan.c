@@ -505,22 +505,21 @@ static int parse_power_limits(const char *arg, const struct mb_plan_profiles *pr
     snprintf(buf, sizeof(buf), "%s", arg);
     char *save = NULL;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int def;
-        double pct, w;
+        struct mb_power_setting ps;
         struct mb_error e;
         if (*n == MB_PLAN_MAX_CAPS)
             return mb_cli_usage_error(&mb_cmd_plan,
                                       "--power-limits: at most %d limits in a list ('all' takes "
                                       "every limit the profiles carry)",
                                       MB_PLAN_MAX_CAPS);
-        if (mb_powercap_parse(t, &def, &pct, &w, &e) != MB_OK)
+        if (mb_power_setting_parse(t, &ps, &e) != MB_OK)
             return mb_cli_usage_error(&mb_cmd_plan, "--power-limits: %s", e.msg);
-        if (pct > 0)
+        if (ps.kind == MB_PSET_PERCENT)
             return mb_cli_usage_error(&mb_cmd_plan,
                                       "--power-limits: '%s': give watts (profiles record the "
                                       "limit in force, in W) or 'all'",
                                       t);
-        c[(*n)++] = def ? 0 : w;
+        c[(*n)++] = ps.kind == MB_PSET_DEFAULT ? 0 : ps.value;
     }
     if (*n == 0)
         return mb_cli_usage_error(&mb_cmd_plan, "--power-limits: empty");

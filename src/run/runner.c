@@ -756,11 +756,11 @@ static int power_prepare(struct cell *c)
         return MB_OK;
     cJSON *o = mb__rn_jevent("power_limit_set", c);
     if (o) {
-        cJSON_AddStringToObject(o, "requested", c->pw.requested);
+        cJSON_AddStringToObject(o, "requested", c->pw.requested.text);
         cJSON_AddNumberToObject(o, "limit_mw", c->pw.requested_mw);
         cJSON_AddStringToObject(o, "ledger", c->o->power_ledger);
     }
-    mb__rn_emit(c, MB_RUNNER_NOTE, "power limit %s (%.0f W) set", c->pw.requested,
+    mb__rn_emit(c, MB_RUNNER_NOTE, "power limit %s (%.0f W) set", c->pw.requested.text,
                 c->pw.requested_mw / 1000.0);
     return mb__rn_jappend(c, o);
 }
