@@ -55,13 +55,23 @@ typedef void (*mb_proc_data_fn)(void *ctx, enum mb_proc_stream stream, const cha
 /* What to run and how. Zero-initialise and fill what you need; the spec is not kept. */
 struct mb_proc_spec {
     char *const *argv; /* required; argv[0] is looked up in PATH unless it contains '/' */
-    /* Extra "NAME=value" entries (NULL-terminated) added to our environment; an entry replaces a
-     * variable of the same name. NULL: none. */
+    /* Extra "NAME=value" entries (NULL-terminated) added to our environment in order; an entry
+     * replaces a variable of the same name, so a later entry wins. An entry without '=' or with
+     * an empty name is refused (MB_EINVAL). NULL: none. */
     char *const *env;
     const char *cwd;              /* NULL: ours */
     const struct mb_cpuset *cpus; /* NULL or empty: inherit our affinity */
     bool stdin_null;              /* stdin from /dev/null instead of ours */
-    bool progress_pipe;           /* create the progress pipe (MIGBENCH_PROGRESS_FD) */
+    /* stdin reads this text and then EOF (it must fit in a pipe's buffer, 64 KiB on Linux; a
+     * longer one is refused with MB_EINVAL). NULL: stdin_null decides. */
+    const char *stdin_text;
+    /* Not capture: the child's stdout and stderr are appended to this file (created 0600).
+     * NULL: they are ours. */
+    const char *append_path;
+    /* Stay in our process group (a helper, not a job): signals, termination and mb_proc_destroy
+     * then reach the child alone, not what it leaves behind. false: a group of its own. */
+    bool same_group;
+    bool progress_pipe; /* create the progress pipe (MIGBENCH_PROGRESS_FD) */
     /* Capture stdout/stderr through pipes. When false the child writes to our stdout/stderr
      * directly and log_path/tee/on_data see nothing of it. */
     bool capture;
@@ -150,12 +160,12 @@ int64_t mb_proc_now_ns(void);
 #define MB_PROC_HELPER_SIGNAL (-3)  /* killed by a signal */
 
 /*
- * Runs a short helper command to completion, without a shell, in this thread: argv[0] is looked
- * up in PATH unless it contains '/'; extra_env ("NAME=value", NULL-terminated; NULL: none) is
- * added to our environment, replacing variables of the same name; stdin reads stdin_text (NULL:
- * /dev/null); stdout and stderr are appended to log_path (NULL: /dev/null); SIGKILL after
- * timeout_ms. Returns the exit status (0..255), or an MB_PROC_HELPER_* code with the reason in
- * why. It is not a job: no process group, no capture, no progress pipe (mb_proc_spawn).
+ * Runs a short helper command to completion in this thread, through mb_proc_spawn (so the same
+ * PATH search, environment merge and exec-failure reasons as a job): extra_env is spec.env;
+ * stdin reads stdin_text (NULL: /dev/null); stdout and stderr are appended to log_path (NULL:
+ * /dev/null); SIGKILL after timeout_ms. Returns the exit status (0..255), or an MB_PROC_HELPER_*
+ * code with the reason in why ("cannot run 'X': ..." when it could not be started). It is not a
+ * job: it stays in our process group, with no capture and no progress pipe.
  */
 int mb_proc_run_helper(char *const argv[], char *const extra_env[], const char *stdin_text,
                        const char *log_path, int timeout_ms, char *why, size_t cap);

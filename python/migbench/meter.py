@@ -28,7 +28,9 @@ class WindowResult:
 
     name, duration_s, t0_s, t1_s (CLOCK_MONOTONIC); counter_j (the energy counter's difference),
     integral_j (the integrated power), gap_rel ((integral - counter) / counter), gap_flag (|gap| >
-    2 %), mean_power_w, peak_power_w, samples, refused and reason, truncated; sensor (power_kind,
+    2 %), mean_power_w, peak_power_w, samples, missed_updates, read_failures, counter_wraps,
+    counter_resets, counter_patched_s, refused and reason, truncated, power_shift_s; the same
+    figures as `migbench measure --json`'s "energy" (one encoder); sensor (power_kind,
     power_update_period_ms, power_avg_window_ms, has_energy_counter, energy_update_period_ms,
     scope, source), interval_s and min_window_s (the sampling period and the shortest window
     measured). data is the whole document.

@@ -7,6 +7,8 @@ window's true energy is 200 W x its duration; the meter must give that within it
 time.monotonic), not synchronised on sleeps: nothing checked depends on how long they last.
 """
 
+import json
+import subprocess
 import threading
 import time
 
@@ -220,3 +222,19 @@ def test_nvml_device_through_the_fake_driver(package_env):
     assert refused == "False"
     assert float(counter_w) == pytest.approx(TRUE_W, rel=STATED_ERROR)
     assert float(integral_w) == pytest.approx(TRUE_W, rel=STATED_ERROR)
+
+
+def test_window_figures_are_those_of_measure(meter, migbench_cmd, package_env):
+    """A window's figures have one encoder: the window meter's result carries every field of
+    `measure --json`'s energy window (counter_patched_s included), plus its own times, sampling and
+    sensor."""
+    meter.begin("w")
+    spin(0.15)
+    r = meter.end("w")
+    p = subprocess.run([migbench_cmd, "measure", "--device", EMU, "--json", "--", "true"],
+                       env=package_env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    window = json.loads(p.stdout)["energy"]
+    extra = {"name", "t0_s", "t1_s", "power_shift_s", "interval_s", "min_window_s", "sensor"}
+    assert set(r.data) == set(window) | extra
+    assert r.counter_patched_s == 0

@@ -4,13 +4,13 @@
  * measuring; this file maps names to the meter's window ids and renders a result as JSON.
  */
 #include <cjson/cJSON.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "migbench/api.h"
 #include "migbench/meter.h"
+#include "results/energy_json.h"
 
 /* How long an end waits for samples to cover the window: the longest interval and then some. */
 #define WAIT_MS 30000
@@ -113,61 +113,15 @@ int mb_wmeter_begin(struct mb_wmeter *m, const char *name, struct mb_error *err)
     return st;
 }
 
-static void add_num(cJSON *o, const char *k, bool valid, double v)
-{
-    if (valid && isfinite(v))
-        cJSON_AddNumberToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
-}
-
-static void add_str(cJSON *o, const char *k, const char *v)
-{
-    if (v && v[0])
-        cJSON_AddStringToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
-}
-
-static void add_sensor(cJSON *o, const struct mb_sensor_info *s)
-{
-    cJSON *x = cJSON_AddObjectToObject(o, "sensor");
-    cJSON_AddStringToObject(x, "power_kind", mb_power_kind_str(s->power_kind));
-    add_num(x, "power_update_period_ms", s->power_update_period_ms > 0, s->power_update_period_ms);
-    add_num(x, "power_avg_window_ms", s->power_avg_window_ms > 0, s->power_avg_window_ms);
-    cJSON_AddBoolToObject(x, "has_energy_counter", s->has_energy_counter);
-    add_num(x, "energy_update_period_ms", s->energy_update_period_ms > 0,
-            s->energy_update_period_ms);
-    add_str(x, "scope", s->scope);
-    add_str(x, "source", s->source);
-}
-
 static void add_energy(cJSON *o, const struct mb_energy *e)
 {
     cJSON_AddNumberToObject(o, "t0_s", (double)e->t0_ns * 1e-9);
     cJSON_AddNumberToObject(o, "t1_s", (double)e->t1_ns * 1e-9);
-    cJSON_AddNumberToObject(o, "duration_s", e->duration_s);
-    add_num(o, "counter_j", e->counter_valid, e->counter_j);
-    add_num(o, "integral_j", e->integral_valid, e->integral_j);
-    add_num(o, "gap_rel", e->gap_valid, e->gap_rel);
-    if (e->gap_valid)
-        cJSON_AddBoolToObject(o, "gap_flag", e->gap_flag);
-    else
-        cJSON_AddNullToObject(o, "gap_flag");
-    add_num(o, "mean_power_w", e->mean_power_valid, e->mean_power_w);
-    add_num(o, "peak_power_w", e->peak_power_valid, e->peak_power_w);
-    cJSON_AddNumberToObject(o, "samples", (double)e->samples);
-    cJSON_AddNumberToObject(o, "missed_updates", (double)e->missed_updates);
-    cJSON_AddNumberToObject(o, "read_failures", (double)e->read_failures);
-    cJSON_AddNumberToObject(o, "counter_wraps", e->counter_wraps);
-    cJSON_AddNumberToObject(o, "counter_resets", e->counter_resets);
-    cJSON_AddBoolToObject(o, "refused", e->refused);
-    cJSON_AddBoolToObject(o, "truncated", e->truncated);
-    add_str(o, "reason", e->reason);
+    mb__energy_json_add(o, e);
     cJSON_AddNumberToObject(o, "power_shift_s", (double)e->power_shift_ns * 1e-9);
     cJSON_AddNumberToObject(o, "interval_s", (double)e->interval_ns * 1e-9);
     cJSON_AddNumberToObject(o, "min_window_s", (double)e->min_window_ns * 1e-9);
-    add_sensor(o, &e->sensor);
+    mb__sensor_json_add(cJSON_AddObjectToObject(o, "sensor"), &e->sensor);
 }
 
 /* Hands o over as text in *json; frees o. */
@@ -224,11 +178,11 @@ int mb_wmeter_info(struct mb_wmeter *m, char **json, struct mb_error *err)
     if (o) {
         cJSON_AddStringToObject(o, "backend", info.backend);
         cJSON_AddBoolToObject(o, "emulated", info.emulated);
-        add_str(o, "name", info.name);
-        add_str(o, "model", info.model);
-        add_str(o, "uuid", info.uuid);
-        add_str(o, "driver_version", info.driver_version);
-        add_sensor(o, &sensor);
+        mb__json_str_or_null(o, "name", info.name);
+        mb__json_str_or_null(o, "model", info.model);
+        mb__json_str_or_null(o, "uuid", info.uuid);
+        mb__json_str_or_null(o, "driver_version", info.driver_version);
+        mb__sensor_json_add(cJSON_AddObjectToObject(o, "sensor"), &sensor);
         cJSON_AddNumberToObject(o, "interval_s", (double)mb_meter_interval_ns(m->meter) * 1e-9);
         cJSON_AddNumberToObject(o, "min_window_s", (double)mb_meter_min_window_ns(m->meter) * 1e-9);
     }

@@ -10,7 +10,6 @@
 #include <pty.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@ struct mb_proc {
     pid_t pid;
     int fds[NFDS]; /* read ends, -1 when closed */
     bool had_pipes;
+    bool own_group; /* signals go to its process group; else to the child alone */
     int tee_fd[2];
     mb_proc_data_fn on_data;
     void *ctx;
@@ -51,6 +51,12 @@ struct mb_proc {
     uint64_t total;
     uint64_t omitted;
 };
+
+/* A job's whole process group, or a helper that shares ours alone. */
+static pid_t signal_target(const struct mb_proc *p)
+{
+    return p->own_group ? -p->pid : p->pid;
+}
 
 int64_t mb_proc_now_ns(void)
 {
@@ -130,7 +136,10 @@ static bool write_all(int fd, const char *buf, size_t n)
     return true;
 }
 
-/* The environment for the child: ours with spec->env and the progress variable applied. */
+/* ---- spawning: one mechanism for jobs and helpers ---- */
+
+/* The one environment merge: ours, then each extra entry in order, replacing a variable of the
+ * same name in place (so a later entry wins over an earlier one and over ours). */
 static char **build_env(char *const *extra, const char *progress_kv)
 {
     size_t n_env = 0, n_extra = 0;
@@ -148,11 +157,10 @@ static char **build_env(char *const *extra, const char *progress_kv)
         char *kv = j < n_extra ? extra[j] : (char *)(uintptr_t)progress_kv;
         if (!kv)
             continue;
-        const char *eq = strchr(kv, '=');
-        size_t name_len = eq ? (size_t)(eq - kv) : strlen(kv);
+        size_t name_len = (size_t)(strchr(kv, '=') - kv); /* check_env made sure of the '=' */
         size_t i = 0;
         for (; i < k; i++)
-            if (strncmp(env[i], kv, name_len) == 0 && env[i][name_len] == '=')
+            if (strncmp(env[i], kv, name_len + 1) == 0)
                 break;
         env[i] = kv;
         if (i == k)
@@ -160,6 +168,18 @@ static char **build_env(char *const *extra, const char *progress_kv)
     }
     env[k] = NULL;
     return env;
+}
+
+/* Every extra entry must be NAME=value with a non-empty NAME. */
+static int check_env(char *const *extra, struct mb_error *err)
+{
+    for (size_t j = 0; extra && extra[j]; j++) {
+        const char *eq = strchr(extra[j], '=');
+        if (!eq || eq == extra[j])
+            return mb_error_set(err, MB_EINVAL, "environment entry '%.80s' is not NAME=value",
+                                extra[j]);
+    }
+    return MB_OK;
 }
 
 /*
@@ -170,32 +190,25 @@ static int resolve_candidates(const char *file, char ***out, size_t *n_out)
 {
     *out = NULL;
     *n_out = 0;
-    if (strchr(file, '/')) {
-        char **c = calloc(1, sizeof(*c));
-        if (!c || !(c[0] = strdup(file))) {
-            free(c);
-            return MB_ENOMEM;
-        }
-        *out = c;
-        *n_out = 1;
-        return MB_OK;
-    }
     const char *path = getenv("PATH");
     if (!path)
         path = "/usr/local/bin:/usr/bin:/bin";
-    char **c = calloc(MAX_CANDIDATES, sizeof(*c));
+    bool direct = strchr(file, '/') != NULL;
+    char **c = calloc(direct ? 1 : MAX_CANDIDATES, sizeof(*c));
     if (!c)
         return MB_ENOMEM;
     size_t n = 0;
     const char *p = path;
-    while (n < MAX_CANDIDATES) {
-        const char *colon = strchr(p, ':');
+    while (n < (direct ? 1 : MAX_CANDIDATES)) {
+        const char *colon = direct ? NULL : strchr(p, ':');
         size_t dlen = colon ? (size_t)(colon - p) : strlen(p);
         size_t len = (dlen ? dlen : 1) + 1 + strlen(file) + 1;
         char *s = malloc(len);
         if (!s)
             goto fail;
-        if (dlen)
+        if (direct)
+            snprintf(s, len, "%s", file);
+        else if (dlen)
             snprintf(s, len, "%.*s/%s", (int)dlen, p, file);
         else
             snprintf(s, len, "./%s", file);
@@ -221,16 +234,166 @@ static void free_candidates(char **c, size_t n)
     free(c);
 }
 
-/* In the child after fork: only async-signal-safe calls. Reports errno on errpipe and exits. */
-static void child_exec(const struct mb_proc_spec *spec, char **cand, size_t n_cand, char **env,
-                       int out_w, int err_w, int prog_w, int errpipe, const cpu_set_t *cpus)
+/* The parent's descriptors for one spawn: [0] our end, [1] the child's (-1 when unused). */
+struct spawn_fds {
+    int out[2], err[2], prog[2];
+    int in;     /* the child's stdin: /dev/null or the read end holding stdin_text; -1 ours */
+    int sink;   /* append_path, for the child's stdout and stderr; -1 none */
+    int rep[2]; /* exec-failure report: CLOEXEC, so a successful exec closes it */
+};
+
+static void fds_init(struct spawn_fds *f)
 {
-    int e = 0;
-    int at_exec = 0; /* tells the parent "not found/not executable" from a setup failure */
+    f->out[0] = f->out[1] = f->err[0] = f->err[1] = f->prog[0] = f->prog[1] = -1;
+    f->in = f->sink = f->rep[0] = f->rep[1] = -1;
+}
+
+/* The child's ends: closed in the parent once the child has them. */
+static void fds_close_child(struct spawn_fds *f)
+{
+    close_fd(&f->out[1]);
+    close_fd(&f->err[1]);
+    close_fd(&f->prog[1]);
+    close_fd(&f->in);
+    close_fd(&f->sink);
+    close_fd(&f->rep[1]);
+}
+
+static void fds_close_all(struct spawn_fds *f)
+{
+    fds_close_child(f);
+    close_fd(&f->out[0]);
+    close_fd(&f->err[0]);
+    close_fd(&f->prog[0]);
+    close_fd(&f->rep[0]);
+}
+
+/* Opens path (a file of ours, above stdio, CLOEXEC); -1 with errno on failure. */
+static int open_high(const char *path, int flags, mode_t mode)
+{
+    int fd = open(path, flags | O_CLOEXEC, mode);
+    return fd < 0 ? -1 : high_cloexec(fd);
+}
+
+/* A pipe already holding text, its write end closed: the child reads the text, then EOF. */
+static int stdin_text_pipe(const char *text, int *in, struct mb_error *err)
+{
+    int p[2];
+    if (make_pipe(p) != 0)
+        return mb_error_set(err, MB_EIO, "cannot create pipe: %s", strerror(errno));
+    /* Non-blocking, so a text longer than the pipe holds is refused, not a hang. */
+    fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK);
+    size_t n = strlen(text);
+    ssize_t w = n ? write(p[1], text, n) : 0;
+    close(p[1]);
+    if (w < 0 || (size_t)w != n) {
+        close(p[0]);
+        return mb_error_set(err, MB_EINVAL,
+                            "the text for the command's stdin (%zu bytes) is "
+                            "longer than a pipe holds",
+                            n);
+    }
+    *in = p[0];
+    return MB_OK;
+}
+
+/* The child's stdin: spec->stdin_text, /dev/null, or ours. */
+static int open_stdin(const struct mb_proc_spec *spec, struct spawn_fds *f, struct mb_error *err)
+{
+    if (spec->stdin_text)
+        return stdin_text_pipe(spec->stdin_text, &f->in, err);
+    if (spec->stdin_null && (f->in = open_high("/dev/null", O_RDONLY, 0)) < 0)
+        return mb_error_set(err, MB_EIO, "cannot open /dev/null: %s", strerror(errno));
+    return MB_OK;
+}
+
+/* The child's stdout/stderr: capture pipes (or a terminal), a file to append to, or ours. */
+static int open_output(const struct mb_proc_spec *spec, struct spawn_fds *f, struct mb_error *err)
+{
+    if (spec->capture) {
+        if ((spec->pty ? make_pty(f->out) : make_pipe(f->out)) != 0 || make_pipe(f->err) != 0)
+            return mb_error_set(err, MB_EIO, "cannot create pipe: %s", strerror(errno));
+    } else if (spec->append_path) {
+        f->sink = open_high(spec->append_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (f->sink < 0)
+            return mb_error_set(err, MB_EIO, "cannot open '%s' for the output of '%s': %s",
+                                spec->append_path, spec->argv[0], strerror(errno));
+    }
+    return MB_OK;
+}
+
+static int open_fds(const struct mb_proc_spec *spec, struct spawn_fds *f, struct mb_error *err)
+{
+    int rc = open_stdin(spec, f, err);
+    if (rc == MB_OK)
+        rc = open_output(spec, f, err);
+    if (rc == MB_OK && ((spec->progress_pipe && make_pipe(f->prog) != 0) || make_pipe(f->rep)))
+        rc = mb_error_set(err, MB_EIO, "cannot create pipe: %s", strerror(errno));
+    return rc;
+}
+
+/* Everything the child needs, prepared in the parent: after fork the child may not allocate. */
+struct launch {
+    const struct mb_proc_spec *spec;
+    char **cand;
+    size_t n_cand;
+    char **env;
+    cpu_set_t cpus;
+    bool use_cpus;
+    int in, out, err, prog, rep; /* the child's descriptors; -1: keep ours / none */
+    char progress_kv[64];
+};
+
+static int launch_cpus(const struct mb_proc_spec *spec, struct launch *l, struct mb_error *err)
+{
+    l->use_cpus = false;
+    if (!spec->cpus || spec->cpus->n == 0)
+        return MB_OK;
+    CPU_ZERO(&l->cpus);
+    for (unsigned i = 0; i < spec->cpus->n && i < MB_CPUSET_MAX / 8; i++) {
+        if (spec->cpus->cpus[i] >= CPU_SETSIZE)
+            return mb_error_set(err, MB_EINVAL, "CPU %u is out of range", spec->cpus->cpus[i]);
+        CPU_SET(spec->cpus->cpus[i], &l->cpus);
+    }
+    l->use_cpus = true;
+    return MB_OK;
+}
+
+static int launch_prepare(const struct mb_proc_spec *spec, const struct spawn_fds *f,
+                          struct launch *l, struct mb_error *err)
+{
+    l->spec = spec;
+    l->in = f->in;
+    l->out = spec->capture ? f->out[1] : f->sink;
+    l->err = spec->capture ? f->err[1] : f->sink;
+    l->prog = f->prog[1];
+    l->rep = f->rep[1];
+    l->progress_kv[0] = '\0';
+    if (l->prog >= 0)
+        snprintf(l->progress_kv, sizeof(l->progress_kv), "%s=%d", MB_PROGRESS_FD_ENV, l->prog);
+    l->env = build_env(spec->env, l->progress_kv[0] ? l->progress_kv : NULL);
+    if (!l->env || resolve_candidates(spec->argv[0], &l->cand, &l->n_cand) != MB_OK)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    return MB_OK;
+}
+
+static void launch_free(struct launch *l)
+{
+    free(l->env);
+    l->env = NULL;
+    free_candidates(l->cand, l->n_cand);
+    l->cand = NULL;
+    l->n_cand = 0;
+}
+
+/* ---- in the child, between fork and exec: async-signal-safe calls only ---- */
+
+/* Handlers we installed must not survive; SIG_IGN would (SIGPIPE), so reset the common ones. */
+static void child_reset_signals(void)
+{
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    /* Handlers we installed must not survive; SIG_IGN would (SIGPIPE), so reset the common ones. */
     static const int sigs[] = {SIGPIPE, SIGINT,  SIGTERM, SIGQUIT, SIGHUP,
                                SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM};
     struct sigaction dfl;
@@ -239,67 +402,67 @@ static void child_exec(const struct mb_proc_spec *spec, char **cand, size_t n_ca
     sigemptyset(&dfl.sa_mask);
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
         sigaction(sigs[i], &dfl, NULL); /* sigaction, unlike signal, is async-signal-safe */
-    setpgid(0, 0);
-    if (spec->stdin_null) {
-        int fd = open("/dev/null", O_RDONLY);
-        if (fd < 0 || dup2(fd, 0) < 0) {
-            e = errno;
-            goto fail;
-        }
-        if (fd != 0)
-            close(fd);
-    }
-    if (out_w >= 0 && (dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)) {
-        e = errno;
-        goto fail;
-    }
-    if (prog_w >= 0 && fcntl(prog_w, F_SETFD, 0) < 0) {
-        e = errno;
-        goto fail;
-    }
+}
+
+/* stdin/stdout/stderr and the progress pipe in place, every other descriptor closed at exec. */
+static int child_fds(const struct launch *l)
+{
+    if ((l->in >= 0 && dup2(l->in, 0) < 0) || (l->out >= 0 && dup2(l->out, 1) < 0) ||
+        (l->err >= 0 && dup2(l->err, 2) < 0))
+        return errno;
+    if (l->prog >= 0 && fcntl(l->prog, F_SETFD, 0) < 0)
+        return errno;
     /* Close whatever else we might have inherited (all of ours are CLOEXEC anyway). */
-    if (prog_w >= 0) {
-        if (prog_w > 3)
-            close_range(3, (unsigned)prog_w - 1, CLOSE_RANGE_CLOEXEC);
-        close_range((unsigned)prog_w + 1, ~0u, CLOSE_RANGE_CLOEXEC);
+    if (l->prog >= 0) {
+        if (l->prog > 3)
+            close_range(3, (unsigned)l->prog - 1, CLOSE_RANGE_CLOEXEC);
+        close_range((unsigned)l->prog + 1, ~0u, CLOSE_RANGE_CLOEXEC);
     } else {
         close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
     }
-    /* close_range must not take errpipe down with it before exec reports. */
-    fcntl(errpipe, F_SETFD, FD_CLOEXEC);
-    if (cpus && sched_setaffinity(0, sizeof(*cpus), cpus) != 0) {
-        e = errno;
-        goto fail;
-    }
-    if (spec->cwd && chdir(spec->cwd) != 0) {
-        e = errno;
-        goto fail;
-    }
-    /* execvp's rules: EACCES remembered but the search goes on; ENOENT/ENOTDIR skip. */
+    /* The report pipe stays open until exec, and closes with it. */
+    fcntl(l->rep, F_SETFD, FD_CLOEXEC);
+    return 0;
+}
+
+/* execvp's rules over the candidates: EACCES remembered but the search goes on; ENOENT skips. */
+static int child_exec_candidates(const struct launch *l)
+{
     bool saw_eacces = false;
-    e = ENOENT;
-    for (size_t i = 0; i < n_cand; i++) {
-        execve(cand[i], spec->argv, env);
-        if (errno == EACCES) {
+    for (size_t i = 0; i < l->n_cand; i++) {
+        execve(l->cand[i], l->spec->argv, l->env);
+        if (errno == EACCES)
             saw_eacces = true;
-        } else if (errno == ENOEXEC) {
-            e = ENOEXEC;
-            break;
-        } else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV &&
-                   errno != ETIMEDOUT) {
-            e = errno;
-            break;
-        }
+        else if (errno == ENOEXEC)
+            return ENOEXEC;
+        else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV &&
+                 errno != ETIMEDOUT)
+            return errno;
     }
-    if (e == ENOENT && saw_eacces)
-        e = EACCES;
-    at_exec = 1;
-fail:;
+    return saw_eacces ? EACCES : ENOENT;
+}
+
+/* Sets up and execs; on failure writes {errno, 0 at exec / 1 in setup} to the report pipe. */
+static void child_main(const struct launch *l)
+{
+    child_reset_signals();
+    if (!l->spec->same_group)
+        setpgid(0, 0);
+    int e = child_fds(l);
+    if (!e && l->use_cpus && sched_setaffinity(0, sizeof(l->cpus), &l->cpus) != 0)
+        e = errno;
+    if (!e && l->spec->cwd && chdir(l->spec->cwd) != 0)
+        e = errno;
+    int at_exec = !e;
+    if (!e)
+        e = child_exec_candidates(l);
     int msg[2] = {e, at_exec ? 0 : 1};
-    ssize_t w = write(errpipe, msg, sizeof(msg));
+    ssize_t w = write(l->rep, msg, sizeof(msg));
     (void)w;
     _exit(e == ENOENT ? MB_PROC_EXIT_NOT_FOUND : MB_PROC_EXIT_NOT_EXECUTABLE);
 }
+
+/* ---- back in the parent ---- */
 
 int mb_proc_spawn_exit_code(int status)
 {
@@ -310,33 +473,55 @@ int mb_proc_spawn_exit_code(int status)
     return 125;
 }
 
-int mb_proc_spawn(const struct mb_proc_spec *spec, struct mb_proc **out, struct mb_error *err)
+/*
+ * Waits for the child's exec: EOF on the report pipe means it ran; a report means it did not, and
+ * the child (already exiting) is reaped and the reason named.
+ */
+static int exec_report(struct mb_proc *p, int rep, const char *cmd, struct mb_error *err)
 {
-    int out_p[2] = {-1, -1}, err_p[2] = {-1, -1}, prog_p[2] = {-1, -1}, ep[2] = {-1, -1};
-    char **cand = NULL, **env = NULL;
-    size_t n_cand = 0;
-    char progress_kv[64];
-    int rc;
-    cpu_set_t cpus;
-    bool use_cpus = false;
-    struct mb_proc *p = NULL;
-
-    *out = NULL;
-    if (!spec || !spec->argv || !spec->argv[0] || !spec->argv[0][0])
-        return mb_error_set(err, MB_EINVAL, "no command to run");
-    if (spec->cpus && spec->cpus->n > 0) {
-        CPU_ZERO(&cpus);
-        for (unsigned i = 0; i < spec->cpus->n && i < MB_CPUSET_MAX / 8; i++) {
-            if (spec->cpus->cpus[i] >= CPU_SETSIZE)
-                return mb_error_set(err, MB_EINVAL, "CPU %u is out of range", spec->cpus->cpus[i]);
-            CPU_SET(spec->cpus->cpus[i], &cpus);
-        }
-        use_cpus = true;
-    }
-    p = calloc(1, sizeof(*p));
-    if (!p)
-        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    int msg[2];
+    ssize_t r;
+    do
+        r = read(rep, msg, sizeof(msg));
+    while (r < 0 && errno == EINTR);
+    if (r != (ssize_t)sizeof(msg))
+        return MB_OK;
+    int st;
+    while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
+        ;
     p->pid = -1;
+    if (msg[1] == 0 && msg[0] == ENOENT)
+        return mb_error_set(err, MB_ENOTFOUND, "cannot run '%s': %s", cmd, strerror(msg[0]));
+    if (msg[1] == 0)
+        return mb_error_set(err, MB_EPERM, "cannot run '%s': %s", cmd, strerror(msg[0]));
+    return mb_error_set(err, MB_ECHILD, "cannot prepare '%s': %s", cmd, strerror(msg[0]));
+}
+
+static int start_child(const struct launch *l, struct mb_proc *p, struct spawn_fds *f,
+                       struct mb_error *err)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return mb_error_set(err, MB_EIO, "cannot fork: %s", strerror(errno));
+    if (pid == 0)
+        child_main(l);
+    /* Both sides call setpgid so that a signal sent right after spawn reaches the group. */
+    if (!l->spec->same_group)
+        setpgid(pid, pid);
+    p->pid = pid;
+    fds_close_child(f);
+    int rc = exec_report(p, f->rep[0], l->spec->argv[0], err);
+    close_fd(&f->rep[0]);
+    return rc;
+}
+
+static struct mb_proc *proc_new(const struct mb_proc_spec *spec)
+{
+    struct mb_proc *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->pid = -1;
+    p->own_group = !spec->same_group;
     for (int i = 0; i < NFDS; i++)
         p->fds[i] = -1;
     p->log_fd = -1;
@@ -346,111 +531,82 @@ int mb_proc_spawn(const struct mb_proc_spec *spec, struct mb_proc **out, struct 
     p->ctx = spec->ctx;
     p->head_max = spec->log_head_bytes ? spec->log_head_bytes : MB_PROC_LOG_HEAD_DEFAULT;
     p->tail_max = spec->log_tail_bytes ? spec->log_tail_bytes : MB_PROC_LOG_TAIL_DEFAULT;
+    return p;
+}
 
-    if (spec->capture && spec->log_path) {
-        p->log_fd = open(spec->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (p->log_fd < 0) {
-            rc = mb_error_set(err, MB_EIO, "cannot create log '%s': %s", spec->log_path,
-                              strerror(errno));
-            goto fail;
-        }
-        p->log_fd = high_cloexec(p->log_fd);
-        p->tail = malloc(p->tail_max);
-        if (!p->tail) {
-            rc = mb_error_set(err, MB_ENOMEM, "out of memory");
-            goto fail;
-        }
-    }
-    if ((spec->capture && ((spec->pty ? make_pty(out_p) : make_pipe(out_p)) || make_pipe(err_p))) ||
-        (spec->progress_pipe && make_pipe(prog_p)) || make_pipe(ep)) {
-        rc = mb_error_set(err, MB_EIO, "cannot create pipe: %s", strerror(errno));
-        goto fail;
-    }
-    progress_kv[0] = '\0';
-    if (spec->progress_pipe)
-        snprintf(progress_kv, sizeof(progress_kv), "%s=%d", MB_PROGRESS_FD_ENV, prog_p[1]);
-    env = build_env(spec->env, progress_kv[0] ? progress_kv : NULL);
-    rc = resolve_candidates(spec->argv[0], &cand, &n_cand);
-    if (!env || rc != MB_OK) {
-        rc = mb_error_set(err, MB_ENOMEM, "out of memory");
-        goto fail;
-    }
+static int open_log(struct mb_proc *p, const struct mb_proc_spec *spec, struct mb_error *err)
+{
+    if (!spec->capture || !spec->log_path)
+        return MB_OK;
+    p->log_fd = open_high(spec->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (p->log_fd < 0)
+        return mb_error_set(err, MB_EIO, "cannot create log '%s': %s", spec->log_path,
+                            strerror(errno));
+    p->tail = malloc(p->tail_max);
+    if (!p->tail)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    return MB_OK;
+}
 
-    pid_t pid = fork();
-    if (pid < 0) {
-        rc = mb_error_set(err, MB_EIO, "cannot fork: %s", strerror(errno));
-        goto fail;
-    }
-    if (pid == 0)
-        child_exec(spec, cand, n_cand, env, out_p[1], err_p[1], prog_p[1], ep[1],
-                   use_cpus ? &cpus : NULL);
-    /* Both sides call setpgid so that a signal sent right after spawn reaches the group. */
-    setpgid(pid, pid);
-    p->pid = pid;
-    close_fd(&out_p[1]);
-    close_fd(&err_p[1]);
-    close_fd(&prog_p[1]);
-    close_fd(&ep[1]);
-
-    int msg[2];
-    ssize_t r;
-    do
-        r = read(ep[0], msg, sizeof(msg));
-    while (r < 0 && errno == EINTR);
-    close_fd(&ep[0]);
-    if (r == (ssize_t)sizeof(msg)) {
-        int st;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-            ;
-        p->pid = -1;
-        if (msg[1] == 0 && msg[0] == ENOENT)
-            rc = mb_error_set(err, MB_ENOTFOUND, "cannot run '%s': %s", spec->argv[0],
-                              strerror(msg[0]));
-        else if (msg[1] == 0)
-            rc =
-                mb_error_set(err, MB_EPERM, "cannot run '%s': %s", spec->argv[0], strerror(msg[0]));
-        else
-            rc = mb_error_set(err, MB_ECHILD, "cannot prepare '%s': %s", spec->argv[0],
-                              strerror(msg[0]));
-        goto fail;
-    }
-    p->fds[MB_PROC_STDOUT] = out_p[0];
-    p->fds[MB_PROC_STDERR] = err_p[0];
-    p->fds[MB_PROC_PROGRESS] = prog_p[0];
-    out_p[0] = err_p[0] = prog_p[0] = -1;
+/* Our ends of the capture and progress pipes become the child's streams, non-blocking. */
+static void adopt_fds(struct mb_proc *p, struct spawn_fds *f)
+{
+    p->fds[MB_PROC_STDOUT] = f->out[0];
+    p->fds[MB_PROC_STDERR] = f->err[0];
+    p->fds[MB_PROC_PROGRESS] = f->prog[0];
+    f->out[0] = f->err[0] = f->prog[0] = -1;
     for (int i = 0; i < NFDS; i++)
         if (p->fds[i] >= 0) {
             fcntl(p->fds[i], F_SETFL, fcntl(p->fds[i], F_GETFL) | O_NONBLOCK);
             p->had_pipes = true;
         }
-    free(env);
-    free_candidates(cand, n_cand);
+}
+
+/* A command that never ran leaves its reason in its log, not an empty file; then p goes. */
+static void discard(struct mb_proc *p, const struct mb_error *err)
+{
+    if (!p)
+        return;
+    if (p->log_fd >= 0 && err)
+        (void)(write_all(p->log_fd, err->msg, strlen(err->msg)) && write_all(p->log_fd, "\n", 1));
+    close_fd(&p->log_fd);
+    free(p->tail);
+    free(p);
+}
+
+int mb_proc_spawn(const struct mb_proc_spec *spec, struct mb_proc **out, struct mb_error *err)
+{
+    *out = NULL;
+    if (!spec || !spec->argv || !spec->argv[0] || !spec->argv[0][0])
+        return mb_error_set(err, MB_EINVAL, "no command to run");
+    struct launch l = {0};
+    int rc = launch_cpus(spec, &l, err);
+    if (rc == MB_OK)
+        rc = check_env(spec->env, err);
+    if (rc != MB_OK)
+        return rc;
+    struct mb_proc *p = proc_new(spec);
+    if (!p)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    struct spawn_fds f;
+    fds_init(&f);
+    rc = open_log(p, spec, err);
+    if (rc == MB_OK)
+        rc = open_fds(spec, &f, err);
+    if (rc == MB_OK)
+        rc = launch_prepare(spec, &f, &l, err);
+    if (rc == MB_OK)
+        rc = start_child(&l, p, &f, err);
+    launch_free(&l);
+    if (rc == MB_OK)
+        adopt_fds(p, &f);
+    fds_close_all(&f);
+    if (rc != MB_OK) {
+        discard(p, err);
+        return rc;
+    }
     *out = p;
     return MB_OK;
-
-fail:
-    close_fd(&out_p[0]);
-    close_fd(&out_p[1]);
-    close_fd(&err_p[0]);
-    close_fd(&err_p[1]);
-    close_fd(&prog_p[0]);
-    close_fd(&prog_p[1]);
-    close_fd(&ep[0]);
-    close_fd(&ep[1]);
-    free(env);
-    free_candidates(cand, n_cand);
-    if (p && p->log_fd >= 0 && spec->log_path) {
-        /* A command that never ran leaves its reason in the log, not an empty file. */
-        if (err)
-            (void)(write_all(p->log_fd, err->msg, strlen(err->msg)) &&
-                   write_all(p->log_fd, "\n", 1));
-    }
-    if (p) {
-        close_fd(&p->log_fd);
-        free(p->tail);
-        free(p);
-    }
-    return rc;
 }
 
 pid_t mb_proc_pid(const struct mb_proc *p)
@@ -583,13 +739,13 @@ int mb_proc_poll(struct mb_proc *const *procs, size_t n, int timeout_ms, struct 
     }
     int64_t now = mb_proc_now_ns();
     size_t k = 0;
-    bool any_exited = false, any_closed = false;
+    bool any_exited = false, any_closed = false, any_unpiped = false;
     for (size_t i = 0; i < n; i++) {
         struct mb_proc *p = procs[i];
         if (!p || p->done)
             continue;
         if (p->kill_at_ns && !p->exited && now >= p->kill_at_ns && !p->killed) {
-            kill(-p->pid, SIGKILL);
+            kill(signal_target(p), SIGKILL);
             p->killed = true;
         }
         reap(p);
@@ -607,9 +763,11 @@ int mb_proc_poll(struct mb_proc *const *procs, size_t n, int timeout_ms, struct 
         /* All pipes at EOF usually means the child is exiting: look again soon. */
         if (k == k0 && p->had_pipes && !p->exited)
             any_closed = true;
+        /* A child with no pipes (a helper) has only its exit to wait for. */
+        any_unpiped = any_unpiped || (!p->had_pipes && !p->exited);
     }
     /* Exit is noticed by waitpid, not by an fd: do not sleep past it for long. */
-    int cap_ms = any_closed ? 2 : 50;
+    int cap_ms = any_closed ? 2 : any_unpiped ? 10 : 50;
     if (any_exited)
         timeout_ms = 0;
     else if (timeout_ms < 0 || timeout_ms > cap_ms)
@@ -667,7 +825,7 @@ int mb_proc_signal(struct mb_proc *p, int sig)
 {
     if (p->exited || p->pid <= 0)
         return MB_OK;
-    if (kill(-p->pid, sig) != 0 && errno != ESRCH)
+    if (kill(signal_target(p), sig) != 0 && errno != ESRCH)
         return MB_EIO;
     return MB_OK;
 }
@@ -712,7 +870,7 @@ void mb_proc_destroy(struct mb_proc *p)
     if (!p)
         return;
     if (!p->exited && p->pid > 0) {
-        kill(-p->pid, SIGKILL);
+        kill(signal_target(p), SIGKILL);
         int st;
         while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
             ;
@@ -724,96 +882,50 @@ void mb_proc_destroy(struct mb_proc *p)
     free(p);
 }
 
-/* ---- short helper commands ---- */
+/* ---- short helper commands: mb_proc_spawn, waited for here ---- */
 
 int mb_proc_run_helper(char *const argv[], char *const extra_env[], const char *stdin_text,
                        const char *log_path, int timeout_ms, char *why, size_t cap)
 {
-    size_t n_env = 0, n_extra = 0;
-    while (environ[n_env])
-        n_env++;
-    while (extra_env && extra_env[n_extra])
-        n_extra++;
-    char **env = calloc(n_env + n_extra + 1, sizeof(*env));
-    if (!env) {
-        snprintf(why, cap, "out of memory");
-        return -1;
+    struct mb_proc_spec spec = {
+        .argv = argv,
+        .env = extra_env,
+        .stdin_text = stdin_text,
+        .stdin_null = !stdin_text,
+        .append_path = log_path ? log_path : "/dev/null",
+        .same_group = true,
+        .tee_stdout_fd = -1,
+        .tee_stderr_fd = -1,
+    };
+    struct mb_error e = {0};
+    struct mb_proc *p = NULL;
+    if (!argv || !argv[0]) {
+        snprintf(why, cap, "no command to run");
+        return MB_PROC_HELPER_FAILED;
     }
-    size_t k = 0;
-    for (size_t i = 0; i < n_env; i++) {
-        bool replaced = false;
-        for (size_t j = 0; j < n_extra; j++) {
-            size_t l = (size_t)(strchr(extra_env[j], '=') - extra_env[j]);
-            if (strncmp(environ[i], extra_env[j], l + 1) == 0)
-                replaced = true;
-        }
-        if (!replaced)
-            env[k++] = environ[i];
+    if (mb_proc_spawn(&spec, &p, &e) != MB_OK) {
+        snprintf(why, cap, "%s", e.msg);
+        return MB_PROC_HELPER_FAILED;
     }
-    for (size_t j = 0; j < n_extra; j++)
-        env[k++] = extra_env[j];
-    env[k] = NULL;
-
-    int pfd[2] = {-1, -1};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    if (stdin_text) {
-        if (pipe(pfd) != 0) {
-            snprintf(why, cap, "pipe: %s", strerror(errno));
-            free(env);
-            posix_spawn_file_actions_destroy(&fa);
-            return -1;
-        }
-        posix_spawn_file_actions_adddup2(&fa, pfd[0], 0);
-        posix_spawn_file_actions_addclose(&fa, pfd[0]);
-        posix_spawn_file_actions_addclose(&fa, pfd[1]);
-    } else {
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    }
-    posix_spawn_file_actions_addopen(&fa, 1, log_path ? log_path : "/dev/null",
-                                     O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid;
-    int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
-    posix_spawn_file_actions_destroy(&fa);
-    free(env);
-    if (stdin_text)
-        close(pfd[0]);
-    if (e != 0) {
-        if (stdin_text)
-            close(pfd[1]);
-        snprintf(why, cap, "cannot run %s: %s", argv[0], strerror(e));
-        return -1;
-    }
-    if (stdin_text) {
-        /* A short command fits in the pipe buffer; the child may have died, so
-         * ignore EPIPE. */
-        struct sigaction ign, old;
-        memset(&ign, 0, sizeof(ign));
-        ign.sa_handler = SIG_IGN;
-        sigaction(SIGPIPE, &ign, &old);
-        ssize_t w = write(pfd[1], stdin_text, strlen(stdin_text));
-        (void)w;
-        close(pfd[1]);
-        sigaction(SIGPIPE, &old, NULL);
-    }
-    int status = 0;
-    for (int waited = 0;; waited += 10) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
+    int64_t end = mb_proc_now_ns() + (int64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000;
+    int rc = MB_OK;
+    while (!mb_proc_done(p) && rc != MB_EIO) {
+        int64_t left = (end - mb_proc_now_ns()) / 1000000;
+        if (left <= 0)
             break;
-        if (r < 0 && errno != EINTR) {
-            snprintf(why, cap, "waitpid: %s", strerror(errno));
-            return -1;
-        }
-        if (waited >= timeout_ms) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            snprintf(why, cap, "%s did not finish within %d ms", argv[0], timeout_ms);
-            return MB_PROC_HELPER_TIMEOUT;
-        }
-        nanosleep(&(struct timespec){0, 10000000}, NULL);
+        rc = mb_proc_wait(p, left > INT_MAX ? INT_MAX : (int)left, &e);
     }
+    if (!mb_proc_done(p)) {
+        mb_proc_destroy(p); /* kills and reaps it */
+        if (rc == MB_EIO) {
+            snprintf(why, cap, "%s", e.msg);
+            return MB_PROC_HELPER_FAILED;
+        }
+        snprintf(why, cap, "%s did not finish within %d ms", argv[0], timeout_ms);
+        return MB_PROC_HELPER_TIMEOUT;
+    }
+    int status = mb_proc_wait_status(p);
+    mb_proc_destroy(p);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
     snprintf(why, cap, "%s was killed by signal %d", argv[0], WTERMSIG(status));

@@ -27,6 +27,7 @@
 #include "migbench/progress.h"
 #include "run/runner_power.h"
 #include "run/runner_internal.h"
+#include "results/energy_json.h"
 
 /* ---- cell.json
  * ---------------------------------------------------------------------------
@@ -84,21 +85,7 @@ static cJSON *device_json(struct cell *c)
     }
     cJSON_AddItemToObject(d, "power_limit_mw", mb__rn_num_or_null(lim, lim_mw));
     if (c->sensor_ok) {
-        const struct mb_sensor_info *s = &c->sensor;
-        cJSON *so = cJSON_AddObjectToObject(d, "sensor");
-        cJSON_AddStringToObject(so, "power_kind", mb_power_kind_str(s->power_kind));
-        cJSON_AddItemToObject(
-            so, "power_update_period_ms",
-            mb__rn_num_or_null(s->power_update_period_ms > 0, s->power_update_period_ms));
-        cJSON_AddItemToObject(
-            so, "power_avg_window_ms",
-            mb__rn_num_or_null(s->power_avg_window_ms > 0, s->power_avg_window_ms));
-        cJSON_AddBoolToObject(so, "has_energy_counter", s->has_energy_counter);
-        cJSON_AddItemToObject(
-            so, "energy_update_period_ms",
-            mb__rn_num_or_null(s->energy_update_period_ms > 0, s->energy_update_period_ms));
-        cJSON_AddItemToObject(so, "scope", mb__rn_str_or_null(s->scope));
-        cJSON_AddItemToObject(so, "source", mb__rn_str_or_null(s->source));
+        mb__sensor_json_add(cJSON_AddObjectToObject(d, "sensor"), &c->sensor);
     } else {
         cJSON_AddNullToObject(d, "sensor");
     }
@@ -341,6 +328,7 @@ cJSON *mb__rn_cell_json(struct cell *c, double started_unix, double offset_s)
     if (c->run->on[0])
         cJSON_AddStringToObject(o, "on", c->n_inst > 0 ? c->inst[0].profile : c->run->on);
     cJSON_AddItemToObject(o, "energy", energy_json(c));
+    cJSON_AddItemToObject(o, "outside_load", mb__rn_load_json(c));
     cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
     for (size_t i = 0; i < c->n_jobs; i++)
         cJSON_AddItemToArray(jobs, job_json(c, &c->jobs[i]));

@@ -298,7 +298,136 @@ static void test_run_helper(void **state)
     char *missing[] = {"/nonexistent/helper", NULL};
     assert_int_equal(mb_proc_run_helper(missing, NULL, NULL, NULL, 1000, why, sizeof(why)),
                      MB_PROC_HELPER_FAILED);
-    assert_non_null(strstr(why, "cannot run /nonexistent/helper"));
+    /* The same named reason as a job's: the helper goes through mb_proc_spawn. */
+    assert_non_null(strstr(why, "cannot run '/nonexistent/helper': No such file or directory"));
+    unlink(log);
+    rmdir(dir);
+}
+
+/* Reads a whole small file into buf (NUL-terminated); its length. */
+static size_t slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return n;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/*
+ * One environment merge for jobs and helpers: ours, then the extra entries in order, each
+ * replacing a variable of the same name (a later entry wins; the name appears once). An entry
+ * that is not NAME=value is refused by both.
+ */
+static void test_env_merge_order(void **state)
+{
+    (void)state;
+    setenv("MB_ORDER_TEST", "ours", 1);
+    char *env[] = {"MB_ORDER_TEST=first", "MB_ORDER_TEST=second", NULL};
+    static struct capture c;
+    memset(&c, 0, sizeof(c));
+    char *printenv[] = {"printenv", "MB_ORDER_TEST", NULL};
+    struct mb_proc_spec x = {.env = env};
+    assert_int_equal(run_argv(printenv, &c, &x), 0);
+    assert_string_equal(c.out, "second\n");
+
+    char dir[] = "/tmp/mb-test-envorder-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char log[128], why[256];
+    snprintf(log, sizeof(log), "%s/log", dir);
+    char *envcmd[] = {"env", NULL};
+    assert_int_equal(mb_proc_run_helper(envcmd, env, NULL, log, 5000, why, sizeof(why)), 0);
+    static char text[1 << 16];
+    slurp(log, text, sizeof(text));
+    assert_int_equal(count_of(text, "MB_ORDER_TEST="), 1);
+    assert_non_null(strstr(text, "MB_ORDER_TEST=second\n"));
+
+    char *bad[] = {"MB_ORDER_TEST", NULL};
+    x.env = bad;
+    memset(&c, 0, sizeof(c));
+    assert_int_equal(run_argv(printenv, &c, &x), -MB_EINVAL);
+    assert_int_equal(mb_proc_run_helper(envcmd, bad, NULL, log, 5000, why, sizeof(why)),
+                     MB_PROC_HELPER_FAILED);
+    assert_non_null(strstr(why, "environment entry 'MB_ORDER_TEST' is not NAME=value"));
+    char *noname[] = {"=x", NULL};
+    assert_int_equal(mb_proc_run_helper(envcmd, noname, NULL, log, 5000, why, sizeof(why)),
+                     MB_PROC_HELPER_FAILED);
+    unsetenv("MB_ORDER_TEST");
+    unlink(log);
+    rmdir(dir);
+}
+
+/* Field 5 of /proc/self/stat (the process group) as `cat` saw it. */
+static long stat_pgrp(const char *stat)
+{
+    const char *p = strrchr(stat, ')');
+    assert_non_null(p);
+    char st;
+    long ppid = 0, pgrp = 0;
+    assert_int_equal(sscanf(p + 1, " %c %ld %ld", &st, &ppid, &pgrp), 3);
+    return pgrp;
+}
+
+/* A job leads a process group of its own; a helper stays in ours. Both read stdin text. */
+static void test_groups_and_stdin_text(void **state)
+{
+    (void)state;
+    static struct capture c;
+    memset(&c, 0, sizeof(c));
+    char *cat_stat[] = {"cat", "/proc/self/stat", NULL};
+    struct mb_proc_spec spec = {.argv = cat_stat,
+                                .capture = true,
+                                .stdin_null = true,
+                                .tee_stdout_fd = -1,
+                                .tee_stderr_fd = -1,
+                                .on_data = on_data,
+                                .ctx = &c};
+    struct mb_proc *p = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_proc_spawn(&spec, &p, &err), MB_OK);
+    assert_int_equal(mb_proc_wait(p, 30000, &err), MB_OK);
+    assert_int_equal(stat_pgrp(c.out), (long)mb_proc_pid(p));
+    mb_proc_destroy(p);
+
+    char dir[] = "/tmp/mb-test-group-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char log[128], why[256];
+    snprintf(log, sizeof(log), "%s/log", dir);
+    assert_int_equal(mb_proc_run_helper(cat_stat, NULL, NULL, log, 5000, why, sizeof(why)), 0);
+    char text[4096];
+    slurp(log, text, sizeof(text));
+    assert_int_equal(stat_pgrp(text), (long)getpgrp());
+
+    /* stdin text reaches a job as well; one longer than a pipe holds is refused, not a hang. */
+    memset(&c, 0, sizeof(c));
+    char *cat[] = {"cat", NULL};
+    spec.argv = cat;
+    spec.stdin_text = "hello\n";
+    assert_int_equal(mb_proc_spawn(&spec, &p, &err), MB_OK);
+    assert_int_equal(mb_proc_wait(p, 30000, &err), MB_OK);
+    assert_string_equal(c.out, "hello\n");
+    mb_proc_destroy(p);
+    size_t big = 8u << 20;
+    char *huge = malloc(big + 1);
+    assert_non_null(huge);
+    memset(huge, 'x', big);
+    huge[big] = '\0';
+    spec.stdin_text = huge;
+    assert_int_equal(mb_proc_spawn(&spec, &p, &err), MB_EINVAL);
+    assert_null(p);
+    assert_non_null(strstr(err.msg, "longer than a pipe holds"));
+    assert_int_equal(mb_proc_run_helper(cat, NULL, huge, log, 5000, why, sizeof(why)),
+                     MB_PROC_HELPER_FAILED);
+    free(huge);
     unlink(log);
     rmdir(dir);
 }
@@ -314,6 +443,8 @@ int main(void)
         cmocka_unit_test(test_bounded_log),
         cmocka_unit_test(test_terminate),
         cmocka_unit_test(test_run_helper),
+        cmocka_unit_test(test_env_merge_order),
+        cmocka_unit_test(test_groups_and_stdin_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
