@@ -706,6 +706,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
             if (warm) {
                 win_start = t;
                 win_id = window_begin(c, t);
+                mb__rn_load_begin(c);
                 for (size_t i = 0; i < n; i++) {
                     if (js[i]->completed)
                         continue; /* finished within the warm-up: no window */
@@ -728,6 +729,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
     if (win_start) {
         struct mb_energy en;
         window_finish(c, win_id, win_start, t_end, &en);
+        mb__rn_load_end(c, js, n);
         if (!c->failed && c->n_energy < MB_EXP_MAX_JOBS)
             c->energy[c->n_energy++] = en;
     }

@@ -322,6 +322,7 @@ cJSON *mb__rn_cell_json(struct cell *c, double started_unix, double offset_s)
     if (c->run->on[0])
         cJSON_AddStringToObject(o, "on", c->n_inst > 0 ? c->inst[0].profile : c->run->on);
     cJSON_AddItemToObject(o, "energy", energy_json(c));
+    cJSON_AddItemToObject(o, "outside_load", mb__rn_load_json(c));
     cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
     for (size_t i = 0; i < c->n_jobs; i++)
         cJSON_AddItemToArray(jobs, job_json(c, &c->jobs[i]));
