@@ -179,6 +179,13 @@ int mb_meter_window_result(struct mb_meter *m, int id, int timeout_ms, struct mb
  */
 bool mb_meter_lost(struct mb_meter *m, char *why, size_t cap);
 
+/*
+ * True when per-MIG-instance activity (the CSV's gi<N>_ columns, optional) could not be read;
+ * why gets the first failure in the device's words (e.g. NVML's ARGUMENT_VERSION_MISMATCH from
+ * the versioned GPM call). Those columns are then empty, never 0.
+ */
+bool mb_meter_activity_note(struct mb_meter *m, char *why, size_t cap);
+
 /* Copies the counters. */
 void mb_meter_get_counts(struct mb_meter *m, struct mb_meter_counts *out);
 

@@ -977,8 +977,14 @@ static int cell_teardown(struct cell *c, bool interrupted)
 /* cell.json, then "cell_finished" or "cell_failed". */
 static int cell_record(struct cell *c, double started_unix, double offset_s, bool *failed)
 {
+    char why[200];
     if (c->meter)
         mb_meter_stop(c->meter, NULL);
+    if (c->meter && mb_meter_activity_note(c->meter, why, sizeof(why)))
+        mb__rn_emit(c, MB_RUNNER_NOTE,
+                    "per-instance activity (telemetry.csv gi*_ columns) left "
+                    "empty: %s",
+                    why);
     cJSON *cj = mb__rn_cell_json(c, started_unix, offset_s);
     char path[1200];
     snprintf(path, sizeof(path), "%s/cell.json", c->dir);
