@@ -26,6 +26,7 @@ struct window {
     bool end_set;
     bool done;
     bool truncated;
+    bool lost; /* the device answered GPU_IS_LOST before the window was covered */
     int64_t t0, t1;
     double p_area_j;
     int64_t p_cov_ns;
@@ -75,6 +76,8 @@ struct mb_meter {
     uint64_t prev_energy_mj;
     struct mb_telemetry latest;
     bool have_latest;
+    bool lost;          /* a read answered MB_EGONE (NVML's GPU_IS_LOST) */
+    char lost_why[160]; /* the device's words for it, NVIDIA's code included */
     struct mb_meter_counts counts;
 };
 
@@ -176,6 +179,25 @@ static void settle_windows(struct mb_meter *m)
         if (x->used && x->end_set && !x->done && m->last_t >= x->t1 + m->shift_ns &&
             (!m->pch.have || m->pch.t >= x->t1) && (!m->ech.have || m->ech.t >= x->t1))
             x->done = true;
+    }
+}
+
+/*
+ * The device is gone (NVML's GPU_IS_LOST): nothing it said can be trusted to have covered a window
+ * that is still open, and nothing more will come. Every open window ends now, lost; so does any
+ * window begun later on this meter.
+ */
+static void device_lost(struct mb_meter *m, const char *why)
+{
+    if (!m->lost)
+        snprintf(m->lost_why, sizeof(m->lost_why), "%.159s", why);
+    m->lost = true;
+    for (int i = 0; i < MB_METER_MAX_WINDOWS; i++) {
+        struct window *x = &m->win[i];
+        if (x->used && !x->done) {
+            x->lost = true;
+            x->done = true;
+        }
     }
 }
 
@@ -370,7 +392,9 @@ static void take_sample(struct mb_meter *m)
 {
     struct mb_telemetry tel;
     memset(&tel, 0, sizeof(tel));
-    bool ok = mb_device_telemetry(m->dev, &tel, NULL) == MB_OK;
+    struct mb_error e;
+    int rc = mb_device_telemetry(m->dev, &tel, &e);
+    bool ok = rc == MB_OK;
     /* Backends stamp every reading (a manual emulator clock may start at 0); a failed read may
      * carry no stamp, and then only its CSV row uses our clock. */
     int64_t t = ok || tel.t_ns != 0 ? tel.t_ns : mb_meter_now_ns();
@@ -390,6 +414,8 @@ static void take_sample(struct mb_meter *m)
         m->csv_t0 = t;
     }
     fold_sample(m, &tel, ok, t);
+    if (rc == MB_EGONE)
+        device_lost(m, e.msg);
     pthread_cond_broadcast(&m->changed);
     pthread_mutex_unlock(&m->mu);
     if (m->csv)
@@ -642,7 +668,7 @@ int mb_meter_window_begin(struct mb_meter *m, int64_t t0_ns, int *id, struct mb_
      * to that sample (by at most one read's latency). */
     if (t0_ns < m->last_t)
         t0_ns = m->last_t;
-    m->win[slot] = (struct window){.used = true, .t0 = t0_ns};
+    m->win[slot] = (struct window){.used = true, .t0 = t0_ns, .lost = m->lost, .done = m->lost};
     *id = slot;
     pthread_mutex_unlock(&m->mu);
     return MB_OK;
@@ -733,6 +759,15 @@ static void result_of(const struct mb_meter *m, const struct window *x, struct m
     r->peak_power_w = x->peak_w;
     r->throttle_valid = x->throttle_valid;
     r->throttle_reasons = x->throttle;
+    if (x->lost) {
+        /* No figure from a window the GPU did not live through: not 0 J, not a part of it. */
+        r->device_lost = true;
+        r->truncated = true; /* it covers less than asked, as a window the meter stopped in */
+        r->peak_power_valid = false;
+        r->throttle_valid = false;
+        snprintf(r->reason, sizeof(r->reason), "GPU lost during the window: %.160s", m->lost_why);
+        return;
+    }
     bool any_sensor = m->sensor.power_kind != MB_POWER_NONE || m->sensor.has_energy_counter;
     if (dur < m->min_window_ns && any_sensor) {
         r->refused = true;
@@ -836,6 +871,16 @@ int mb_meter_window_result(struct mb_meter *m, int id, int timeout_ms, struct mb
     x->used = false;
     pthread_mutex_unlock(&m->mu);
     return MB_OK;
+}
+
+bool mb_meter_lost(struct mb_meter *m, char *why, size_t cap)
+{
+    pthread_mutex_lock(&m->mu);
+    bool lost = m->lost;
+    if (lost && why && cap)
+        snprintf(why, cap, "%s", m->lost_why);
+    pthread_mutex_unlock(&m->mu);
+    return lost;
 }
 
 void mb_meter_get_counts(struct mb_meter *m, struct mb_meter_counts *out)

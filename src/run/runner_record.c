@@ -120,6 +120,7 @@ static cJSON *energy_json(struct cell *c)
     /* Sum over the cell's windows (exclusive: one per job, one after another;
      * else one). */
     bool any = c->n_energy > 0, counter_ok = any, integ_ok = any, refused = false;
+    const char *lost = NULL; /* the first window the GPU did not live through says why */
     bool peak_ok = false, mean_ok = any;
     double counter = 0, integ = 0, peak = 0, secs = 0, mean_e = 0, edge = 0;
     uint64_t samples = 0, missed = 0;
@@ -130,6 +131,8 @@ static cJSON *energy_json(struct cell *c)
             refused = true;
             reason = e->reason;
         }
+        if (e->device_lost && !lost)
+            lost = e->reason;
         counter_ok = counter_ok && e->counter_valid && !e->refused;
         integ_ok = integ_ok && e->integral_valid && !e->refused;
         mean_ok = mean_ok && e->mean_power_valid && !e->refused;
@@ -155,7 +158,10 @@ static cJSON *energy_json(struct cell *c)
                   (c->sensor.has_energy_counter || (c->sensor.power_kind != MB_POWER_NONE &&
                                                     c->sensor.power_kind != MB_POWER_UNKNOWN));
     const char *flag = "ok";
-    if (!sensor) {
+    if (lost) {
+        flag = "device_lost";
+        reason = lost;
+    } else if (!sensor) {
         flag = "no_sensor";
         reason = "the device reports neither power nor an energy counter";
     } else if (refused)
