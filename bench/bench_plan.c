@@ -5,84 +5,9 @@
  * profiles shaped like the study's: sublinear speed-up with partition size, power rising with it.
  * Usage: bench_plan [INSTANCES]
  */
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#include "plan_gen.h"
 
-#include "migbench/clock.h"
-#include "migbench/plan.h"
-
-static uint64_t rng = 0x5eed5eedull;
-static double urand(void)
-{
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return (double)((rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
-}
-
-static double now_s(void)
-{
-    return (double)mb_clock_monotonic_ns() * 1e-9;
-}
-
-/* CPU time of this process: on a shared machine, closer to what the search itself costs. */
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static const char *const sizes[] = {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb",
-                                    "4g.40gb", "7g.80gb", "full"};
-static const double slices[] = {1, 1, 2, 3, 4, 7, 7};
 #define NW 6
-
-static struct mb_plan_profiles *profiles(const struct mb_catalog *cat)
-{
-    struct mb_plan_profiles *p;
-    if (mb_plan_profiles_create(&p, NULL) != MB_OK)
-        exit(1);
-    for (int w = 0; w < NW; w++) {
-        double base = 100 + 900 * urand(), alpha = 0.3 + 0.7 * urand();
-        double dyn = 150 + 450 * urand();
-        double mem = w == 0 ? 30000 : 3000 + 6000 * urand();
-        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-            struct mb_plan_profile r;
-            memset(&r, 0, sizeof(r));
-            snprintf(r.workload, sizeof(r.workload), "w%d", w);
-            snprintf(r.gpu, sizeof(r.gpu), "H100-80GB");
-            snprintf(r.partition, sizeof(r.partition), "%s", sizes[s]);
-            r.throughput = base * pow(slices[s] / 7, alpha);
-            r.power_w = 70 + dyn * pow(slices[s] / 7, 0.6);
-            r.idle_power_w = 70;
-            r.peak_mem_mib = mem;
-            snprintf(r.source, sizeof(r.source), "bench");
-            struct mb_error err;
-            if (mb_plan_profiles_add(p, cat, &r, &err) != MB_OK) {
-                fprintf(stderr, "bench_plan: %s\n", err.msg);
-                exit(1);
-            }
-        }
-    }
-    return p;
-}
-
-static void jobs_fill(struct mb_plan_job *jobs, size_t n)
-{
-    memset(jobs, 0, n * sizeof(*jobs));
-    for (size_t j = 0; j < n; j++) {
-        snprintf(jobs[j].name, sizeof(jobs[j].name), "j%zu", j);
-        snprintf(jobs[j].workload, sizeof(jobs[j].workload), "w%d", (int)(urand() * NW));
-        jobs[j].work = 1e5 * (0.2 + 2 * urand());
-        jobs[j].deadline_s = NAN;
-        jobs[j].memory_mib = NAN;
-    }
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -115,8 +40,8 @@ int main(int argc, char **argv)
         for (size_t oi = 0; oi < 2; oi++) {
             size_t nodes = 0;
             for (int r = 0; r < reps; r++) {
-                struct mb_plan_profiles *p = profiles(cat);
-                jobs_fill(jobs, nj);
+                struct mb_plan_profiles *p = gen_profiles(cat, NW, false);
+                gen_jobs(jobs, nj, NW);
                 struct mb_plan_options o;
                 memset(&o, 0, sizeof(o));
                 o.count = 1;
@@ -143,8 +68,8 @@ int main(int argc, char **argv)
     int big = reps < 5 ? reps : 5;
     for (size_t oi = 0; oi < 2; oi++) {
         for (int r = 0; r < big; r++) {
-            struct mb_plan_profiles *p = profiles(cat);
-            jobs_fill(jobs, 1000);
+            struct mb_plan_profiles *p = gen_profiles(cat, NW, false);
+            gen_jobs(jobs, 1000, NW);
             struct mb_plan_options o;
             memset(&o, 0, sizeof(o));
             o.count = 128;

@@ -383,8 +383,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->heuristic = true;
             break;
         case 'x':
-            if (!parse_pos(optarg, &v) || v != floor(v) || v > 16)
-                return mb_cli_usage_error(&mb_cmd_plan, "--exact-max: '%s' is not 1 to 16", optarg);
+            if (!parse_pos(optarg, &v) || v != floor(v) || v > 32)
+                return mb_cli_usage_error(&mb_cmd_plan, "--exact-max: '%s' is not 1 to 32", optarg);
             o->exact_max = (long)v;
             break;
         case 'F':
@@ -505,22 +505,21 @@ static int parse_power_limits(const char *arg, const struct mb_plan_profiles *pr
     snprintf(buf, sizeof(buf), "%s", arg);
     char *save = NULL;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int def;
-        double pct, w;
+        struct mb_power_setting ps;
         struct mb_error e;
         if (*n == MB_PLAN_MAX_CAPS)
             return mb_cli_usage_error(&mb_cmd_plan,
                                       "--power-limits: at most %d limits in a list ('all' takes "
                                       "every limit the profiles carry)",
                                       MB_PLAN_MAX_CAPS);
-        if (mb_powercap_parse(t, &def, &pct, &w, &e) != MB_OK)
+        if (mb_power_setting_parse(t, &ps, &e) != MB_OK)
             return mb_cli_usage_error(&mb_cmd_plan, "--power-limits: %s", e.msg);
-        if (pct > 0)
+        if (ps.kind == MB_PSET_PERCENT)
             return mb_cli_usage_error(&mb_cmd_plan,
                                       "--power-limits: '%s': give watts (profiles record the "
                                       "limit in force, in W) or 'all'",
                                       t);
-        c[(*n)++] = def ? 0 : w;
+        c[(*n)++] = ps.kind == MB_PSET_DEFAULT ? 0 : ps.value;
     }
     if (*n == 0)
         return mb_cli_usage_error(&mb_cmd_plan, "--power-limits: empty");
@@ -768,7 +767,7 @@ const struct mb_cmd mb_cmd_plan = {
             "  --energy-cap J        makespan objective: use at most J joules\n"
             "  --pareto              the energy vs makespan front instead of one plan\n"
             "  --json                machine-readable plan (the --plan file of --verify)\n"
-            "  --heuristic           skip the exact search; --exact-max N: jobs it takes (10)\n"
+            "  --heuristic           skip the exact search; --exact-max N: jobs it takes (16)\n"
             "  --no-full             do not consider running a GPU with MIG off\n"
             "  --power-limits L      choose the GPUs' power limit with the layout among L:\n"
             "                        'all' the profiles carry, or default and watts (250W)\n"

@@ -639,38 +639,19 @@ static int exit_for(int rc)
  * Without MIG-mode management, the cells the GPU's current MIG mode cannot run are skipped: the
  * exact commands that run them in two phases instead. Changes nothing.
  */
-static void two_phase_hint(const struct run_args *a, const struct mb_experiment *exp,
-                           const char *spec)
+static void two_phase_hint(const struct run_args *a, const struct mb_session *s, const char *spec)
 {
-    struct mb_device_spec_list gpus = {0};
-    struct mb_device *dev = NULL;
-    struct mb_device_info info;
-    struct mb_mig_mode mm;
-    struct mb_cell *cells = NULL;
-    char **notes = NULL;
-    size_t n_cells = 0, n_notes = 0, other = 0;
-    if (mb_cli_verbosity() < 1 || mb_device_spec_expand(spec, &gpus, NULL) != MB_OK ||
-        mb_device_open(gpus.specs[0], &dev, NULL) != MB_OK ||
-        mb_device_info(dev, &info, NULL) != MB_OK || mb_device_mig_mode(dev, &mm, NULL) != MB_OK ||
-        mb_experiment_cells(exp, mb_device_caps(dev), a->only, &cells, &n_cells, &notes, &n_notes,
-                            NULL) != MB_OK)
-        goto out;
-    for (size_t i = 0; i < n_cells; i++) {
-        int need = mb_migmode_run_needs(&exp->runs[cells[i].run]);
-        other += need == 1 ? !mm.current : need == 0 && !info.emulated && mm.current;
-    }
-    if (other == 0)
-        goto out;
+    const struct mb_experiment *exp = mb_session_experiment(s);
+    const struct mb_device_info *info = mb_session_device_info(s);
+    const struct mb_cell *cells = NULL;
+    size_t n_cells = 0;
+    if (mb_cli_verbosity() < 1 || mb_session_mig_mode_cells(s, &cells, &n_cells) == 0)
+        return;
     char base[PATH_MAX];
     snprintf(base, sizeof(base), "%s%s", a->results ? "" : "results/",
              a->results ? a->results : exp->name);
-    struct mb_cli_two_phase tp = {a->file, spec, base, info.index, info.emulated};
+    struct mb_cli_two_phase tp = {a->file, spec, base, info->index, info->emulated};
     mb_cli_print_two_phase(stderr, exp, cells, n_cells, &tp);
-out:
-    free(cells);
-    mb_notes_free(notes, n_notes);
-    mb_device_close(dev);
-    mb_device_spec_list_free(&gpus);
 }
 
 /* Opens the session and checks that it can start; nothing has changed yet. */
@@ -691,9 +672,9 @@ static int open_session(const struct run_args *a, const struct mb_experiment *ex
         .manage_mig_mode = a->manage_mig_mode || exp->manage_mig_mode,
         .pin_reps = a->pin_reps,
     };
-    if (!so.manage_mig_mode)
-        two_phase_hint(a, exp, spec);
     int rc = mb_session_open(exp, &so, s, &err);
+    if (rc == MB_OK)
+        two_phase_hint(a, *s, spec);
     if (rc == MB_OK)
         rc = mb_session_select(*s, a->cells, a->shard, &err);
     if (rc == MB_OK)

@@ -18,6 +18,7 @@
 
 #include "migbench/catalog.h"
 #include "migbench/layout.h"
+#include "migbench/powercap.h"
 #include "migbench/status.h"
 
 #define MB_EXP_NAME_MAX 64
@@ -32,7 +33,7 @@
 #define MB_EXP_MAX_OVERRIDES 64
 #define MB_EXP_FILE_MAX (1024 * 1024)
 #define MB_EXP_MAX_POWER_LIMITS 16
-#define MB_EXP_POWER_TEXT_MAX 24
+#define MB_EXP_POWER_TEXT_MAX MB_POWER_SETTING_TEXT_MAX
 
 /* How the GPU (or CPU) is shared by the jobs of a run. */
 enum mb_exp_mode {
@@ -103,12 +104,13 @@ struct mb_exp_run {
     /* The power-limit axis (docs/power.md). As parsed: the run's own `power_limits` list (or
      * none). After mb_experiment_expand_power, a run with a list (its own or the global one)
      * has become one run per limit, named "<run>.cap-<limit>", each with power_limit set and
-     * base_run naming the run as written. */
+     * base_run naming the run as written. Parsed where they are written (the YAML or --set):
+     * nothing below parses a limit again. */
     size_t n_power_limits;
-    char power_limits[MB_EXP_MAX_POWER_LIMITS][MB_EXP_POWER_TEXT_MAX];
+    struct mb_power_setting power_limits[MB_EXP_MAX_POWER_LIMITS];
     unsigned power_limits_line;
-    char power_limit[MB_EXP_POWER_TEXT_MAX]; /* "default", "80%", "250W"; "" without the axis */
-    char base_run[MB_EXP_NAME_MAX];          /* the run as written; "" without the axis */
+    struct mb_power_setting power_limit; /* MB_PSET_NONE without the axis */
+    char base_run[MB_EXP_NAME_MAX];      /* the run as written; "" without the axis */
     /* exclusive with `on: mig-SIZE`: "" on the whole GPU, else the MIG size the jobs run on one
      * after another (e.g. "7g"); such a run also has n_layout 1 and layout[0] == on. */
     char on[MB_PROFILE_NAME_MAX];
@@ -159,7 +161,7 @@ struct mb_experiment {
     struct mb_exp_measure measure;
     /* The global `power_limits` list: applies to every run without its own. */
     size_t n_power_limits;
-    char power_limits[MB_EXP_MAX_POWER_LIMITS][MB_EXP_POWER_TEXT_MAX];
+    struct mb_power_setting power_limits[MB_EXP_MAX_POWER_LIMITS];
     unsigned power_limits_line;
     struct mb_exp_slurm slurm;
     /* manage_mig_mode: true: migbench may switch the GPU's MIG mode between phases (runs that
@@ -282,7 +284,7 @@ int mb_experiment_check_cells(const struct mb_experiment *exp, const struct mb_g
  * The power-limit axis: replaces every run that has a `power_limits` list (its own, else the
  * global one) by one run per limit, in list order, named "<run>.cap-<limit>" ("default",
  * "80pct", "250W"), so that cells become run x limit x repetition and each limit's results live
- * in their own run directory. Each limit is checked with mb_powercap_parse. MB_EPARSE with the
+ * in their own run directory. The limits were parsed by the YAML reader. MB_EPARSE with the
  * file, line and field for a bad limit, a limit listed twice, a name that no longer fits or
  * collides, or more than MB_EXP_MAX_RUNS runs in all. Idempotent: expanded runs are kept.
  */
@@ -304,7 +306,6 @@ int mb_experiment_power_filter(const struct mb_experiment *exp, struct mb_cell *
  * that does not ("exp.yaml:5: field 'power_limits': 20% is 140 W, outside this GPU's range
  * 210..700 W"); MB_EUNSUPPORTED when pl lacks the range or default.
  */
-struct mb_power_limit;
 int mb_experiment_power_check(const struct mb_experiment *exp, const struct mb_cell *cells,
                               size_t n_cells, const struct mb_power_limit *pl,
                               struct mb_error *err);

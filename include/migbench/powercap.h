@@ -21,6 +21,7 @@
 #ifndef MIGBENCH_POWERCAP_H
 #define MIGBENCH_POWERCAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -114,19 +115,49 @@ int mb_powercap_begin(struct mb_device *dev, const char *device_spec, const char
 int mb_powercap_read(const char *path, struct mb_powercap_record *out, struct mb_error *err);
 
 /*
- * Parses a power limit as an experiment or plan gives it: "default", "N%" (of the default
- * limit), "NW" or "N" watts. Fills *default_ (true for "default") or *pct or *watts (the other
- * two 0). MB_EINVAL with the text named when it is none of these or out of 1..100% / > 0 W.
+ * A power limit as an experiment, a --set option or `plan --power-limits` asks for it, parsed
+ * once where it is written (mb_power_setting_parse) and passed as this type below that: the
+ * device resolves it to mW (mb_powercap_resolve), names and messages format it
+ * (mb_power_setting_format). `text` keeps the user's spelling ("250" stays "250", not "250W")
+ * for the records that echo the request (cell.json's power_limit.requested, cells.tsv); nothing
+ * parses it again.
  */
-int mb_powercap_parse(const char *text, int *is_default, double *pct, double *watts,
-                      struct mb_error *err);
+#define MB_POWER_SETTING_TEXT_MAX 24
+enum mb_power_setting_kind {
+    MB_PSET_NONE = 0, /* no limit asked for (a run without the power-limit axis) */
+    MB_PSET_DEFAULT,  /* "default": the device's default limit */
+    MB_PSET_PERCENT,  /* "N%": N percent of the default limit, N in (0, 100] */
+    MB_PSET_WATTS,    /* "NW", "Nw" or "N": N watts, in (0, 100000) */
+};
+struct mb_power_setting {
+    enum mb_power_setting_kind kind;
+    double value;                         /* PERCENT: the percentage; WATTS: the watts; else 0 */
+    char text[MB_POWER_SETTING_TEXT_MAX]; /* as written; "" for MB_PSET_NONE */
+};
 
 /*
- * Resolves a parsed limit against a device's limit range: default -> default_mw; N% -> N% of
- * default_mw; watts -> mW. MB_ERANGE (naming the range) outside [min_mw, max_mw];
- * MB_EUNSUPPORTED when pl lacks the range or default.
+ * Parses "default", "N%", "NW"/"Nw" or "N" (watts). MB_EINVAL naming the text when it is none of
+ * these, out of range, or longer than MB_POWER_SETTING_TEXT_MAX - 1; *out is then MB_PSET_NONE.
  */
-int mb_powercap_resolve(int is_default, double pct, double watts, const struct mb_power_limit *pl,
+int mb_power_setting_parse(const char *text, struct mb_power_setting *out, struct mb_error *err);
+
+/* How mb_power_setting_format writes a setting. */
+enum mb_power_setting_style {
+    MB_PSET_CANONICAL, /* "default", "80%", "250W", "212.5W"; "" for none */
+    MB_PSET_SLUG,      /* for a run name: "default", "80pct", "250W"; "default" for none */
+};
+void mb_power_setting_format(const struct mb_power_setting *s, enum mb_power_setting_style style,
+                             char *out, size_t cap);
+
+/* Whether two settings ask for the same limit ("250" and "250W" do). */
+bool mb_power_setting_same(const struct mb_power_setting *a, const struct mb_power_setting *b);
+
+/*
+ * Resolves a setting against a device's limit range: default -> default_mw; N% -> N% of
+ * default_mw; watts -> mW. MB_ERANGE (naming the range) outside [min_mw, max_mw];
+ * MB_EUNSUPPORTED when pl lacks the range or default; MB_EINVAL for MB_PSET_NONE.
+ */
+int mb_powercap_resolve(const struct mb_power_setting *s, const struct mb_power_limit *pl,
                         uint32_t *out_mw, struct mb_error *err);
 
 #endif

@@ -124,6 +124,15 @@ size_t mb_session_cells(const struct mb_session *s, const struct mb_cell **cells
 /* The number of GPUs the session runs on (1 unless the device spec names several). */
 size_t mb_session_gpus(const struct mb_session *s);
 
+/*
+ * Without manage_mig_mode, on a GPU: how many cells the GPU's MIG mode removed (runs that need
+ * the other mode, noted as skipped), and in *cells the experiment's cells for this device before
+ * that (experiment order; every mode), from which the two phases a user could run by hand are
+ * spelled out. 0 (and *cells NULL or all kept) when nothing was removed.
+ */
+size_t mb_session_mig_mode_cells(const struct mb_session *s, const struct mb_cell **cells,
+                                 size_t *n_cells);
+
 /* The experiment, the device (the first GPU), its MB_CAP_* bits, its catalog model (NULL when
  * none). */
 const struct mb_experiment *mb_session_experiment(const struct mb_session *s);

@@ -46,7 +46,7 @@ static int cells_tsv_text(const struct mb_experiment *exp, const struct mb_cell 
         fprintf(t->f, "%zu\t%s\t%u\t%s\t", i, r->name, cells[i].rep, mb_exp_mode_str(r->mode));
         for (size_t j = 0; j < r->n_jobs; j++)
             fprintf(t->f, "%s%s", j ? "," : "", r->job_name[j]);
-        fprintf(t->f, "\t%s\n", r->power_limit);
+        fprintf(t->f, "\t%s\n", r->power_limit.text);
     }
     fflush(t->f);
     return MB_OK;

@@ -319,7 +319,7 @@ static int write_cells_tsv(const struct mb_experiment *exp, const struct mb_cell
             tsv_field(t.f, r->job_name[j]);
         }
         fputc('\t', t.f);
-        tsv_field(t.f, r->power_limit); /* "" without the power-limit axis */
+        tsv_field(t.f, r->power_limit.text); /* "" without the power-limit axis */
         fputc('\n', t.f);
     }
     return mb__ftext_commit(&t, dir, "cells.tsv", 0644, err);

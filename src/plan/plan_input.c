@@ -300,6 +300,131 @@ static bool col_optional(size_t c)
            c == C_LIMIT;
 }
 
+/* Reads the header line's fields into pos[] (column -> field index); MB_OK or MB_EPARSE. */
+static int csv_header(char **fields, size_t nf, int *pos, const char *path, unsigned line_no,
+                      struct mb_error *err)
+{
+    for (size_t i = 0; i < nf; i++) {
+        char *name = trim(fields[i]);
+        size_t c = 0;
+        while (c < N_COLS && strcasecmp(name, col_names[c]) != 0)
+            c++;
+        if (c == N_COLS)
+            return mb_error_set(err, MB_EPARSE, "%s:%u: unknown column '%s'", path, line_no, name);
+        if (pos[c] >= 0)
+            return mb_error_set(err, MB_EPARSE, "%s:%u: column '%s' twice", path, line_no, name);
+        pos[c] = (int)i;
+    }
+    for (size_t c = 0; c < N_COLS; c++)
+        if (pos[c] < 0 && !col_optional(c))
+            return mb_error_set(err, MB_EPARSE, "%s:%u: header lacks column '%s'", path, line_no,
+                                col_names[c]);
+    return MB_OK;
+}
+
+/* Parses one data line's fields (columns at pos[]) into a profile row and adds it to p. */
+static int csv_row(struct mb_plan_profiles *p, const struct mb_catalog *cat, char **fields,
+                   const int *pos, const char *path, unsigned line_no, struct mb_error *err)
+{
+    const char *v[N_COLS];
+    for (size_t c = 0; c < N_COLS; c++)
+        v[c] = pos[c] >= 0 ? trim(fields[pos[c]]) : "";
+    struct mb_plan_profile row;
+    memset(&row, 0, sizeof(row));
+    mb__copy_str(row.workload, sizeof(row.workload), v[C_WORKLOAD]);
+    mb__copy_str(row.gpu, sizeof(row.gpu), v[C_GPU]);
+    mb__copy_str(row.partition, sizeof(row.partition), v[C_PARTITION]);
+    mb__copy_str(row.unit, sizeof(row.unit), v[C_UNIT]);
+    int badc = -1;
+    bool range = false;
+    if (!parse_num(v[C_THR], false, &row.throughput, &range))
+        badc = C_THR;
+    else if (!parse_num(v[C_POWER], false, &row.power_w, &range))
+        badc = C_POWER;
+    else if (!parse_num(v[C_IDLE], true, &row.idle_power_w, &range))
+        badc = C_IDLE;
+    else if (!parse_num(v[C_MEM], true, &row.peak_mem_mib, &range))
+        badc = C_MEM;
+    else if (!parse_bool(v[C_PROXY], &row.proxy))
+        badc = C_PROXY;
+    else if (!parse_num(v[C_LIMIT], true, &row.power_limit_w, &range))
+        badc = C_LIMIT;
+    if (badc >= 0)
+        return mb_error_set(err, MB_EPARSE, "%s:%u: field '%s': '%s' is not %s", path, line_no,
+                            col_names[badc], v[badc],
+                            badc == C_PROXY ? "true or false"
+                            : range         ? "a number in range"
+                                            : "a number");
+    if (v[C_SOURCE][0])
+        snprintf(row.source, sizeof(row.source), "%s:%u (%s)", path, line_no, v[C_SOURCE]);
+    else
+        snprintf(row.source, sizeof(row.source), "%s:%u", path, line_no);
+    int st = mb_plan_profiles_add(p, cat, &row, err);
+    if (st != MB_OK) {
+        mb_error_prefix(err, "%s:%u: ", path, line_no);
+        st = err ? (err->status = MB_EPARSE) : MB_EPARSE;
+    }
+    return st;
+}
+
+/* Cuts the next line off *rest (NUL-terminating it, without its CR) and returns it trimmed. */
+static char *next_line(char **rest)
+{
+    char *line = *rest;
+    char *nl = strchr(line, '\n');
+    *rest = nl ? nl + 1 : NULL;
+    if (nl)
+        *nl = '\0';
+    size_t ll = strlen(line);
+    if (ll && line[ll - 1] == '\r')
+        line[ll - 1] = '\0';
+    return trim(line);
+}
+
+/* The lines of text: a header, then rows added to p. */
+static int csv_parse(struct mb_plan_profiles *p, const struct mb_catalog *cat, char *text,
+                     const char *path, struct mb_error *err)
+{
+    int pos[N_COLS];
+    for (size_t c = 0; c < N_COLS; c++)
+        pos[c] = -1;
+    bool have_header = false;
+    unsigned line_no = 0;
+    char *fields[CSV_MAX_FIELDS];
+    size_t header_n = 0, n_before = p->n;
+    for (char *rest = text; rest;) {
+        line_no++;
+        char *t = next_line(&rest);
+        if (!*t || *t == '#')
+            continue;
+        size_t nf = 0;
+        int r = csv_split(t, fields, CSV_MAX_FIELDS, &nf);
+        if (r == -1)
+            return mb_error_set(err, MB_EPARSE, "%s:%u: more than %d fields", path, line_no,
+                                CSV_MAX_FIELDS);
+        if (r == -2)
+            return mb_error_set(err, MB_EPARSE, "%s:%u: unbalanced quotes", path, line_no);
+        int st;
+        if (!have_header) {
+            st = csv_header(fields, nf, pos, path, line_no, err);
+            header_n = nf;
+            have_header = true;
+        } else if (nf != header_n) {
+            st = mb_error_set(err, MB_EPARSE, "%s:%u: %zu fields, the header has %zu", path,
+                              line_no, nf, header_n);
+        } else {
+            st = csv_row(p, cat, fields, pos, path, line_no, err);
+        }
+        if (st != MB_OK)
+            return st;
+    }
+    if (!have_header)
+        return mb_error_set(err, MB_EPARSE, "%s: empty (no header line)", path);
+    if (p->n == n_before)
+        return mb_error_set(err, MB_EPARSE, "%s: a header but no profile rows", path);
+    return MB_OK;
+}
+
 int mb_plan_profiles_load_csv(struct mb_plan_profiles *p, const struct mb_catalog *cat,
                               const char *path, struct mb_error *err)
 {
@@ -309,124 +434,9 @@ int mb_plan_profiles_load_csv(struct mb_plan_profiles *p, const struct mb_catalo
     if (st != MB_OK)
         return st;
     size_t n_before = p->n;
-    int pos[N_COLS];
-    for (size_t c = 0; c < N_COLS; c++)
-        pos[c] = -1;
-    bool have_header = false;
-    unsigned line_no = 0;
-    char *save = NULL;
-    char *fields[CSV_MAX_FIELDS];
-    size_t header_n = 0;
-    for (char *line = text; line; line = save) {
-        line_no++;
-        char *nl = strchr(line, '\n');
-        save = nl ? nl + 1 : NULL;
-        if (nl)
-            *nl = '\0';
-        size_t ll = strlen(line);
-        if (ll && line[ll - 1] == '\r')
-            line[ll - 1] = '\0';
-        char *t = trim(line);
-        if (!*t || *t == '#')
-            continue;
-        size_t nf = 0;
-        int r = csv_split(t, fields, CSV_MAX_FIELDS, &nf);
-        if (r == -1) {
-            st = mb_error_set(err, MB_EPARSE, "%s:%u: more than %d fields", path, line_no,
-                              CSV_MAX_FIELDS);
-            goto fail;
-        }
-        if (r == -2) {
-            st = mb_error_set(err, MB_EPARSE, "%s:%u: unbalanced quotes", path, line_no);
-            goto fail;
-        }
-        if (!have_header) {
-            for (size_t i = 0; i < nf; i++) {
-                char *name = trim(fields[i]);
-                size_t c = 0;
-                while (c < N_COLS && strcasecmp(name, col_names[c]) != 0)
-                    c++;
-                if (c == N_COLS) {
-                    st = mb_error_set(err, MB_EPARSE, "%s:%u: unknown column '%s'", path, line_no,
-                                      name);
-                    goto fail;
-                }
-                if (pos[c] >= 0) {
-                    st = mb_error_set(err, MB_EPARSE, "%s:%u: column '%s' twice", path, line_no,
-                                      name);
-                    goto fail;
-                }
-                pos[c] = (int)i;
-            }
-            for (size_t c = 0; c < N_COLS; c++)
-                if (pos[c] < 0 && !col_optional(c)) {
-                    st = mb_error_set(err, MB_EPARSE, "%s:%u: header lacks column '%s'", path,
-                                      line_no, col_names[c]);
-                    goto fail;
-                }
-            header_n = nf;
-            have_header = true;
-            continue;
-        }
-        if (nf != header_n) {
-            st = mb_error_set(err, MB_EPARSE, "%s:%u: %zu fields, the header has %zu", path,
-                              line_no, nf, header_n);
-            goto fail;
-        }
-        const char *v[N_COLS];
-        for (size_t c = 0; c < N_COLS; c++)
-            v[c] = pos[c] >= 0 ? trim(fields[pos[c]]) : "";
-        struct mb_plan_profile row;
-        memset(&row, 0, sizeof(row));
-        mb__copy_str(row.workload, sizeof(row.workload), v[C_WORKLOAD]);
-        mb__copy_str(row.gpu, sizeof(row.gpu), v[C_GPU]);
-        mb__copy_str(row.partition, sizeof(row.partition), v[C_PARTITION]);
-        mb__copy_str(row.unit, sizeof(row.unit), v[C_UNIT]);
-        int badc = -1;
-        bool range = false;
-        if (!parse_num(v[C_THR], false, &row.throughput, &range))
-            badc = C_THR;
-        else if (!parse_num(v[C_POWER], false, &row.power_w, &range))
-            badc = C_POWER;
-        else if (!parse_num(v[C_IDLE], true, &row.idle_power_w, &range))
-            badc = C_IDLE;
-        else if (!parse_num(v[C_MEM], true, &row.peak_mem_mib, &range))
-            badc = C_MEM;
-        else if (!parse_bool(v[C_PROXY], &row.proxy))
-            badc = C_PROXY;
-        else if (!parse_num(v[C_LIMIT], true, &row.power_limit_w, &range))
-            badc = C_LIMIT;
-        if (badc >= 0) {
-            st = mb_error_set(err, MB_EPARSE, "%s:%u: field '%s': '%s' is not %s", path, line_no,
-                              col_names[badc], v[badc],
-                              badc == C_PROXY ? "true or false"
-                              : range         ? "a number in range"
-                                              : "a number");
-            goto fail;
-        }
-        if (v[C_SOURCE][0])
-            snprintf(row.source, sizeof(row.source), "%s:%u (%s)", path, line_no, v[C_SOURCE]);
-        else
-            snprintf(row.source, sizeof(row.source), "%s:%u", path, line_no);
-        st = mb_plan_profiles_add(p, cat, &row, err);
-        if (st != MB_OK) {
-            mb_error_prefix(err, "%s:%u: ", path, line_no);
-            st = err ? (err->status = MB_EPARSE) : MB_EPARSE;
-            goto fail;
-        }
-    }
-    if (!have_header) {
-        st = mb_error_set(err, MB_EPARSE, "%s: empty (no header line)", path);
-        goto fail;
-    }
-    if (p->n == n_before) {
-        st = mb_error_set(err, MB_EPARSE, "%s: a header but no profile rows", path);
-        goto fail;
-    }
-    free(text);
-    return MB_OK;
-fail:
-    p->n = n_before;
+    st = csv_parse(p, cat, text, path, err);
+    if (st != MB_OK)
+        p->n = n_before;
     free(text);
     return st;
 }
@@ -648,6 +658,49 @@ void mb_plan_jobset_destroy(struct mb_plan_jobset *js)
     free(js);
 }
 
+/* One top-level key of a jobs file (k: the key's position, for messages). */
+static int parse_top_key(struct mb__yread *c, const char *key, const struct mb__ynode *k,
+                         const struct mb__ynode *v, struct mb_plan_jobset *js)
+{
+    if (!key)
+        return mb__yread_failn(c, k, "(top)", "keys must be strings");
+    if (strcmp(key, "jobs") == 0)
+        return parse_jobs(c, v, js);
+    if (strcmp(key, "workloads") == 0)
+        return parse_workloads(c, v, js);
+    if (strcmp(key, "gpu") == 0)
+        return mb__yread_text(c, v, key, js->gpu, sizeof(js->gpu));
+    if (strcmp(key, "count") == 0) {
+        double d;
+        int st = mb__yread_number_min(c, v, key, 1, &d);
+        if (st == MB_OK && (d > MB_PLAN_MAX_GPUS || d != floor(d)))
+            st = mb__yread_failn(c, v, key, "expected an integer from 1 to %d", MB_PLAN_MAX_GPUS);
+        if (st == MB_OK)
+            js->count = (unsigned)d;
+        return st;
+    }
+    if (strcmp(key, "objective") == 0) {
+        const char *s = mb__yread_scalar(v);
+        js->has_objective = true;
+        if (s && strcmp(s, "energy") == 0)
+            js->objective = MB_PLAN_ENERGY;
+        else if (s && strcmp(s, "makespan") == 0)
+            js->objective = MB_PLAN_MAKESPAN;
+        else if (s && strcmp(s, "throughput") == 0)
+            js->objective = MB_PLAN_THROUGHPUT;
+        else
+            return mb__yread_failn(c, v, key, "expected energy, makespan or throughput");
+        return MB_OK;
+    }
+    if (strcmp(key, "makespan_cap") == 0)
+        return mb__yread_seconds(c, v, key, &js->makespan_cap_s);
+    if (strcmp(key, "energy_cap") == 0)
+        return mb__yread_joules(c, v, key, &js->energy_cap_j);
+    return mb__yread_failn(c, k, key,
+                           "unknown key (expected jobs, workloads, gpu, count, objective, "
+                           "makespan_cap, energy_cap)");
+}
+
 int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb_error *err)
 {
     *out = NULL;
@@ -686,46 +739,10 @@ int mb_plan_jobset_load(const char *path, struct mb_plan_jobset **out, struct mb
     }
     const struct mb__ynode *jobs_node = NULL;
     for (size_t i = 0; i < root->n; i++) {
-        const struct mb__ynode k_at = {.line = root->key_lines[i]}, *k = &k_at, *v = root->items[i];
-        const char *key = root->keys[i];
-        if (!key) {
-            st = mb__yread_failn(&c, k, "(top)", "keys must be strings");
-        } else if (strcmp(key, "jobs") == 0) {
-            jobs_node = v;
-            st = parse_jobs(&c, v, js);
-        } else if (strcmp(key, "workloads") == 0) {
-            st = parse_workloads(&c, v, js);
-        } else if (strcmp(key, "gpu") == 0) {
-            st = mb__yread_text(&c, v, key, js->gpu, sizeof(js->gpu));
-        } else if (strcmp(key, "count") == 0) {
-            double d;
-            st = mb__yread_number_min(&c, v, key, 1, &d);
-            if (st == MB_OK && (d > MB_PLAN_MAX_GPUS || d != floor(d)))
-                st = mb__yread_failn(&c, v, key, "expected an integer from 1 to %d",
-                                     MB_PLAN_MAX_GPUS);
-            if (st == MB_OK)
-                js->count = (unsigned)d;
-        } else if (strcmp(key, "objective") == 0) {
-            const char *s = mb__yread_scalar(v);
-            js->has_objective = true;
-            if (s && strcmp(s, "energy") == 0)
-                js->objective = MB_PLAN_ENERGY;
-            else if (s && strcmp(s, "makespan") == 0)
-                js->objective = MB_PLAN_MAKESPAN;
-            else if (s && strcmp(s, "throughput") == 0)
-                js->objective = MB_PLAN_THROUGHPUT;
-            else
-                st = mb__yread_failn(&c, v, key, "expected energy, makespan or throughput");
-        } else if (strcmp(key, "makespan_cap") == 0) {
-            st = mb__yread_seconds(&c, v, key, &js->makespan_cap_s);
-        } else if (strcmp(key, "energy_cap") == 0) {
-            st = mb__yread_joules(&c, v, key, &js->energy_cap_j);
-        } else {
-            st = mb__yread_failn(&c, k, key,
-                                 "unknown key (expected jobs, workloads, gpu, count, objective, "
-                                 "makespan_cap, energy_cap)");
-        }
-        if (st)
+        const struct mb__ynode k_at = {.line = root->key_lines[i]};
+        if (root->keys[i] && strcmp(root->keys[i], "jobs") == 0)
+            jobs_node = root->items[i];
+        if ((st = parse_top_key(&c, root->keys[i], &k_at, root->items[i], js)) != MB_OK)
             goto fail;
     }
     if (!jobs_node) {

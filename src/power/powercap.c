@@ -474,15 +474,22 @@ int mb_powercap_begin(struct mb_device *dev, const char *device_spec, const char
 
 /* ---- limits as text ----------------------------------------------------------------------- */
 
-int mb_powercap_parse(const char *text, int *is_default, double *pct, double *watts,
-                      struct mb_error *err)
+static int setting_bad(const char *text, struct mb_power_setting *out, struct mb_error *err)
 {
-    *is_default = 0;
-    *pct = *watts = 0;
+    memset(out, 0, sizeof(*out));
+    return mb_error_set(err, MB_EINVAL,
+                        "power limit '%s': expected default, a percentage (80%%) or watts (250W)",
+                        text);
+}
+
+int mb_power_setting_parse(const char *text, struct mb_power_setting *out, struct mb_error *err)
+{
+    memset(out, 0, sizeof(*out));
     if (!text)
         return mb_error_set(err, MB_EINVAL, "power limit: empty");
     if (strcmp(text, "default") == 0) {
-        *is_default = 1;
+        out->kind = MB_PSET_DEFAULT;
+        snprintf(out->text, sizeof(out->text), "%s", text);
         return MB_OK;
     }
     double v;
@@ -494,37 +501,65 @@ int mb_powercap_parse(const char *text, int *is_default, double *pct, double *wa
                             "(0, 100000))",
                             text);
     if (nrc != MB_OK || !end || end == text)
-        return mb_error_set(err, MB_EINVAL,
-                            "power limit '%s': expected default, a percentage (80%%) or watts "
-                            "(250W)",
-                            text);
+        return setting_bad(text, out, err);
     if (strcmp(end, "%") == 0) {
         if (!(v > 0 && v <= 100))
             return mb_error_set(err, MB_EINVAL,
                                 "power limit '%s': a percentage of the default in (0, 100]", text);
-        *pct = v;
-        return MB_OK;
-    }
-    if (strcmp(end, "W") == 0 || strcmp(end, "w") == 0 || *end == '\0') {
+        out->kind = MB_PSET_PERCENT;
+    } else if (strcmp(end, "W") == 0 || strcmp(end, "w") == 0 || *end == '\0') {
         if (!(v > 0 && v < 100000))
             return mb_error_set(err, MB_EINVAL, "power limit '%s': watts in (0, 100000)", text);
-        *watts = v;
-        return MB_OK;
+        out->kind = MB_PSET_WATTS;
+    } else {
+        return setting_bad(text, out, err);
     }
-    return mb_error_set(err, MB_EINVAL,
-                        "power limit '%s': expected default, a percentage (80%%) or watts (250W)",
-                        text);
+    if (strlen(text) >= sizeof(out->text)) {
+        memset(out, 0, sizeof(*out));
+        return mb_error_set(err, MB_EINVAL, "power limit '%.40s': longer than %zu characters", text,
+                            sizeof(out->text) - 1);
+    }
+    out->value = v;
+    snprintf(out->text, sizeof(out->text), "%s", text);
+    return MB_OK;
 }
 
-int mb_powercap_resolve(int is_default, double pct, double watts, const struct mb_power_limit *pl,
+void mb_power_setting_format(const struct mb_power_setting *s, enum mb_power_setting_style style,
+                             char *out, size_t cap)
+{
+    switch (s->kind) {
+    case MB_PSET_NONE:
+        snprintf(out, cap, "%s", style == MB_PSET_SLUG ? "default" : "");
+        return;
+    case MB_PSET_DEFAULT:
+        snprintf(out, cap, "default");
+        return;
+    case MB_PSET_PERCENT:
+        snprintf(out, cap, style == MB_PSET_SLUG ? "%gpct" : "%g%%", s->value);
+        return;
+    case MB_PSET_WATTS:
+        snprintf(out, cap, "%gW", s->value);
+        return;
+    }
+    snprintf(out, cap, "%s", "");
+}
+
+bool mb_power_setting_same(const struct mb_power_setting *a, const struct mb_power_setting *b)
+{
+    return a->kind == b->kind && a->value == b->value;
+}
+
+int mb_powercap_resolve(const struct mb_power_setting *s, const struct mb_power_limit *pl,
                         uint32_t *out_mw, struct mb_error *err)
 {
+    if (s->kind == MB_PSET_NONE)
+        return mb_error_set(err, MB_EINVAL, "no power limit to resolve");
     if (!(pl->valid & MB_PL_DEFAULT) || !(pl->valid & MB_PL_RANGE))
         return mb_error_set(err, MB_EUNSUPPORTED,
                             "the device does not report its default power limit and range");
-    double mw = is_default ? (double)pl->default_mw
-                : pct > 0  ? (double)pl->default_mw * pct / 100.0
-                           : watts * 1000.0;
+    double mw = s->kind == MB_PSET_DEFAULT   ? (double)pl->default_mw
+                : s->kind == MB_PSET_PERCENT ? (double)pl->default_mw * s->value / 100.0
+                                             : s->value * 1000.0;
     mw = floor(mw + 0.5);
     if (mw < pl->min_mw || mw > pl->max_mw)
         return mb_error_set(err, MB_ERANGE,

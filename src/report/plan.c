@@ -116,17 +116,9 @@ static void print_queues(FILE *out, const struct mb_plan_context *c, const struc
     }
 }
 
-void mb_plan_text_write(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p)
+/* Each GPU: its layout, its picture and its instances' queues. */
+static void print_gpus(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p)
 {
-    char a[48], b[48], d[48];
-    fprintf(out, "plan: %zu job%s on %u x %s, objective %s", p->n_slots, p->n_slots == 1 ? "" : "s",
-            p->count, c->model->name, mb_plan_objective_str(p->objective));
-    if (p->exact)
-        fprintf(out, " (exact optimum, %zu search nodes)\n", p->nodes);
-    else
-        fprintf(out, " (heuristic, gap to lower bound %.2f%%)\n", p->gap_pct);
-    fprintf(out, "profiles: %s; idle power %.1f W (mean of %zu row%s)\n", c->sources,
-            p->idle_power_w, p->idle_rows, p->idle_rows == 1 ? "" : "s");
     /* Identical GPUs are shown once when there are many. */
     for (unsigned g = 0; g < p->count; g++) {
         char names[512];
@@ -144,6 +136,12 @@ void mb_plan_text_write(FILE *out, const struct mb_plan_context *c, const struct
                     ninst = 1;
         print_queues(out, c, p, g, ninst);
     }
+}
+
+/* The jobs table. */
+static void print_jobs(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p)
+{
+    char a[48], b[48], d[48];
     bool cont = p->objective == MB_PLAN_THROUGHPUT;
     fprintf(out, "\njobs:\n");
     if (cont)
@@ -169,51 +167,62 @@ void mb_plan_text_write(FILE *out, const struct mb_plan_context *c, const struct
                     r->source);
         }
     }
+}
+
+/* The predicted totals of a continuous (throughput) plan. */
+static void print_totals_cont(FILE *out, const struct mb_plan *p)
+{
+    fprintf(out,
+            "predicted: system throughput %.3f (sum of throughput / whole-GPU throughput), "
+            "fleet power %.1f W\n",
+            p->system_throughput, p->power_w);
+    fprintf(out,
+            "baseline (each job alone on the whole GPU, one after another): system throughput "
+            "%u\n",
+            p->count < p->n_slots ? p->count : (unsigned)p->n_slots);
+    if (!p->exact)
+        fprintf(out, "upper bound: system throughput %.3f (gap %.2f%%)\n", p->bound_throughput,
+                p->gap_pct);
+}
+
+/* The predicted totals of a plan of finite jobs, with the baseline and the bound. */
+static void print_totals(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p)
+{
+    char a[48], b[48], d[48];
+    fprintf(out, "predicted: makespan %s, energy %s (idle %s + dynamic %s)\n",
+            fmt_time(p->makespan_s, a, sizeof(a)), fmt_energy(p->energy_j, b, sizeof(b)),
+            fmt_energy(p->idle_energy_j, d, sizeof(d)),
+            fmt_energy(p->dynamic_energy_j, a + 24, sizeof(a) - 24));
+    const char *u = mb_plan_common_unit(c, p);
+    if (u)
+        fprintf(out, "energy per unit: %.4g J/%s over %.4g %s\n",
+                p->energy_j / mb_plan_total_work(c->js), u, mb_plan_total_work(c->js), u);
+    else
+        fprintf(out, "energy per unit: per job only (the jobs count different units)\n");
+    fprintf(out,
+            "baseline (each job alone on the whole GPU, one after another): makespan %s, "
+            "energy %s\n",
+            fmt_time(p->base_makespan_s, a, sizeof(a)), fmt_energy(p->base_energy_j, b, sizeof(b)));
+    double es = mb_plan_pct_less(p->base_energy_j, p->energy_j);
+    double ms = mb_plan_pct_less(p->base_makespan_s, p->makespan_s);
+    if (isfinite(es))
+        fprintf(out, "gain over baseline: %.1f%% %s energy, %.1f%% %s makespan\n", fabs(es),
+                es >= 0 ? "less" : "more", fabs(ms), ms >= 0 ? "shorter" : "longer");
+    else
+        fprintf(out, "gain over baseline: n/a (some workload has no 'full' profile row)\n");
+    if (!p->exact)
+        fprintf(out, "lower bound: makespan %s, energy %s; gap %.2f%%\n",
+                fmt_time(p->bound_makespan_s, a, sizeof(a)),
+                fmt_energy(p->bound_energy_j, b, sizeof(b)), p->gap_pct);
+}
+
+/* What the model does not cover, and the rows that are not plain measurements. */
+static void print_notes(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p)
+{
     size_t proxies = 0, emulated = 0;
     for (size_t j = 0; j < p->n_slots; j++) {
         proxies += mb_plan_slot_row(c, &p->slots[j])->proxy;
         emulated += mb_plan_slot_row(c, &p->slots[j])->emulated;
-    }
-    fprintf(out, "\n");
-    if (cont) {
-        fprintf(out,
-                "predicted: system throughput %.3f (sum of throughput / whole-GPU throughput), "
-                "fleet power %.1f W\n",
-                p->system_throughput, p->power_w);
-        fprintf(out,
-                "baseline (each job alone on the whole GPU, one after another): system throughput "
-                "%u\n",
-                p->count < p->n_slots ? p->count : (unsigned)p->n_slots);
-        if (!p->exact)
-            fprintf(out, "upper bound: system throughput %.3f (gap %.2f%%)\n", p->bound_throughput,
-                    p->gap_pct);
-    } else {
-        fprintf(out, "predicted: makespan %s, energy %s (idle %s + dynamic %s)\n",
-                fmt_time(p->makespan_s, a, sizeof(a)), fmt_energy(p->energy_j, b, sizeof(b)),
-                fmt_energy(p->idle_energy_j, d, sizeof(d)),
-                fmt_energy(p->dynamic_energy_j, a + 24, sizeof(a) - 24));
-        const char *u = mb_plan_common_unit(c, p);
-        if (u)
-            fprintf(out, "energy per unit: %.4g J/%s over %.4g %s\n",
-                    p->energy_j / mb_plan_total_work(c->js), u, mb_plan_total_work(c->js), u);
-        else
-            fprintf(out, "energy per unit: per job only (the jobs count different units)\n");
-        fprintf(out,
-                "baseline (each job alone on the whole GPU, one after another): makespan %s, "
-                "energy %s\n",
-                fmt_time(p->base_makespan_s, a, sizeof(a)),
-                fmt_energy(p->base_energy_j, b, sizeof(b)));
-        double es = mb_plan_pct_less(p->base_energy_j, p->energy_j);
-        double ms = mb_plan_pct_less(p->base_makespan_s, p->makespan_s);
-        if (isfinite(es))
-            fprintf(out, "gain over baseline: %.1f%% %s energy, %.1f%% %s makespan\n", fabs(es),
-                    es >= 0 ? "less" : "more", fabs(ms), ms >= 0 ? "shorter" : "longer");
-        else
-            fprintf(out, "gain over baseline: n/a (some workload has no 'full' profile row)\n");
-        if (!p->exact)
-            fprintf(out, "lower bound: makespan %s, energy %s; gap %.2f%%\n",
-                    fmt_time(p->bound_makespan_s, a, sizeof(a)),
-                    fmt_energy(p->bound_energy_j, b, sizeof(b)), p->gap_pct);
     }
     fprintf(out,
             "time-slicing / MPS sharing: not profiled (profile rows describe one job alone on a "
@@ -228,6 +237,26 @@ void mb_plan_text_write(FILE *out, const struct mb_plan_context *c, const struct
                 "note: %zu job%s use%s profile rows from an EMULATED device: modelled numbers, not "
                 "measurements\n",
                 emulated, emulated == 1 ? "" : "s", emulated == 1 ? "s" : "");
+}
+
+void mb_plan_text_write(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p)
+{
+    fprintf(out, "plan: %zu job%s on %u x %s, objective %s", p->n_slots, p->n_slots == 1 ? "" : "s",
+            p->count, c->model->name, mb_plan_objective_str(p->objective));
+    if (p->exact)
+        fprintf(out, " (exact optimum, %zu search nodes)\n", p->nodes);
+    else
+        fprintf(out, " (heuristic, gap to lower bound %.2f%%)\n", p->gap_pct);
+    fprintf(out, "profiles: %s; idle power %.1f W (mean of %zu row%s)\n", c->sources,
+            p->idle_power_w, p->idle_rows, p->idle_rows == 1 ? "" : "s");
+    print_gpus(out, c, p);
+    print_jobs(out, c, p);
+    fprintf(out, "\n");
+    if (p->objective == MB_PLAN_THROUGHPUT)
+        print_totals_cont(out, p);
+    else
+        print_totals(out, c, p);
+    print_notes(out, c, p);
 }
 
 void mb_plan_check_text_write(FILE *out, const struct mb_plan_check *ck, const char *plan,

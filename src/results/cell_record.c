@@ -173,6 +173,35 @@ static cJSON *energy_json(const struct mb_cell_energy *e)
     return o;
 }
 
+/* A window's outside load (base/hostload.h): its verdict, why, and figures. */
+static cJSON *load_window_json(const struct mb_hostload *w)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (w->verdict_ok)
+        cJSON_AddBoolToObject(o, "loaded", w->loaded);
+    else
+        cJSON_AddNullToObject(o, "loaded");
+    mb__json_str_or_null(o, "why", w->why);
+    mb__json_num_or_null(o, "steal_pct", w->steal_ok, w->steal_pct);
+    mb__json_num_or_null(o, "other_cpu_pct", w->other_ok, w->other_pct);
+    mb__json_num_or_null(o, "load1", w->load_ok, w->load1);
+    mb__json_num_or_null(o, "cpus", w->cpus > 0, w->cpus);
+    mb__json_num_or_null(o, "job_cores", w->job_cores > 0, w->job_cores);
+    return o;
+}
+
+static void add_load(cJSON *o, const struct mb_cell_load *l)
+{
+    if (!l->present)
+        return;
+    cJSON *x = load_window_json(&l->all);
+    cJSON_AddStringToObject(x, "source", l->source);
+    cJSON *arr = cJSON_AddArrayToObject(x, "windows");
+    for (size_t i = 0; i < l->n_windows && i < MB_EXP_MAX_JOBS; i++)
+        cJSON_AddItemToArray(arr, load_window_json(&l->windows[i]));
+    cJSON_AddItemToObject(o, "outside_load", x);
+}
+
 /* A job's name, workload, command, environment, instance and CPUs. */
 static void job_setup_json(cJSON *o, const struct mb_cell_job *j)
 {
@@ -273,6 +302,7 @@ cJSON *mb_cell_record_encode(const struct mb_cell_record *r)
     if (r->has_on)
         cJSON_AddStringToObject(o, "on", r->on);
     cJSON_AddItemToObject(o, "energy", energy_json(&r->energy));
+    add_load(o, &r->load);
     cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
     for (size_t i = 0; i < r->n_jobs && i < MB_EXP_MAX_JOBS; i++)
         cJSON_AddItemToArray(jobs, job_json(&r->jobs[i]));
@@ -434,6 +464,39 @@ static void dec_energy(const cJSON *o, struct mb_cell_energy *e)
     e->missed_updates = get_opt(o, "missed_updates");
 }
 
+static void dec_load_window(const cJSON *o, struct mb_hostload *w)
+{
+    const cJSON *loaded = get(o, "loaded");
+    w->verdict_ok = cJSON_IsBool(loaded);
+    w->loaded = cJSON_IsTrue(loaded);
+    get_str(o, "why", w->why, sizeof(w->why));
+    struct mb_opt v = get_opt(o, "steal_pct");
+    w->steal_ok = v.valid, w->steal_pct = v.v;
+    v = get_opt(o, "other_cpu_pct");
+    w->other_ok = v.valid, w->other_pct = v.v;
+    v = get_opt(o, "load1");
+    w->load_ok = v.valid, w->load1 = v.v;
+    w->cpus = get_uint(o, "cpus");
+    v = get_opt(o, "job_cores");
+    w->job_cores = v.valid && v.v > 0 ? v.v : 0;
+}
+
+static void dec_load(const cJSON *o, struct mb_cell_load *l)
+{
+    l->present = cJSON_IsObject(o);
+    if (!l->present)
+        return;
+    dec_load_window(o, &l->all);
+    get_str(o, "source", l->source, sizeof(l->source));
+    const cJSON *it;
+    cJSON_ArrayForEach(it, get(o, "windows"))
+    {
+        if (l->n_windows == MB_EXP_MAX_JOBS)
+            break;
+        dec_load_window(it, &l->windows[l->n_windows++]);
+    }
+}
+
 static int dec_job_setup(const cJSON *o, struct mb_cell_job *j)
 {
     get_str(o, "name", j->name, sizeof(j->name));
@@ -544,6 +607,7 @@ int mb_cell_record_decode(const cJSON *root, struct mb_cell_record *r, struct mb
     r->has_on = cJSON_IsString(get(root, "on"));
     get_str(root, "on", r->on, sizeof(r->on));
     dec_energy(get(root, "energy"), &r->energy);
+    dec_load(get(root, "outside_load"), &r->load);
     const cJSON *it;
     cJSON_ArrayForEach(it, get(root, "jobs"))
     {

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/hostload.h"
 #include "migbench/analysis.h" /* struct mb_opt */
 #include "migbench/catalog.h"
 #include "migbench/device.h"
@@ -83,6 +84,16 @@ struct mb_cell_energy {
     struct mb_opt missed_updates;
 };
 
+/* "outside_load": the cell's verdict and worst figures over its windows, and each window's
+ * (base/hostload.h; "loaded" is null when !verdict_ok). present is false in older cells. */
+struct mb_cell_load {
+    bool present;
+    struct mb_hostload all;
+    char source[MB_CELL_PATH_MAX]; /* the /proc root read */
+    size_t n_windows;
+    struct mb_hostload windows[MB_EXP_MAX_JOBS];
+};
+
 struct mb_cell_window {
     struct mb_opt start_ns, end_ns, seconds;
 };
@@ -135,6 +146,7 @@ struct mb_cell_record {
     bool has_on; /* "on" is written only when the run names a profile */
     char on[MB_EXP_NAME_MAX];
     struct mb_cell_energy energy;
+    struct mb_cell_load load;
     size_t n_jobs;
     struct mb_cell_job jobs[MB_EXP_MAX_JOBS];
 };

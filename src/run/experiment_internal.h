@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Internal pieces of experiment.c exposed for its unit tests. */
+/* What the experiment files (experiment*.c) share, and pieces exposed for their unit tests. */
 #ifndef MIGBENCH_EXPERIMENT_INTERNAL_H
 #define MIGBENCH_EXPERIMENT_INTERNAL_H
 
 #include <stddef.h>
 
 #include "migbench/status.h"
+
+/* The YAML reader's bounds for experiment files, and the longest field path in a message. */
+#define MB__EXP_YAML_MAX_DEPTH 32
+#define MB__EXP_YAML_MAX_NODES 100000
+#define MB__EXP_FIELD_MAX 160
 
 /*
  * mb_experiment_resolve_python with the fallback interpreter (after `python3` on path_env) and

@@ -9,37 +9,22 @@
 #include "migbench/device.h"
 #include "migbench/powercap.h"
 
-/* The limit as a name part: "default", "80pct", "250W", "212.5W". */
-static void limit_slug(const char *text, char *out, size_t cap)
-{
-    int def;
-    double pct, w;
-    if (mb_powercap_parse(text, &def, &pct, &w, NULL) != MB_OK || def)
-        snprintf(out, cap, "default");
-    else if (pct > 0)
-        snprintf(out, cap, "%gpct", pct);
-    else
-        snprintf(out, cap, "%gW", w);
-}
-
-static int check_list(const struct mb_experiment *exp, const char (*list)[MB_EXP_POWER_TEXT_MAX],
+/*
+ * Two limits of one list that would name the same run ("212.5W" and "212.50001W" both give
+ * "cap-212.5W"). The YAML reader parsed each limit and refused exact repeats.
+ */
+static int check_list(const struct mb_experiment *exp, const struct mb_power_setting *list,
                       size_t n, unsigned line, const char *field, struct mb_error *err)
 {
     for (size_t i = 0; i < n; i++) {
-        int def;
-        double pct, w;
-        struct mb_error e;
-        if (mb_powercap_parse(list[i], &def, &pct, &w, &e) != MB_OK)
-            return mb_error_set(err, MB_EPARSE, "%s:%u: field '%s[%zu]': %s", exp->path, line,
-                                field, i, e.msg);
         char a[32], b[32];
-        limit_slug(list[i], a, sizeof(a));
+        mb_power_setting_format(&list[i], MB_PSET_SLUG, a, sizeof(a));
         for (size_t k = 0; k < i; k++) {
-            limit_slug(list[k], b, sizeof(b));
+            mb_power_setting_format(&list[k], MB_PSET_SLUG, b, sizeof(b));
             if (strcmp(a, b) == 0)
                 return mb_error_set(err, MB_EPARSE,
                                     "%s:%u: field '%s[%zu]': '%s' is listed twice (also [%zu])",
-                                    exp->path, line, field, i, list[i], k);
+                                    exp->path, line, field, i, list[i].text, k);
         }
     }
     return MB_OK;
@@ -60,14 +45,14 @@ static int expand_run(const struct mb_experiment *exp, size_t idx, struct mb_exp
     const struct mb_exp_run *r = &exp->runs[idx];
     bool own = r->n_power_limits > 0;
     size_t nl = own ? r->n_power_limits : exp->n_power_limits;
-    const char(*list)[MB_EXP_POWER_TEXT_MAX] = own ? r->power_limits : exp->power_limits;
+    const struct mb_power_setting *list = own ? r->power_limits : exp->power_limits;
     unsigned line = own ? r->power_limits_line : exp->power_limits_line;
     char field[MB_EXP_NAME_MAX + 32];
     if (own)
         snprintf(field, sizeof(field), "runs[%zu].power_limits", idx);
     else
         snprintf(field, sizeof(field), "power_limits");
-    if (r->power_limit[0] || nl == 0) {
+    if (r->power_limit.kind != MB_PSET_NONE || nl == 0) {
         if (*n == MB_EXP_MAX_RUNS)
             return mb_error_set(err, MB_EPARSE, "%s: more than %d runs", exp->path,
                                 MB_EXP_MAX_RUNS);
@@ -85,13 +70,13 @@ static int expand_run(const struct mb_experiment *exp, size_t idx, struct mb_exp
         struct mb_exp_run *x = &out[(*n)++];
         *x = *r;
         char slug[32];
-        limit_slug(list[i], slug, sizeof(slug));
+        mb_power_setting_format(&list[i], MB_PSET_SLUG, slug, sizeof(slug));
         int w = snprintf(x->name, sizeof(x->name), "%s.cap-%s", r->name, slug);
         if (w < 0 || (size_t)w >= sizeof(x->name))
             return mb_error_set(err, MB_EPARSE,
                                 "%s:%u: field '%s': run name '%s.cap-%s' is longer than %d",
                                 exp->path, r->line, field, r->name, slug, MB_EXP_NAME_MAX - 1);
-        snprintf(x->power_limit, sizeof(x->power_limit), "%s", list[i]);
+        x->power_limit = list[i];
         snprintf(x->base_run, sizeof(x->base_run), "%s", r->name);
         x->n_power_limits = 0;
     }
@@ -132,11 +117,7 @@ int mb_experiment_power_filter(const struct mb_experiment *exp, struct mb_cell *
     size_t kept = 0;
     for (size_t i = 0; i < *n_cells; i++) {
         const struct mb_exp_run *r = &exp->runs[cells[i].run];
-        int def = 1;
-        double pct, w;
-        if (r->power_limit[0] && mb_powercap_parse(r->power_limit, &def, &pct, &w, NULL) != MB_OK)
-            def = 0;
-        if (def) {
+        if (r->power_limit.kind == MB_PSET_NONE || r->power_limit.kind == MB_PSET_DEFAULT) {
             cells[kept++] = cells[i];
             continue;
         }
@@ -148,7 +129,7 @@ int mb_experiment_power_filter(const struct mb_experiment *exp, struct mb_cell *
         *notes = grown;
         char buf[256];
         snprintf(buf, sizeof(buf), "run '%s' skipped: its %s power limit cannot be set here",
-                 r->name, r->power_limit);
+                 r->name, r->power_limit.text);
         if (!(grown[*n_notes] = strdup(buf)))
             return mb_error_set(err, MB_ENOMEM, "out of memory");
         (*n_notes)++;
@@ -163,25 +144,21 @@ int mb_experiment_power_check(const struct mb_experiment *exp, const struct mb_c
 {
     for (size_t i = 0; i < n_cells; i++) {
         const struct mb_exp_run *r = &exp->runs[cells[i].run];
-        if (!r->power_limit[0] || (i > 0 && cells[i - 1].run == cells[i].run))
+        if (r->power_limit.kind == MB_PSET_NONE || (i > 0 && cells[i - 1].run == cells[i].run))
             continue;
-        int def;
-        double pct, w;
         uint32_t mw;
         struct mb_error e;
-        int rc = mb_powercap_parse(r->power_limit, &def, &pct, &w, &e);
-        if (rc == MB_OK)
-            rc = mb_powercap_resolve(def, pct, w, pl, &mw, &e);
+        int rc = mb_powercap_resolve(&r->power_limit, pl, &mw, &e);
         if (rc == MB_EUNSUPPORTED)
             return mb_error_set(err, rc, "run '%s': %s", r->name, e.msg);
         if (rc != MB_OK) {
             /* The line of the list it came from: the run's own, else the global one. */
             unsigned line = r->power_limits_line ? r->power_limits_line : exp->power_limits_line;
             if (line == 0) /* no line: the list came from a --set option */
-                return mb_error_set(err, MB_EPARSE, "--set power_limits: %s: %s", r->power_limit,
-                                    e.msg);
+                return mb_error_set(err, MB_EPARSE, "--set power_limits: %s: %s",
+                                    r->power_limit.text, e.msg);
             return mb_error_set(err, MB_EPARSE, "%s:%u: field 'power_limits': %s: %s", exp->path,
-                                line, r->power_limit, e.msg);
+                                line, r->power_limit.text, e.msg);
         }
     }
     return MB_OK;

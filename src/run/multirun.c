@@ -13,21 +13,19 @@ struct multirun {
     struct mb_multirun_result *res;
 };
 
+/* One cell on one GPU: the caller's cell step (the session's, which claims cells), counted. */
 static int run_cell(void *ctx, size_t gpu, size_t cell, struct mb_error *err)
 {
     struct multirun *m = ctx;
     const struct mb_multirun_opts *o = m->o;
-    const struct mb_cell *c = &o->cells[cell];
-    const struct mb_exp_run *r = &o->exp->runs[c->run];
-    if (o->resume && mb_results_cell_done(o->gpus[gpu].results_dir, r->name, c->rep)) {
-        pthread_mutex_lock(&m->lock);
+    bool failed = false, skipped = false;
+    int rc = o->run_cell(o->ctx, &o->gpus[gpu], cell, &failed, &skipped, err);
+    pthread_mutex_lock(&m->lock);
+    if (rc == MB_OK && skipped) {
         m->res->skipped++;
         pthread_mutex_unlock(&m->lock);
         return MB_OK;
     }
-    bool failed = false;
-    int rc = o->stop && *o->stop ? MB_EINTR : mb_runner_run_cell(&o->gpus[gpu], c, &failed, err);
-    pthread_mutex_lock(&m->lock);
     if (rc == MB_OK && failed)
         m->res->failed++;
     else if (rc == MB_OK)
@@ -70,7 +68,7 @@ static void note(void *ctx, size_t gpu, const char *line)
 int mb_multirun(const struct mb_multirun_opts *o, size_t *gpu_of, struct mb_multirun_result *res)
 {
     memset(res, 0, sizeof(*res));
-    if (!o || !o->gpus || o->n_gpus == 0 || o->n_gpus > MB_MAX_DEVICES)
+    if (!o || !o->gpus || !o->run_cell || o->n_gpus == 0 || o->n_gpus > MB_MAX_DEVICES)
         return res->phased.status =
                    mb_error_set(&res->phased.err, MB_EINVAL, "mb_multirun: bad arguments");
     struct mb_device *devs[MB_MAX_DEVICES];

@@ -5,8 +5,9 @@
  * journal shared by all (its appends are locked), every cell.json naming the GPU it ran on.
  *
  * The caller prepares one struct mb_runner_opts per GPU (its own device, device spec, model and
- * power state; results directory, journal, python, stop flag shared) and gets back the counts.
- * With resume, cells that already have a cell.json are skipped. The note and cell_done hooks are
+ * power state; results directory, journal, python, stop flag shared) and its cell step, and gets
+ * back the counts. Which cells are skipped (done, claimed elsewhere) is the cell step's answer:
+ * the session's, the one place cells are claimed. The note and cell_done hooks are
  * called one at a time (under the run's lock) from worker threads; the runner's on_event hook of
  * each GPU is called from that GPU's worker.
  */
@@ -31,11 +32,18 @@ struct mb_multirun_opts {
     size_t n_gpus;
     struct mb_journal *journal; /* the experiment's journal (MIG-mode events go there too) */
     const cJSON *old_journal;   /* --resume: the journal read before this run; else NULL */
-    bool resume;                /* skip cells whose cell.json exists */
     bool manage_mig_mode;
     bool pin_reps;
     const double *est_s; /* per cell, for balancing; NULL: equal */
     volatile sig_atomic_t *stop;
+    /*
+     * Runs cell `cell` (an index into cells) with GPU ro's runner options: *skipped when it did
+     * not run (done already, or running elsewhere), else *failed says whether it was recorded as
+     * failed. MB_OK, MB_EINTR when stopped, or an error. Called from the workers, not under the
+     * lock. Required.
+     */
+    int (*run_cell)(void *ctx, struct mb_runner_opts *ro, size_t cell, bool *failed, bool *skipped,
+                    struct mb_error *err);
     /* A line for the user (a switch, a restore), no newline. May be NULL. */
     void (*note)(void *ctx, size_t gpu, const char *line);
     /* A cell ended: status MB_OK (failed says whether it was recorded as failed) or MB_EINTR.

@@ -707,6 +707,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
             if (warm) {
                 win_start = t;
                 win_id = window_begin(c, t);
+                mb__rn_load_begin(c);
                 for (size_t i = 0; i < n; i++) {
                     if (js[i]->completed)
                         continue; /* finished within the warm-up: no window */
@@ -729,6 +730,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
     if (win_start) {
         struct mb_energy en;
         window_finish(c, win_id, win_start, t_end, &en);
+        mb__rn_load_end(c, js, n);
         if (!c->failed && c->n_energy < MB_EXP_MAX_JOBS)
             c->energy[c->n_energy++] = en;
     }
@@ -757,11 +759,11 @@ static int power_prepare(struct cell *c)
         return MB_OK;
     cJSON *o = mb__rn_jevent("power_limit_set", c);
     if (o) {
-        cJSON_AddStringToObject(o, "requested", c->pw.requested);
+        cJSON_AddStringToObject(o, "requested", c->pw.requested.text);
         cJSON_AddNumberToObject(o, "limit_mw", c->pw.requested_mw);
         cJSON_AddStringToObject(o, "ledger", c->o->power_ledger);
     }
-    mb__rn_emit(c, MB_RUNNER_NOTE, "power limit %s (%.0f W) set", c->pw.requested,
+    mb__rn_emit(c, MB_RUNNER_NOTE, "power limit %s (%.0f W) set", c->pw.requested.text,
                 c->pw.requested_mw / 1000.0);
     return mb__rn_jappend(c, o);
 }

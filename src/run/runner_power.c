@@ -9,45 +9,41 @@ int mb__cell_power_prepare(struct mb__cell_power *p, const struct mb_runner_opts
                            const struct mb_exp_run *run, struct mb_error *why)
 {
     memset(p, 0, sizeof(*p));
-    if (!run->power_limit[0])
+    if (run->power_limit.kind == MB_PSET_NONE)
         return MB_OK;
     p->active = true;
-    snprintf(p->requested, sizeof(p->requested), "%s", run->power_limit);
+    p->requested = run->power_limit;
     snprintf(p->base_run, sizeof(p->base_run), "%s", run->base_run);
-    int def;
-    double pct, w;
-    int rc = mb_powercap_parse(run->power_limit, &def, &pct, &w, why);
-    if (rc != MB_OK)
-        return rc;
+    const char *text = run->power_limit.text;
+    int rc;
     struct mb_power_limit pl;
     struct mb_error e;
     bool read_ok = mb_device_power_limit(o->dev, &pl, &e) == MB_OK;
     bool settable = (mb_device_caps(o->dev) & MB_CAP_SET_POWER_LIMIT) != 0;
     if (!settable) {
-        if (!def)
+        if (run->power_limit.kind != MB_PSET_DEFAULT)
             return mb_error_set(why, MB_EUNSUPPORTED,
-                                "power limit %s: the device cannot set its power limit",
-                                run->power_limit);
+                                "power limit %s: the device cannot set its power limit", text);
         /* The default on a device that cannot change it: nothing to set, only to record. */
         p->enforced_ok = read_ok && (pl.valid & MB_PL_ENFORCED);
         p->enforced_mw = pl.enforced_mw;
         return MB_OK;
     }
     if (!read_ok)
-        return mb_error_set(why, e.status, "power limit %s: %s", run->power_limit, e.msg);
-    if ((rc = mb_powercap_resolve(def, pct, w, &pl, &p->requested_mw, &e)) != MB_OK)
-        return mb_error_set(why, rc, "power limit %s: %s", run->power_limit, e.msg);
+        return mb_error_set(why, e.status, "power limit %s: %s", text, e.msg);
+    if ((rc = mb_powercap_resolve(&run->power_limit, &pl, &p->requested_mw, &e)) != MB_OK)
+        return mb_error_set(why, rc, "power limit %s: %s", text, e.msg);
     p->requested_ok = true;
     if (!o->power_ledger || !o->power_ledger[0])
         return mb_error_set(why, MB_EUNSUPPORTED,
                             "power limit %s: no restore ledger for this device, so the limit is "
                             "not changed",
-                            run->power_limit);
+                            text);
     struct mb_powercap pc = {o->dev, o->power_ledger, o->power_helper};
     uint32_t enforced = 0;
     if ((rc = mb_powercap_set(&pc, p->requested_mw, &enforced, &e)) != MB_OK)
-        return mb_error_set(why, rc, "cannot set the power limit to %s (%u mW): %s",
-                            run->power_limit, p->requested_mw, e.msg);
+        return mb_error_set(why, rc, "cannot set the power limit to %s (%u mW): %s", text,
+                            p->requested_mw, e.msg);
     p->set = true;
     p->enforced_ok = enforced > 0;
     p->enforced_mw = enforced;

@@ -15,9 +15,9 @@
 #include "migbench/runner.h"
 
 struct mb__cell_power {
-    bool active;                           /* the run has a power limit */
-    char requested[MB_EXP_POWER_TEXT_MAX]; /* as written */
-    char base_run[MB_EXP_NAME_MAX];        /* the run as written */
+    bool active;                       /* the run has a power limit */
+    struct mb_power_setting requested; /* the run's, as parsed from the experiment */
+    char base_run[MB_EXP_NAME_MAX];    /* the run as written */
     bool requested_ok;
     uint32_t requested_mw; /* resolved against the device */
     bool enforced_ok;

@@ -121,7 +121,7 @@ static void fill_power(const struct cell *c, struct mb_cell_power *out)
 {
     const struct mb__cell_power *p = &c->pw;
     out->active = p->active;
-    snprintf(out->requested, sizeof(out->requested), "%s", p->requested);
+    snprintf(out->requested, sizeof(out->requested), "%s", p->requested.text);
     snprintf(out->base_run, sizeof(out->base_run), "%s", p->base_run);
     out->requested_mw = mb_cell_num(p->requested_ok, p->requested_mw);
     out->enforced_mw = mb_cell_num(p->enforced_ok, p->enforced_mw);
@@ -344,6 +344,7 @@ static int fill_record(struct cell *c, double started_unix, double offset_s,
     fill_power(c, &r->power);
     fill_mode(c, r);
     fill_energy(c, &r->energy);
+    mb__rn_load_fill(c, &r->load);
     int rc = MB_OK;
     for (size_t i = 0; rc == MB_OK && i < c->n_jobs && i < MB_EXP_MAX_JOBS; i++)
         rc = fill_job(c, &c->jobs[i], &r->jobs[r->n_jobs++]);

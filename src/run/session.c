@@ -44,6 +44,8 @@ struct mb_session {
     const struct mb_gpu_model *model;
     struct mb_cell *all; /* every cell for this device, in experiment order */
     size_t n_all;
+    struct mb_cell *mode_all; /* the cells before the GPU's MIG mode removed n_mode_skipped */
+    size_t n_mode_all, n_mode_skipped;
     struct mb_cell *sel; /* the selection */
     size_t *sel_index;   /* its positions in all */
     size_t n_sel;
@@ -122,6 +124,16 @@ uint32_t mb_session_caps(const struct mb_session *s)
 const struct mb_gpu_model *mb_session_model(const struct mb_session *s)
 {
     return s->model;
+}
+
+size_t mb_session_mig_mode_cells(const struct mb_session *s, const struct mb_cell **cells,
+                                 size_t *n_cells)
+{
+    if (cells)
+        *cells = s->mode_all;
+    if (n_cells)
+        *n_cells = s->n_mode_all;
+    return s->n_mode_skipped;
 }
 
 const struct mb_device_info *mb_session_device_info(const struct mb_session *s)
@@ -227,6 +239,13 @@ static void filter_by_mig_mode(struct mb_session *s)
         mb_device_mig_mode(s->dev, &mm, NULL) != MB_OK)
         return; /* with phases every cell runs, each in its mode */
     bool measured = !(s->caps & MB_CAP_EMULATED);
+    /* Kept for mb_session_mig_mode_cells (the two phases a user could run by hand). */
+    free(s->mode_all);
+    s->n_mode_all = s->n_mode_skipped = 0;
+    if ((s->mode_all = malloc((s->n_all ? s->n_all : 1) * sizeof(*s->mode_all)))) {
+        memcpy(s->mode_all, s->all, s->n_all * sizeof(*s->all));
+        s->n_mode_all = s->n_all;
+    }
     size_t k = 0;
     for (size_t i = 0; i < s->n_all; i++) {
         const struct mb_exp_run *r = &s->exp->runs[s->all[i].run];
@@ -243,6 +262,7 @@ static void filter_by_mig_mode(struct mb_session *s)
         else if (i == 0 || s->all[i - 1].run != s->all[i].run)
             say(s, MB_SESSION_NOTE, "run '%s' skipped: %s", r->name, why);
     }
+    s->n_mode_skipped = s->mode_all ? s->n_all - k : 0;
     s->n_all = k;
 }
 
@@ -620,6 +640,7 @@ void mb_session_close(struct mb_session *s)
     cJSON_Delete(s->events);
     mb_journal_close(s->journal);
     free(s->all);
+    free(s->mode_all);
     free(s->sel);
     free(s->sel_index);
     for (size_t g = 0; g < s->n_gpus; g++)
@@ -928,21 +949,27 @@ static int keep_failed_attempt(struct mb_session *s, const char *run, unsigned r
         if (rename(from, to) != 0)
             return mb_error_set(err, MB_EIO, "%s: cannot keep the failed attempt: %s", from,
                                 strerror(errno));
+        pthread_mutex_lock(&s->lock);
         say(s, MB_SESSION_NOTE, "%s %u: failed before (kept as %s); running it again", run, rep,
             strrchr(to, '/') + 1);
+        pthread_mutex_unlock(&s->lock);
         return MB_OK;
     }
     return mb_error_set(err, MB_ERANGE, "%s: too many failed attempts kept", from);
 }
 
-int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skipped,
-                        struct mb_error *err)
+/*
+ * The one cell step, for the loop of one GPU (mb_session_run_cell) and the workers of several
+ * (run_node, through mb_multirun): a settled cell is skipped; in a shared directory the cell is
+ * claimed (skipped when another invocation holds it); a failed attempt of a selection is kept;
+ * the cell runs on ro (MB_EINTR without running once stopped); the claim is released. Notes go
+ * out under the lock the workers' callbacks take.
+ */
+static int claim_and_run(struct mb_session *s, struct mb_runner_opts *ro, size_t i, bool *failed,
+                         bool *skipped, struct mb_error *err)
 {
     *failed = false;
     *skipped = false;
-    if (i >= s->n_sel || !s->journal)
-        return mb_error_set(err, MB_EINVAL, "cell %zu: not selected, or the session not started",
-                            i);
     const struct mb_cell *c = &s->sel[i];
     const struct mb_exp_run *r = &s->exp->runs[c->run];
     if ((s->o.resume || s->selected) && cell_settled(s, r->name, c->rep)) {
@@ -953,8 +980,10 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
     if (s->shared) {
         int crc = mb_results_cell_claim(s->dir, r->name, c->rep, &claim, err);
         if (crc == MB_EBUSY) {
+            pthread_mutex_lock(&s->lock);
             say(s, MB_SESSION_NOTE, "%s %u: running in another invocation; skipped", r->name,
                 c->rep);
+            pthread_mutex_unlock(&s->lock);
             *skipped = true;
             return MB_OK;
         }
@@ -974,11 +1003,24 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
             return krc;
         }
     }
-    int sig = *s->o.stop;
-    int rc = sig ? MB_EINTR : mb_runner_run_cell(&s->ro, c, failed, err);
+    int rc = *s->o.stop ? MB_EINTR : mb_runner_run_cell(ro, c, failed, err);
     mb_results_cell_release(claim);
+    return rc;
+}
+
+int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skipped,
+                        struct mb_error *err)
+{
+    *failed = false;
+    *skipped = false;
+    if (i >= s->n_sel || !s->journal)
+        return mb_error_set(err, MB_EINVAL, "cell %zu: not selected, or the session not started",
+                            i);
+    const struct mb_cell *c = &s->sel[i];
+    const struct mb_exp_run *r = &s->exp->runs[c->run];
+    int rc = claim_and_run(s, &s->ro, i, failed, skipped, err);
     if (rc == MB_EINTR || *s->o.stop) {
-        sig = *s->o.stop ? *s->o.stop : SIGINT;
+        int sig = *s->o.stop ? *s->o.stop : SIGINT;
         journal_interrupted(s, sig, c);
         return mb_error_set(err, MB_EINTR, "interrupted by signal %d during %s %u", sig, r->name,
                             c->rep);
@@ -986,6 +1028,13 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
     if (rc != MB_OK)
         return mb_error_prefix(err, "%s %u: ", r->name, c->rep);
     return MB_OK;
+}
+
+/* A worker's cell (mb_multirun's run_cell hook): the one cell step on that GPU's runner. */
+static int node_run_cell(void *ctx, struct mb_runner_opts *ro, size_t cell, bool *failed,
+                         bool *skipped, struct mb_error *err)
+{
+    return claim_and_run(ctx, ro, cell, failed, skipped, err);
 }
 
 static void cell_event(struct mb_session *s, size_t i, double est, double after)
@@ -1054,7 +1103,7 @@ static int run_node(struct mb_session *s, struct mb_session_summary *sum, struct
                                   .n_gpus = s->n_gpus,
                                   .journal = s->journal,
                                   .old_journal = s->events,
-                                  .resume = s->o.resume || s->selected,
+                                  .run_cell = node_run_cell,
                                   .manage_mig_mode = s->o.manage_mig_mode,
                                   .pin_reps = s->o.pin_reps,
                                   .est_s = est,
@@ -1125,6 +1174,10 @@ int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct 
             sum->signal = *s->o.stop ? *s->o.stop : SIGINT;
         if (rc != MB_OK)
             return rc;
+        if (skipped) { /* running in another invocation, or finished by it meanwhile */
+            sum->skipped++;
+            continue;
+        }
         sum->failed += failed;
         sum->ok += !failed;
         if (s->o.on_event) {

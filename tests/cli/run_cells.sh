@@ -115,6 +115,9 @@ wait_line "$TMP/hold/journal.jsonl" '"job_started"' 2
 run 0 "$M" run "$TMP/hold.yaml" --device "$DEV" --results "$TMP/hold" --cells 0
 grep -q 'running in another invocation' "$TMP/out" "$TMP/err" ||
     fail "a cell running elsewhere was not reported as skipped"
+# ... and counted as skipped, not as a cell this invocation ran.
+grep -q '0 cells ok, 0 failed, 1 skipped' "$TMP/out" "$TMP/err" ||
+    fail "a cell running elsewhere was counted as run: $(cat "$TMP/err")"
 run 1 "$M" run "$TMP/hold.yaml" --device "$DEV" --results "$TMP/hold" --resume
 expect_err 'in use by another migbench run'
 for jp in $(python3 -c 'import json,sys
@@ -140,5 +143,27 @@ PY
 run 0 "$M" report "$TMP/hold" --format json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=json.dumps(d); assert "solo" in s' "$TMP/out" ||
     fail "the report of the shared directory lacks the run"
+
+# A selection reruns its failed cell (kept as cell.failed-1.json) through the one cell step,
+# on one GPU and on several (the workers of --device ...:count=2 claim cells the same way).
+cat >"$TMP/flaky.yaml" <<YAML
+version: 1
+name: flakytest
+workloads:
+  f: {command: [/bin/sh, -c, 'test -e "\$0" || exit 3; exec "\$1" --rate 50 --duration 1', "$TMP/fixed", "$FX/fx_steady"], unit: images}
+runs:
+  - {name: flaky, mode: exclusive, jobs: [f]}
+measure: {warmup: 2 steps, duration: completion, sample_interval: 50ms, grace: 1s, progress_timeout: 20s, repetitions: 2, idle: 0s, cooldown: 0s}
+YAML
+for dev in emu:H100-80GB emu:H100-80GB:count=2; do
+    rm -f "$TMP/fixed"
+    rm -rf "$TMP/fl"
+    run 1 "$M" run "$TMP/flaky.yaml" --device "$dev" --results "$TMP/fl" --cells 0
+    : >"$TMP/fixed"
+    run 0 "$M" run "$TMP/flaky.yaml" --device "$dev" --results "$TMP/fl" --cells 0,1
+    expect_err 'flaky 0: failed before \(kept as cell.failed-1.json\); running it again'
+    expect_err '2 cells ok, 0 failed; results'
+    [ -s "$TMP/fl/flaky/0/cell.failed-1.json" ] || fail "$dev: the failed attempt was not kept"
+done
 
 finish

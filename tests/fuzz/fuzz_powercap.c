@@ -13,10 +13,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     /* The same bytes as a limit in the experiment ("80%", "250W", "default"). */
     char *text = fuzz_str(data, size < 64 ? size : 64);
-    int def;
-    double pct, w;
-    if (mb_powercap_parse(text, &def, &pct, &w, &err) == MB_OK && !def &&
-        !((pct > 0 && pct <= 100) || (w > 0 && w < 100000)))
+    struct mb_power_setting ps;
+    if (mb_power_setting_parse(text, &ps, &err) == MB_OK &&
+        !(ps.kind == MB_PSET_DEFAULT ||
+          (ps.kind == MB_PSET_PERCENT && ps.value > 0 && ps.value <= 100) ||
+          (ps.kind == MB_PSET_WATTS && ps.value > 0 && ps.value < 100000)))
         abort();
     free(text);
     return 0;

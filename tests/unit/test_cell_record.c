@@ -133,6 +133,20 @@ static struct mb_cell_record *full_record(void)
                                         .idle_power_w = mb_cell_num(true, 61),
                                         .samples = 100,
                                         .missed_updates = mb_cell_num(true, 0)};
+    r->load.present = true;
+    r->load.all = (struct mb_hostload){.steal_ok = true,
+                                       .steal_pct = 12.5,
+                                       .load_ok = true,
+                                       .load1 = 3.25,
+                                       .cpus = 2,
+                                       .job_cores = 1,
+                                       .verdict_ok = true,
+                                       .loaded = true,
+                                       .why = "CPU steal 12.5 %"};
+    snprintf(r->load.source, sizeof(r->load.source), "/proc");
+    r->load.n_windows = 2;
+    r->load.windows[0] = r->load.all;
+    /* windows[1]: nothing measured, so no verdict: "loaded" null */
     fill_jobs(r);
     return r;
 }
@@ -221,6 +235,11 @@ static void test_round_trip(void **state)
     assert_int_equal(d->n_mps_pct, 2);
     assert_int_equal(d->mps_pct[1], 43);
     assert_true(d->has_on);
+    assert_true(d->load.present && d->load.all.loaded && d->load.all.steal_ok);
+    assert_string_equal(d->load.all.why, "CPU steal 12.5 %");
+    assert_int_equal(d->load.n_windows, 2);
+    assert_false(d->load.windows[1].verdict_ok);
+    assert_false(d->load.all.other_ok);
     assert_opt(d->energy.gap_pct, r->energy.gap_pct);
     assert_opt(d->energy.mean_power_w, r->energy.mean_power_w);
     assert_int_equal(d->n_jobs, 2);

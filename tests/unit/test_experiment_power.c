@@ -43,7 +43,7 @@ static void test_expansion(void **state)
     const char *limits[] = {"default", "80%", "250W", "60%", "default"};
     for (size_t i = 0; i < 5; i++) {
         assert_string_equal(exp->runs[i].name, names[i]);
-        assert_string_equal(exp->runs[i].power_limit, limits[i]);
+        assert_string_equal(exp->runs[i].power_limit.text, limits[i]);
         assert_string_equal(exp->runs[i].base_run, i < 2 ? "a" : "b");
     }
     assert_int_equal(exp->runs[3].mode, MB_MODE_MIG);
@@ -63,7 +63,7 @@ static void test_expansion(void **state)
                      MB_OK);
     assert_int_equal(exp->n_runs, 1);
     assert_string_equal(exp->runs[0].name, "a");
-    assert_string_equal(exp->runs[0].power_limit, "");
+    assert_int_equal(exp->runs[0].power_limit.kind, MB_PSET_NONE);
     mb_experiment_destroy(exp);
 }
 

@@ -132,12 +132,11 @@ static void test_record_unrestorable(void **state)
 static void test_limit_text(void **state)
 {
     (void)state;
-    int def;
-    double pct, w;
+    struct mb_power_setting ps;
     struct mb_error err;
-    assert_int_equal(mb_powercap_parse("1e400W", &def, &pct, &w, &err), MB_EINVAL);
+    assert_int_equal(mb_power_setting_parse("1e400W", &ps, &err), MB_EINVAL);
     has(err.msg, "out of range");
-    assert_int_equal(mb_powercap_parse("1e400%", &def, &pct, &w, &err), MB_EINVAL);
+    assert_int_equal(mb_power_setting_parse("1e400%", &ps, &err), MB_EINVAL);
     has(err.msg, "out of range");
 }
 

@@ -159,6 +159,51 @@ static void test_exact_matches_brute_force(void **state)
     assert_true(with_cap >= 3);
 }
 
+/*
+ * Past ten jobs on one GPU the exact search starts from the fleet search's plan and must still
+ * find the optimum: 12 jobs on sizes 3g.40gb and the whole GPU (few enough assignments for plain
+ * enumeration), against brute force, both objectives.
+ */
+static void test_exact_seeded(void **state)
+{
+    (void)state;
+    rng = 0x5eedull;
+    for (int inst = 0; inst < 6; inst++) {
+        struct mb_plan_profiles *p;
+        assert_int_equal(mb_plan_profiles_create(&p, NULL), MB_OK);
+        for (int w = 0; w < 3; w++) {
+            char name[8];
+            snprintf(name, sizeof(name), "w%d", w);
+            double thr = 100 + 900 * urand(), a = 0.3 + 0.7 * urand();
+            add_row(p, name, "full", thr, 400, 60, 1000);
+            add_row(p, name, "3g.40gb", thr * pow(3.0 / 7, a), 60 + 340 * pow(3.0 / 7, 0.6), 60,
+                    1000);
+        }
+        struct mb_plan_job jobs[12];
+        random_jobs(jobs, 12, 3, false);
+        struct mb_plan_options o;
+        memset(&o, 0, sizeof(o));
+        o.count = 1;
+        o.makespan_cap_s = o.energy_cap_j = NAN;
+        o.objective = inst % 2 ? MB_PLAN_MAKESPAN : MB_PLAN_ENERGY;
+        o.threads = 1;
+        struct mb_plan *a = NULL, *b = NULL, *h = NULL;
+        struct mb_error err;
+        assert_int_equal(mb_plan_solve(h100, p, jobs, 12, &o, &a, &err), MB_OK);
+        assert_int_equal(mb_plan_solve_brute(h100, p, jobs, 12, &o, &b, &err), MB_OK);
+        assert_true(a->exact);
+        if (fabs(primary(a) - primary(b)) > 1e-7 * fabs(primary(b)))
+            fail_msg("instance %d: exact %.9g, brute force %.9g", inst, primary(a), primary(b));
+        o.heuristic = true;
+        assert_int_equal(mb_plan_solve(h100, p, jobs, 12, &o, &h, &err), MB_OK);
+        assert_true(primary(a) <= primary(h) * (1 + 1e-9));
+        mb_plan_destroy(a);
+        mb_plan_destroy(b);
+        mb_plan_destroy(h);
+        mb_plan_profiles_destroy(p);
+    }
+}
+
 /* The model's arithmetic, by hand: baseline and a forced single-size plan. */
 static void test_baseline_by_hand(void **state)
 {
@@ -290,6 +335,40 @@ static void test_heuristic_bound(void **state)
         mb_plan_destroy(he);
         mb_plan_profiles_destroy(p);
     }
+}
+
+/*
+ * The makespan bound sees whole jobs: three 60 s jobs that run only on a whole GPU, on two GPUs,
+ * take 120 s (two in one queue), while the fluid argument alone says 90 s.
+ */
+static void test_bound_whole_jobs(void **state)
+{
+    (void)state;
+    struct mb_plan_profiles *p;
+    assert_int_equal(mb_plan_profiles_create(&p, NULL), MB_OK);
+    add_row(p, "a", "full", 100, 300, 60, 1000);
+    struct mb_plan_job jobs[3];
+    memset(jobs, 0, sizeof(jobs));
+    for (size_t j = 0; j < 3; j++) {
+        snprintf(jobs[j].name, sizeof(jobs[j].name), "j%zu", j);
+        snprintf(jobs[j].workload, sizeof(jobs[j].workload), "a");
+        jobs[j].work = 6000;
+        jobs[j].deadline_s = jobs[j].memory_mib = NAN;
+    }
+    struct mb_plan_options o;
+    memset(&o, 0, sizeof(o));
+    o.count = 2;
+    o.objective = MB_PLAN_MAKESPAN;
+    o.makespan_cap_s = o.energy_cap_j = NAN;
+    struct mb_plan *pl = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_plan_solve(h100, p, jobs, 3, &o, &pl, &err), MB_OK);
+    assert_false(pl->exact);
+    assert_true(fabs(pl->makespan_s - 120) < 1e-9);
+    assert_true(pl->bound_makespan_s > 120 * (1 - 1e-9));
+    assert_true(pl->bound_makespan_s <= 120 * (1 + 2e-4));
+    mb_plan_destroy(pl);
+    mb_plan_profiles_destroy(p);
 }
 
 /* A fleet: every job placed once, on a GPU that exists, with queues in order. */
@@ -585,6 +664,8 @@ int main(void)
         cmocka_unit_test(test_baseline_by_hand),
         cmocka_unit_test(test_memory_feasibility),
         cmocka_unit_test(test_heuristic_bound),
+        cmocka_unit_test(test_bound_whole_jobs),
+        cmocka_unit_test(test_exact_seeded),
         cmocka_unit_test(test_fleet_heuristic),
         cmocka_unit_test(test_pareto),
         cmocka_unit_test(test_deadlines),

@@ -315,37 +315,58 @@ static void test_paths_and_text(void **st)
     assert_string_equal(p, "/var/lib/migbench/powercap-GPU-a.json");
     assert_int_equal(mb_powercap_ledger_path("nvml:0", "GPU-a", "/s", p, 8, &err), MB_ERANGE);
 
-    int def;
-    double pct, w;
-    assert_int_equal(mb_powercap_parse("default", &def, &pct, &w, &err), MB_OK);
-    assert_true(def);
-    assert_int_equal(mb_powercap_parse("80%", &def, &pct, &w, &err), MB_OK);
-    assert_true(!def && pct == 80 && w == 0);
-    assert_int_equal(mb_powercap_parse("250W", &def, &pct, &w, &err), MB_OK);
-    assert_true(w == 250 && pct == 0);
-    assert_int_equal(mb_powercap_parse("250", &def, &pct, &w, &err), MB_OK);
-    assert_true(w == 250);
-    assert_int_equal(mb_powercap_parse("120%", &def, &pct, &w, &err), MB_EINVAL);
-    assert_int_equal(mb_powercap_parse("250kW", &def, &pct, &w, &err), MB_EINVAL);
-    assert_int_equal(mb_powercap_parse("-5W", &def, &pct, &w, &err), MB_EINVAL);
-    assert_int_equal(mb_powercap_parse("", &def, &pct, &w, &err), MB_EINVAL);
+    struct mb_power_setting ps;
+    char buf[32];
+    assert_int_equal(mb_power_setting_parse("default", &ps, &err), MB_OK);
+    assert_int_equal(ps.kind, MB_PSET_DEFAULT);
+    assert_string_equal(ps.text, "default");
+    assert_int_equal(mb_power_setting_parse("80%", &ps, &err), MB_OK);
+    assert_true(ps.kind == MB_PSET_PERCENT && ps.value == 80);
+    mb_power_setting_format(&ps, MB_PSET_CANONICAL, buf, sizeof(buf));
+    assert_string_equal(buf, "80%");
+    mb_power_setting_format(&ps, MB_PSET_SLUG, buf, sizeof(buf));
+    assert_string_equal(buf, "80pct");
+    assert_int_equal(mb_power_setting_parse("250W", &ps, &err), MB_OK);
+    assert_true(ps.kind == MB_PSET_WATTS && ps.value == 250);
+    struct mb_power_setting bare;
+    assert_int_equal(mb_power_setting_parse("250", &bare, &err), MB_OK);
+    assert_true(bare.kind == MB_PSET_WATTS && bare.value == 250);
+    /* The user's spelling is kept for the records; the two ask for the same limit. */
+    assert_string_equal(bare.text, "250");
+    assert_true(mb_power_setting_same(&ps, &bare));
+    mb_power_setting_format(&bare, MB_PSET_CANONICAL, buf, sizeof(buf));
+    assert_string_equal(buf, "250W");
+    assert_int_equal(mb_power_setting_parse("120%", &ps, &err), MB_EINVAL);
+    assert_int_equal(ps.kind, MB_PSET_NONE);
+    assert_int_equal(mb_power_setting_parse("250kW", &ps, &err), MB_EINVAL);
+    assert_int_equal(mb_power_setting_parse("-5W", &ps, &err), MB_EINVAL);
+    assert_int_equal(mb_power_setting_parse("", &ps, &err), MB_EINVAL);
+    assert_int_equal(mb_power_setting_parse("250.0000000000000000000W", &ps, &err), MB_EINVAL);
+    assert_non_null(strstr(err.msg, "longer than"));
 
     struct mb_power_limit pl = {.valid = MB_PL_RANGE | MB_PL_DEFAULT,
                                 .min_mw = 200000,
                                 .max_mw = 700000,
                                 .default_mw = 700000};
     uint32_t mw;
-    assert_int_equal(mb_powercap_resolve(0, 80, 0, &pl, &mw, &err), MB_OK);
+    struct mb_power_setting pct80 = {MB_PSET_PERCENT, 80, "80%"};
+    struct mb_power_setting def = {MB_PSET_DEFAULT, 0, "default"};
+    struct mb_power_setting w250 = {MB_PSET_WATTS, 250, "250W"};
+    struct mb_power_setting w150 = {MB_PSET_WATTS, 150, "150W"};
+    struct mb_power_setting pct20 = {MB_PSET_PERCENT, 20, "20%"};
+    struct mb_power_setting none = {MB_PSET_NONE, 0, ""};
+    assert_int_equal(mb_powercap_resolve(&pct80, &pl, &mw, &err), MB_OK);
     assert_int_equal(mw, 560000);
-    assert_int_equal(mb_powercap_resolve(1, 0, 0, &pl, &mw, &err), MB_OK);
+    assert_int_equal(mb_powercap_resolve(&def, &pl, &mw, &err), MB_OK);
     assert_int_equal(mw, 700000);
-    assert_int_equal(mb_powercap_resolve(0, 0, 250, &pl, &mw, &err), MB_OK);
+    assert_int_equal(mb_powercap_resolve(&w250, &pl, &mw, &err), MB_OK);
     assert_int_equal(mw, 250000);
-    assert_int_equal(mb_powercap_resolve(0, 0, 150, &pl, &mw, &err), MB_ERANGE);
+    assert_int_equal(mb_powercap_resolve(&w150, &pl, &mw, &err), MB_ERANGE);
     assert_non_null(strstr(err.msg, "200..700 W"));
-    assert_int_equal(mb_powercap_resolve(0, 20, 0, &pl, &mw, &err), MB_ERANGE);
+    assert_int_equal(mb_powercap_resolve(&pct20, &pl, &mw, &err), MB_ERANGE);
+    assert_int_equal(mb_powercap_resolve(&none, &pl, &mw, &err), MB_EINVAL);
     pl.valid = MB_PL_LIMIT;
-    assert_int_equal(mb_powercap_resolve(1, 0, 0, &pl, &mw, &err), MB_EUNSUPPORTED);
+    assert_int_equal(mb_powercap_resolve(&def, &pl, &mw, &err), MB_EUNSUPPORTED);
 }
 
 int main(void)

@@ -77,10 +77,11 @@ static struct mb_experiment *load(const char *limits_a, const char *limits_b, co
     if (mb_experiment_parse("caps.yaml", yaml, strlen(yaml), NULL, 0, &exp, &err) != MB_OK)
         fail_msg("%s", err.msg);
     /* The YAML field is parsed elsewhere; the axis starts from these lists. */
-    snprintf(exp->runs[0].power_limits[0], MB_EXP_POWER_TEXT_MAX, "%s", limits_a);
+    assert_int_equal(mb_power_setting_parse(limits_a, &exp->runs[0].power_limits[0], &err), MB_OK);
     exp->runs[0].n_power_limits = 1;
     if (limits_b) {
-        snprintf(exp->runs[0].power_limits[1], MB_EXP_POWER_TEXT_MAX, "%s", limits_b);
+        assert_int_equal(mb_power_setting_parse(limits_b, &exp->runs[0].power_limits[1], &err),
+                         MB_OK);
         exp->runs[0].n_power_limits = 2;
     }
     assert_int_equal(mb_experiment_expand_power(exp, &err), MB_OK);
@@ -261,25 +262,27 @@ static void test_no_cap_device(void **state)
         strstr(notes[0], "run 'solo.cap-80pct' skipped: its 80% power limit cannot be set here"));
     mb_notes_free(notes, n_notes);
     mb_experiment_destroy(exp);
-    /* Bad lists: a limit that is none, one listed twice (80% and 80pct name one run). */
-    const char *bad[][2] = {{"80", "80W"}, {"fast", NULL}, {"0%", NULL}};
-    for (size_t i = 0; i < 3; i++) {
-        char yaml[512];
+    /*
+     * Bad lists, refused where they are written: a limit that is none, one listed twice (80 and
+     * 80W ask for one limit), and two that would name one run (both "cap-212.5W").
+     */
+    const char *bad[][2] = {
+        {"80, 80W", "[1]"}, {"fast", "[0]"}, {"0%", "[0]"}, {"212.5W, 212.500001W", "[1]"}};
+    for (size_t i = 0; i < 4; i++) {
+        char yaml[512], want[128];
         snprintf(yaml, sizeof(yaml),
-                 "version: 1\nname: caps\nworkloads:\n  m: {command: [x]}\n"
-                 "runs:\n  - {name: solo, mode: exclusive, jobs: [m]}\n");
-        assert_int_equal(mb_experiment_parse("b.yaml", yaml, strlen(yaml), NULL, 0, &exp, &err),
-                         MB_OK);
-        snprintf(exp->runs[0].power_limits[0], MB_EXP_POWER_TEXT_MAX, "%s", bad[i][0]);
-        exp->runs[0].n_power_limits = 1;
-        if (bad[i][1]) {
-            snprintf(exp->runs[0].power_limits[1], MB_EXP_POWER_TEXT_MAX, "%s", bad[i][1]);
-            exp->runs[0].n_power_limits = 2;
+                 "version: 1\nname: caps\nworkloads:\n  m: {command: [x]}\nruns:\n"
+                 "  - {name: solo, mode: exclusive, jobs: [m], power_limits: [%s]}\n",
+                 bad[i][0]);
+        snprintf(want, sizeof(want), "b.yaml:6: field 'runs[0].power_limits%s", bad[i][1]);
+        int rc = mb_experiment_parse("b.yaml", yaml, strlen(yaml), NULL, 0, &exp, &err);
+        if (rc == MB_OK) {
+            rc = mb_experiment_expand_power(exp, &err);
+            mb_experiment_destroy(exp);
         }
-        exp->runs[0].power_limits_line = 6;
-        assert_int_equal(mb_experiment_expand_power(exp, &err), MB_EPARSE);
-        assert_non_null(strstr(err.msg, "b.yaml:6: field 'runs[0].power_limits["));
-        mb_experiment_destroy(exp);
+        assert_int_equal(rc, MB_EPARSE);
+        if (!strstr(err.msg, want))
+            fail_msg("%s: %s (want %s)", bad[i][0], err.msg, want);
     }
 }
 

@@ -124,6 +124,40 @@ static void test_select(void **state)
     mb_experiment_destroy(exp);
 }
 
+/*
+ * MIG mode off, no phases: the mig run's 2 cells are skipped, and the session still answers
+ * every cell of both modes for the two-phase commands `run` prints (it opens no device itself).
+ */
+static void test_mig_mode_cells(void **state)
+{
+    (void)state;
+    struct mb_experiment *exp = load(NULL, 0);
+    char res[128];
+    snprintf(res, sizeof(res), "%s/modes", dir);
+    struct mb_session_opts o = {
+        .device_spec = "emu:H100-80GB", .results_dir = res, .stop = &stop_flag};
+    struct mb_session *s = NULL;
+    struct mb_error err;
+    if (mb_session_open(exp, &o, &s, &err) != MB_OK)
+        fail_msg("open: %s", err.msg);
+    const struct mb_cell *cells = NULL;
+    size_t n = 0;
+    assert_int_equal(mb_session_mig_mode_cells(s, &cells, &n), 2);
+    assert_int_equal(n, 4);
+    size_t mix = 0;
+    for (size_t i = 0; i < n; i++)
+        mix += strcmp(exp->runs[cells[i].run].name, "mix") == 0;
+    assert_int_equal(mix, 2);
+    assert_int_equal(mb_session_cells(s, NULL, NULL), 2); /* alone 0, alone 1 */
+    mb_session_close(s);
+    /* MIG on (an emulated GPU runs whole-GPU cells too): nothing removed. */
+    struct seen seen = {0};
+    s = open_session(exp, res, &seen);
+    assert_int_equal(mb_session_mig_mode_cells(s, NULL, NULL), 0);
+    mb_session_close(s);
+    mb_experiment_destroy(exp);
+}
+
 /* Cells 0-1, then 2-3 in a second session: one results directory with all four cells. */
 static void test_two_sessions_merge(void **state)
 {
@@ -243,6 +277,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_select),
+        cmocka_unit_test(test_mig_mode_cells),
         cmocka_unit_test(test_two_sessions_merge),
         cmocka_unit_test(test_stop),
     };
