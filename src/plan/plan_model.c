@@ -46,16 +46,38 @@ unsigned mb__plan_size_cs(const struct prob *P, unsigned s)
     return s == P->full ? P->model->compute_slices : P->model->profiles[s].compute_slices;
 }
 
-static int rank_cmp_ctx(const struct mb_plan_job *jobs, size_t a, size_t b)
+/* Queue order's key: priority (higher first), deadline (earlier first, none last), file order. */
+struct rank_key {
+    int priority;
+    double deadline;
+    size_t j;
+};
+
+static int rank_cmp(const void *pa, const void *pb)
 {
-    const struct mb_plan_job *x = &jobs[a], *y = &jobs[b];
+    const struct rank_key *x = pa, *y = pb;
     if (x->priority != y->priority)
         return x->priority > y->priority ? -1 : 1;
-    double dx = isnan(x->deadline_s) ? INFINITY : x->deadline_s;
-    double dy = isnan(y->deadline_s) ? INFINITY : y->deadline_s;
-    if (dx != dy)
-        return dx < dy ? -1 : 1;
-    return a < b ? -1 : a > b ? 1 : 0;
+    if (x->deadline != y->deadline)
+        return x->deadline < y->deadline ? -1 : 1;
+    return x->j < y->j ? -1 : x->j > y->j ? 1 : 0;
+}
+
+/* P->rank: the jobs in queue order (n log n: a fleet's jobs may carry many priorities). */
+static int prob_rank(struct prob *P, struct mb_error *err)
+{
+    struct rank_key *k = malloc(P->nj * sizeof(*k));
+    if (!k)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    for (size_t j = 0; j < P->nj; j++)
+        k[j] =
+            (struct rank_key){P->jobs[j].priority,
+                              isnan(P->jobs[j].deadline_s) ? INFINITY : P->jobs[j].deadline_s, j};
+    qsort(k, P->nj, sizeof(*k), rank_cmp);
+    for (size_t r = 0; r < P->nj; r++)
+        P->rank[r] = k[r].j;
+    free(k);
+    return MB_OK;
 }
 
 struct cfg_collect {
@@ -284,17 +306,9 @@ int mb__plan_prob_init(struct prob *P, const struct mb_gpu_model *model,
         if (st != MB_OK)
             return st;
     }
-    /* Queue order: priority, then deadline, then file order (insertion sort keeps it stable). */
-    for (size_t j = 0; j < nj; j++) {
-        size_t x = j, k = j;
-        while (k > 0 && rank_cmp_ctx(jobs, P->rank[k - 1], x) > 0) {
-            P->rank[k] = P->rank[k - 1];
-            k--;
-        }
-        P->rank[k] = x;
-    }
-
-    int st = prob_configs(P, model, err);
+    int st = prob_rank(P, err);
+    if (st == MB_OK)
+        st = prob_configs(P, model, err);
     if (st != MB_OK)
         return st;
     if (P->ncfg == 0)

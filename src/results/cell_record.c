@@ -164,7 +164,9 @@ static cJSON *energy_json(const struct mb_cell_energy *e)
     put_opt(o, "integrated_j", e->integrated_j);
     put_opt(o, "gap_pct", e->gap_pct);
     cJSON_AddStringToObject(o, "flag", e->flag);
+    mb__json_str_or_null(o, "method", e->method);
     mb__json_str_or_null(o, "refused_reason", e->refused_reason);
+    mb__json_str_or_null(o, "note", e->note);
     put_opt(o, "idle_power_w", e->idle_power_w);
     put_opt(o, "mean_power_w", e->mean_power_w);
     put_opt(o, "peak_power_w", e->peak_power_w);
@@ -456,7 +458,9 @@ static void dec_energy(const cJSON *o, struct mb_cell_energy *e)
     e->integrated_j = get_opt(o, "integrated_j");
     e->gap_pct = get_opt(o, "gap_pct");
     get_str(o, "flag", e->flag, sizeof(e->flag));
+    get_str(o, "method", e->method, sizeof(e->method));
     get_str(o, "refused_reason", e->refused_reason, sizeof(e->refused_reason));
+    get_str(o, "note", e->note, sizeof(e->note));
     e->idle_power_w = get_opt(o, "idle_power_w");
     e->mean_power_w = get_opt(o, "mean_power_w");
     e->peak_power_w = get_opt(o, "peak_power_w");

@@ -77,8 +77,10 @@ struct mb_cell_power {
 /* "energy": the cell's windows summed. */
 struct mb_cell_energy {
     struct mb_opt counter_j, integrated_j, gap_pct;
-    char flag[16]; /* "ok", "gap", "too_short", "no_sensor" */
+    char flag[16];   /* "ok", "gap", "too_short", "no_sensor", "device_lost" */
+    char method[16]; /* "counter", "power_integral"; "" (null) when refused */
     char refused_reason[MB_CELL_REASON_MAX];
+    char note[MB_CELL_REASON_MAX]; /* why the other figure is missing, when one is given */
     struct mb_opt idle_power_w, mean_power_w, peak_power_w;
     double samples;
     struct mb_opt missed_updates;

@@ -139,6 +139,7 @@ struct energy_sum {
     double counter, integ, peak, secs, mean_e, edge;
     uint64_t samples, missed;
     const char *reason;
+    const char *lost; /* the first window the GPU did not live through says why */
 };
 
 static void sum_energy(const struct cell *c, struct energy_sum *s)
@@ -152,6 +153,8 @@ static void sum_energy(const struct cell *c, struct energy_sum *s)
             s->refused = true;
             s->reason = e->reason;
         }
+        if (e->device_lost && !s->lost)
+            s->lost = e->reason;
         s->counter_ok = s->counter_ok && e->counter_valid && !e->refused;
         s->integ_ok = s->integ_ok && e->integral_valid && !e->refused;
         s->mean_ok = s->mean_ok && e->mean_power_valid && !e->refused;
@@ -183,9 +186,19 @@ static void fill_energy(const struct cell *c, struct mb_cell_energy *en)
                                                     c->sensor.power_kind != MB_POWER_UNKNOWN));
     const char *flag = "ok";
     const char *reason = s.reason;
-    if (!sensor) {
+    char nosensor[320];
+    if (s.lost) {
+        flag = "device_lost";
+        reason = s.lost;
+    } else if (!sensor) {
         flag = "no_sensor";
         reason = "the device reports neither power nor an energy counter";
+        /* With the device's answers (NVML's NOT_SUPPORTED) where it gave them. */
+        if (c->sensor_ok && c->sensor.power_note[0] && c->sensor.energy_note[0]) {
+            snprintf(nosensor, sizeof(nosensor), "%s (%s; %s)", reason, c->sensor.power_note,
+                     c->sensor.energy_note);
+            reason = nosensor;
+        }
     } else if (s.refused)
         flag = "too_short";
     else if (!s.counter_ok && !s.integ_ok)
@@ -196,8 +209,15 @@ static void fill_energy(const struct cell *c, struct mb_cell_energy *en)
     en->integrated_j = mb_cell_num(s.integ_ok, s.integ);
     en->gap_pct = mb_cell_num(gap_ok, gap);
     snprintf(en->flag, sizeof(en->flag), "%s", flag);
-    snprintf(en->refused_reason, sizeof(en->refused_reason), "%s",
-             s.counter_ok && s.integ_ok ? "" : reason);
+    /* One figure is the measurement (the counter where it exists): energy is refused only when
+     * there is none; the other's absence is a note (NVIDIA's NOT_SUPPORTED, in its words). */
+    bool one = (s.counter_ok || s.integ_ok) && !s.lost;
+    snprintf(en->method, sizeof(en->method), "%s",
+             !one           ? ""
+             : s.counter_ok ? "counter"
+                            : "power_integral");
+    snprintf(en->refused_reason, sizeof(en->refused_reason), "%s", one ? "" : reason);
+    snprintf(en->note, sizeof(en->note), "%s", one && !(s.counter_ok && s.integ_ok) ? reason : "");
     en->idle_power_w = mb_cell_num(c->idle_ok, c->idle_power_w);
     en->mean_power_w = mb_cell_num(s.mean_ok && s.secs > 0, s.secs > 0 ? s.mean_e / s.secs : 0);
     en->peak_power_w = mb_cell_num(s.peak_ok, s.peak);

@@ -130,6 +130,8 @@ static struct mb_cell_record *full_record(void)
                                         .integrated_j = mb_cell_num(true, 1510),
                                         .gap_pct = mb_cell_num(true, 0.63),
                                         .flag = "ok",
+                                        .method = "counter",
+                                        .note = "power: Not Supported",
                                         .idle_power_w = mb_cell_num(true, 61),
                                         .samples = 100,
                                         .missed_updates = mb_cell_num(true, 0)};
@@ -241,6 +243,8 @@ static void test_round_trip(void **state)
     assert_false(d->load.windows[1].verdict_ok);
     assert_false(d->load.all.other_ok);
     assert_opt(d->energy.gap_pct, r->energy.gap_pct);
+    assert_string_equal(d->energy.method, "counter");
+    assert_string_equal(d->energy.note, "power: Not Supported");
     assert_opt(d->energy.mean_power_w, r->energy.mean_power_w);
     assert_int_equal(d->n_jobs, 2);
     for (size_t i = 0; i < 2; i++)
