@@ -383,8 +383,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->heuristic = true;
             break;
         case 'x':
-            if (!parse_pos(optarg, &v) || v != floor(v) || v > 16)
-                return mb_cli_usage_error(&mb_cmd_plan, "--exact-max: '%s' is not 1 to 16", optarg);
+            if (!parse_pos(optarg, &v) || v != floor(v) || v > 32)
+                return mb_cli_usage_error(&mb_cmd_plan, "--exact-max: '%s' is not 1 to 32", optarg);
             o->exact_max = (long)v;
             break;
         case 'F':
@@ -767,7 +767,7 @@ const struct mb_cmd mb_cmd_plan = {
             "  --energy-cap J        makespan objective: use at most J joules\n"
             "  --pareto              the energy vs makespan front instead of one plan\n"
             "  --json                machine-readable plan (the --plan file of --verify)\n"
-            "  --heuristic           skip the exact search; --exact-max N: jobs it takes (10)\n"
+            "  --heuristic           skip the exact search; --exact-max N: jobs it takes (16)\n"
             "  --no-full             do not consider running a GPU with MIG off\n"
             "  --power-limits L      choose the GPUs' power limit with the layout among L:\n"
             "                        'all' the profiles carry, or default and watts (250W)\n"

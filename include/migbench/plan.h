@@ -163,7 +163,8 @@ struct mb_plan_options {
     bool no_full;          /* do not consider running a GPU with MIG off */
     double power_limit_w;  /* use the rows measured under this limit (W); 0 or NaN: default */
     /* The fleet search (heuristic plans): it improves the plan until this many seconds have
-       passed or its iteration budget is spent (0: 5 s); threads (0: one per online CPU); seed of
+       passed since mb_plan_solve began (set-up included; a tenth is kept for building the plan)
+       or its iteration budget is spent (0: 5 s); threads (0: one per online CPU); seed of
        its random choices. Deterministic for a given seed and thread count unless the time limit
        stops it (mb_plan.time_limited). */
     double time_limit_s;

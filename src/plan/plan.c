@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The planner's entry points: the search chosen, the plan built from its answer, the front. */
 #include "migbench/plan.h"
+#include "migbench/clock.h"
 #include "plan/plan_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* One GPU with at most this many jobs (--exact-max): the exact search. */
+#define EXACT_MAX_DEFAULT 16
+/* Up to this many jobs the exact search runs alone; beyond, seeded and under EXACT_NODES. */
+#define EXACT_PLAIN 10
+#define EXACT_NODES ((size_t)20 * 1000 * 1000)
 
 /* Only instances that got a job stay in GPU g's layout; remap[] gets their new index. */
 static void build_layouts(const struct prob *P, unsigned G, const size_t *cfg, const size_t *asg,
@@ -258,6 +265,26 @@ static int infeasible(const struct prob *P, unsigned G, bool exact, struct mb_er
     return no_cover(P, G, err);
 }
 
+/*
+ * One GPU, exactly: up to EXACT_PLAIN jobs a plain branch and bound; more, the fleet search's plan
+ * first as the incumbent to beat (tight pruning from the start) and a node limit, past which the
+ * plan is the best found and is not called exact (*exact false).
+ */
+static int solve_exact(struct prob *P, const struct mb_plan_options *opt, size_t *cfg, size_t *asg,
+                       bool *found, bool *exact, struct mb_plan_search *info, struct mb_error *err)
+{
+    bool complete = true;
+    if (P->nj <= EXACT_PLAIN || P->continuous)
+        return mb__plan_solve_exact(P, &cfg[0], asg, found, 0, &complete, err);
+    int st = mb__plan_solve_heuristic(P, 1, opt, cfg, asg, found, info, err);
+    if (st == MB_OK && *found && !mb__plan_evaluate(P, cfg, asg, 1, NULL).ok)
+        *found = false;
+    if (st == MB_OK)
+        st = mb__plan_solve_exact(P, &cfg[0], asg, found, EXACT_NODES, &complete, err);
+    *exact = complete;
+    return st;
+}
+
 static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_profiles *profiles,
                       const struct mb_plan_job *jobs, size_t n_jobs,
                       const struct mb_plan_options *opt, bool brute, struct mb_plan **out,
@@ -266,11 +293,13 @@ static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_pro
     *out = NULL;
     struct prob P;
     size_t *cfg = NULL, *asg = NULL;
+    /* The time limit counts from here: set-up and bounds are part of the budget. */
+    double t0 = (double)mb_clock_monotonic_ns() * 1e-9;
     int st = mb__plan_prob_init(&P, model, profiles, jobs, n_jobs, opt, err);
     if (st != MB_OK)
         goto done;
     unsigned G = opt->count;
-    size_t exact_max = opt->exact_max_jobs ? opt->exact_max_jobs : 10;
+    size_t exact_max = opt->exact_max_jobs ? opt->exact_max_jobs : EXACT_MAX_DEFAULT;
     bool exact = brute || (G == 1 && n_jobs <= exact_max && !opt->heuristic);
     cfg = calloc(G, sizeof(size_t));
     asg = calloc(n_jobs, sizeof(size_t));
@@ -285,10 +314,11 @@ static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_pro
     bool found = false;
     struct mb_plan_search info;
     memset(&info, 0, sizeof(info));
+    info.t0 = t0;
     if (brute)
         st = mb__plan_solve_brute(&P, &cfg[0], asg, &found, err);
     else if (exact)
-        st = mb__plan_solve_exact(&P, &cfg[0], asg, &found, err);
+        st = solve_exact(&P, opt, cfg, asg, &found, &exact, &info, err);
     else if (P.continuous)
         st = mb__plan_solve_cont(&P, G, cfg, asg, &found, err);
     else

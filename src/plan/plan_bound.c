@@ -78,7 +78,7 @@ static double bisect(const struct prob *P, unsigned G, const struct weights *w, 
     if (area_within(P, w, lo) <= GW * lo)
         return lo;
     hi = fmax(hi, area_within(P, w, INFINITY) / GW);
-    for (int it = 0; it < 50; it++) {
+    for (int it = 0; it < 60 && hi - lo > 1e-9 * hi; it++) {
         double mid = 0.5 * (lo + hi);
         if (area_within(P, w, mid) <= GW * mid)
             hi = mid;
@@ -311,9 +311,11 @@ void mb__plan_bounds(const struct prob *P, unsigned G, double *mlb, double *elb,
     size_t K = 0;
     struct event *ev = events(P, &K);
     double *cur = malloc(P->nj * sizeof(double));
+    /* The tuned weights often stay the compute slices: then one sweep says it all. */
+    bool same = memcmp(&tw, &cs, sizeof(cs)) == 0;
     if (ev && cur)
-        *elb =
-            fmax(energy_bound(P, G, &cs, M0, ev, K, cur), energy_bound(P, G, &tw, M0, ev, K, cur));
+        *elb = fmax(energy_bound(P, G, &cs, M0, ev, K, cur),
+                    same ? 0 : energy_bound(P, G, &tw, M0, ev, K, cur));
     free(ev);
     free(cur);
 }

@@ -20,6 +20,8 @@ struct bb {
     size_t *asg;
     size_t *cfgv;
     double D, S, Pw;
+    size_t node_end; /* stop when P->nodes reaches it (SIZE_MAX: never) */
+    bool stopped;
     /* incumbent */
     bool have;
     double bp, bs;
@@ -74,7 +76,10 @@ static bool bb_keep(struct bb *b, size_t k)
 static void bb_rec(struct bb *b, size_t k)
 {
     struct prob *P = b->P;
-    P->nodes++;
+    if (b->stopped || ++P->nodes >= b->node_end) {
+        b->stopped = true;
+        return;
+    }
     if (k == P->nj) {
         bb_leaf(b);
         return;
@@ -175,13 +180,27 @@ static bool order_before(const struct prob *P, const struct config *c, size_t a,
     return false;
 }
 
+/* A plan given on entry (*found) as the incumbent: the search then looks only for better ones. */
+static void bb_incumbent(struct bb *b, const size_t *cfg, bool found)
+{
+    if (!found)
+        return;
+    struct metrics m = mb__plan_evaluate(b->P, cfg, b->best_asg, 1, NULL);
+    if (!m.ok)
+        return;
+    b->have = true;
+    b->best_cfg = cfg[0];
+    mb__plan_objective(b->P, 1, &m, &b->bp, &b->bs);
+}
+
 int mb__plan_solve_exact(struct prob *P, size_t *best_cfg, size_t *best_asg, bool *found,
-                         struct mb_error *err)
+                         size_t node_limit, bool *complete, struct mb_error *err)
 {
     size_t nj = P->nj;
     struct bb b;
     memset(&b, 0, sizeof(b));
     b.P = P;
+    b.node_end = node_limit ? P->nodes + node_limit : SIZE_MAX;
     b.order = malloc(nj * sizeof(size_t));
     b.same_prev = malloc(nj * sizeof(bool));
     b.asg = malloc(nj * sizeof(size_t));
@@ -201,7 +220,8 @@ int mb__plan_solve_exact(struct prob *P, size_t *best_cfg, size_t *best_asg, boo
     b.sufD = buf + 2 * (nj + 1);
     b.sufComb = buf + 3 * (nj + 1);
     b.sufNorm = buf + 4 * (nj + 1);
-    for (size_t ci = 0; ci < P->ncfg; ci++) {
+    bb_incumbent(&b, best_cfg, *found);
+    for (size_t ci = 0; ci < P->ncfg && !b.stopped; ci++) {
         const struct config *c = &P->cfg[ci];
         b.c = c;
         b.ci = ci;
@@ -241,6 +261,7 @@ int mb__plan_solve_exact(struct prob *P, size_t *best_cfg, size_t *best_asg, boo
     }
     *found = b.have;
     *best_cfg = b.best_cfg;
+    *complete = !b.stopped;
     free(b.order);
     free(b.same_prev);
     free(b.asg);

@@ -95,9 +95,13 @@ bool mb__plan_lt(double a, double b);
 /* Whether (pa, sa) beats (pb, sb) lexicographically, with ties on the primary value. */
 bool mb__plan_better(double pa, double sa, double pb, double sb);
 
-/* plan_exact.c: branch and bound on one GPU, and plain enumeration for tests. */
+/*
+ * plan_exact.c: branch and bound on one GPU, and plain enumeration for tests. With *found on
+ * entry, best_cfg[0] / best_asg hold a plan the search must beat. node_limit (0: none) stops it,
+ * deterministically; *complete says whether it finished (then the answer is optimal).
+ */
 int mb__plan_solve_exact(struct prob *P, size_t *best_cfg, size_t *best_asg, bool *found,
-                         struct mb_error *err);
+                         size_t node_limit, bool *complete, struct mb_error *err);
 int mb__plan_solve_brute(struct prob *P, size_t *best_cfg, size_t *best_asg, bool *found,
                          struct mb_error *err);
 
@@ -109,6 +113,7 @@ int mb__plan_cover_explain(const struct prob *P, unsigned G, struct mb_error *er
 
 /* What the fleet search did. */
 struct mb_plan_search {
+    double t0; /* when the solve began (mb_clock seconds; 0: when the search begins) */
     size_t nodes;
     bool stopped; /* by the time limit */
     unsigned threads;

@@ -460,8 +460,9 @@ int mb__plan_solve_heuristic(struct prob *P, unsigned G, const struct mb_plan_op
                              size_t *cfg_out, size_t *asg_out, bool *found,
                              struct mb_plan_search *info, struct mb_error *err)
 {
-    double t0 = now_s();
-    double limit = opt->time_limit_s > 0 ? opt->time_limit_s : DEFAULT_TIME_LIMIT_S;
+    double ts = now_s(), t0 = info->t0 > 0 ? info->t0 : ts;
+    /* The limit counts from the solve's start; the last tenth is left for building the plan. */
+    double limit = 0.9 * (opt->time_limit_s > 0 ? opt->time_limit_s : DEFAULT_TIME_LIMIT_S);
     size_t *order = malloc(P->nj * sizeof(size_t));
     size_t *rk = malloc(P->nj * sizeof(size_t));
     double *key = malloc(P->nj * sizeof(double));
@@ -510,7 +511,7 @@ int mb__plan_solve_heuristic(struct prob *P, unsigned G, const struct mb_plan_op
             *found = true;
         }
     }
-    info->seconds = now_s() - t0;
+    info->seconds = now_s() - ts;
 done:
     free(order);
     free(rk);

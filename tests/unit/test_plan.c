@@ -159,6 +159,51 @@ static void test_exact_matches_brute_force(void **state)
     assert_true(with_cap >= 3);
 }
 
+/*
+ * Past ten jobs on one GPU the exact search starts from the fleet search's plan and must still
+ * find the optimum: 12 jobs on sizes 3g.40gb and the whole GPU (few enough assignments for plain
+ * enumeration), against brute force, both objectives.
+ */
+static void test_exact_seeded(void **state)
+{
+    (void)state;
+    rng = 0x5eedull;
+    for (int inst = 0; inst < 6; inst++) {
+        struct mb_plan_profiles *p;
+        assert_int_equal(mb_plan_profiles_create(&p, NULL), MB_OK);
+        for (int w = 0; w < 3; w++) {
+            char name[8];
+            snprintf(name, sizeof(name), "w%d", w);
+            double thr = 100 + 900 * urand(), a = 0.3 + 0.7 * urand();
+            add_row(p, name, "full", thr, 400, 60, 1000);
+            add_row(p, name, "3g.40gb", thr * pow(3.0 / 7, a), 60 + 340 * pow(3.0 / 7, 0.6), 60,
+                    1000);
+        }
+        struct mb_plan_job jobs[12];
+        random_jobs(jobs, 12, 3, false);
+        struct mb_plan_options o;
+        memset(&o, 0, sizeof(o));
+        o.count = 1;
+        o.makespan_cap_s = o.energy_cap_j = NAN;
+        o.objective = inst % 2 ? MB_PLAN_MAKESPAN : MB_PLAN_ENERGY;
+        o.threads = 1;
+        struct mb_plan *a = NULL, *b = NULL, *h = NULL;
+        struct mb_error err;
+        assert_int_equal(mb_plan_solve(h100, p, jobs, 12, &o, &a, &err), MB_OK);
+        assert_int_equal(mb_plan_solve_brute(h100, p, jobs, 12, &o, &b, &err), MB_OK);
+        assert_true(a->exact);
+        if (fabs(primary(a) - primary(b)) > 1e-7 * fabs(primary(b)))
+            fail_msg("instance %d: exact %.9g, brute force %.9g", inst, primary(a), primary(b));
+        o.heuristic = true;
+        assert_int_equal(mb_plan_solve(h100, p, jobs, 12, &o, &h, &err), MB_OK);
+        assert_true(primary(a) <= primary(h) * (1 + 1e-9));
+        mb_plan_destroy(a);
+        mb_plan_destroy(b);
+        mb_plan_destroy(h);
+        mb_plan_profiles_destroy(p);
+    }
+}
+
 /* The model's arithmetic, by hand: baseline and a forced single-size plan. */
 static void test_baseline_by_hand(void **state)
 {
@@ -620,6 +665,7 @@ int main(void)
         cmocka_unit_test(test_memory_feasibility),
         cmocka_unit_test(test_heuristic_bound),
         cmocka_unit_test(test_bound_whole_jobs),
+        cmocka_unit_test(test_exact_seeded),
         cmocka_unit_test(test_fleet_heuristic),
         cmocka_unit_test(test_pareto),
         cmocka_unit_test(test_deadlines),
