@@ -22,7 +22,6 @@
 struct hl_proc {
     int pid, ppid;
     unsigned long long ticks;
-    bool ours;
 };
 
 static void read_stat(const char *root, struct mb_hostload_snap *s)
@@ -87,32 +86,43 @@ static bool read_proc(const char *root, const char *name, struct hl_proc *out)
     out->pid = atoi(name);
     out->ppid = ppid;
     out->ticks = u + st + cu + cs;
-    out->ours = false;
     return true;
 }
 
-/* Marks self_pid and its descendants; returns their ticks. */
+static int cmp_pid(const void *a, const void *b)
+{
+    int x = ((const struct hl_proc *)a)->pid, y = ((const struct hl_proc *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+static struct hl_proc *find(struct hl_proc *ps, size_t n, int pid)
+{
+    struct hl_proc key = {.pid = pid};
+    return bsearch(&key, ps, n, sizeof(*ps), cmp_pid);
+}
+
+/* Whether p is self_pid or descends from it: up the ppid chain (at most 256 steps, so a cycle in
+ * a damaged tree ends), each step a binary search over ps sorted by pid. */
+static bool descends(struct hl_proc *ps, size_t n, const struct hl_proc *p, int self_pid)
+{
+    for (int depth = 0; p && depth < 256; depth++) {
+        if (p->pid == self_pid)
+            return true;
+        if (p->ppid <= 0 || p->ppid == p->pid)
+            return false;
+        p = find(ps, n, p->ppid);
+    }
+    return false;
+}
+
+/* The ticks of self_pid and its descendants; *found: self_pid is in ps. */
 static unsigned long long sum_ours(struct hl_proc *ps, size_t n, int self_pid, bool *found)
 {
-    *found = false;
-    for (size_t i = 0; i < n; i++)
-        if (ps[i].pid == self_pid)
-            ps[i].ours = *found = true;
-    for (bool grew = *found; grew;) {
-        grew = false;
-        for (size_t i = 0; i < n; i++) {
-            if (ps[i].ours)
-                continue;
-            for (size_t k = 0; k < n; k++)
-                if (ps[k].ours && ps[k].pid == ps[i].ppid) {
-                    ps[i].ours = grew = true;
-                    break;
-                }
-        }
-    }
+    qsort(ps, n, sizeof(*ps), cmp_pid);
+    *found = find(ps, n, self_pid) != NULL;
     unsigned long long t = 0;
-    for (size_t i = 0; i < n; i++)
-        if (ps[i].ours)
+    for (size_t i = 0; *found && i < n; i++)
+        if (descends(ps, n, &ps[i], self_pid))
             t += ps[i].ticks;
     return t;
 }

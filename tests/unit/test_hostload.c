@@ -71,7 +71,7 @@ static int teardown(void **state)
     unlink(cmd);
     snprintf(cmd, sizeof(cmd), "%s/loadavg", root);
     unlink(cmd);
-    static const int pids[] = {100, 200, 300, 400};
+    static const int pids[] = {100, 200, 300, 400, 500, 600};
     for (size_t i = 0; i < sizeof(pids) / sizeof(pids[0]); i++) {
         snprintf(cmd, sizeof(cmd), "%s/%d/stat", root, pids[i]);
         unlink(cmd);
@@ -81,7 +81,8 @@ static int teardown(void **state)
     return rmdir(root);
 }
 
-/* migbench is 100; its job 200 and the job's worker 300 are ours; 400 is someone else's. */
+/* migbench is 100; its job 200 and the job's worker 300 are ours; 400, 500 and 600 are someone
+ * else's (500 and 600 never change: no CPU time in any window). */
 static void snap(unsigned user, unsigned idle, unsigned steal, unsigned ours_each, unsigned other,
                  const char *loadavg, struct mb_hostload_snap *s)
 {
@@ -91,6 +92,9 @@ static void snap(unsigned user, unsigned idle, unsigned steal, unsigned ours_eac
     put_proc(200, 100, ours_each);
     put_proc(300, 200, ours_each);
     put_proc(400, 1, other);
+    /* A damaged tree (each the other's parent) must neither hang the walk nor count as ours. */
+    put_proc(500, 600, 7);
+    put_proc(600, 500, 7);
     mb_hostload_snap(root, 100, s);
 }
 
