@@ -85,8 +85,10 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int parse_opt(struct opts *o, int ch, char **av)
+/* k8s's own options (fleet_cli.c parses --device, --gpu, --set and --help). */
+static int parse_opt(void *ctx, int ch)
 {
+    struct opts *o = ctx;
     char *end = NULL;
     switch (ch) {
     case 'e':
@@ -107,13 +109,6 @@ static int parse_opt(struct opts *o, int ch, char **av)
     case 'r':
         o->k.results = optarg;
         break;
-    case 'G':
-        o->fe.gpu = optarg;
-        break;
-    case 'D':
-        o->fe.device = optarg;
-        o->fe.device_given = true;
-        break;
     case 'P': {
         unsigned long v = strtoul(optarg, &end, 10);
         if (!optarg[0] || *end || optarg[0] == '-' || v == 0 || v > 100000)
@@ -121,45 +116,24 @@ static int parse_opt(struct opts *o, int ch, char **av)
         o->k.parallelism = (unsigned)v;
         break;
     }
-    case 'S':
-        if (o->fe.n_sets >= MB_CLI_FLEET_MAX_SETS)
-            return mb_cli_usage_error(&mb_cmd_k8s, "at most %d --set options",
-                                      MB_CLI_FLEET_MAX_SETS);
-        o->fe.sets[o->fe.n_sets++] = optarg;
-        break;
-    case ':':
-        return mb_cli_usage_error(&mb_cmd_k8s, "option '%s' needs a value", av[optind - 1]);
     default:
-        return mb_cli_usage_error(&mb_cmd_k8s, "unknown option '%s'", av[optind - 1]);
+        return MB_CLI_FLEET_UNKNOWN;
     }
     return MB_EXIT_OK;
 }
 
 static int k8s_run(int argc, char **argv)
 {
-    if (argc < 2)
-        return mb_cli_usage_error(&mb_cmd_k8s, "expected a subcommand (submit, status)");
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        mb_cli_print_help(&mb_cmd_k8s, stdout);
-        return MB_EXIT_OK;
-    }
-    const char *sub = argv[1];
-    if (strcmp(sub, "submit") != 0 && strcmp(sub, "status") != 0)
-        return mb_cli_usage_error(&mb_cmd_k8s, "unknown subcommand '%s' (submit, status)", sub);
+    static const char *const subs[] = {"submit", "status"};
+    const char *sub = NULL;
+    int code = mb_cli_fleet_sub(&mb_cmd_k8s, argc, argv, subs, 2, &sub);
+    if (code >= 0)
+        return code;
     struct opts o = {.fe = {.device = "auto", .cmd = NAME}};
-    optind = 0;
-    opterr = 0;
-    int ch;
     char **av = argv + 1;
-    while ((ch = getopt_long(argc - 1, av, ":h", long_opts, NULL)) != -1) {
-        if (ch == 'h') {
-            mb_cli_print_help(&mb_cmd_k8s, stdout);
-            return MB_EXIT_OK;
-        }
-        int code = parse_opt(&o, ch, av);
-        if (code != MB_EXIT_OK)
-            return code;
-    }
+    code = mb_cli_fleet_getopt(&mb_cmd_k8s, argc - 1, av, ":h", long_opts, &o.fe, parse_opt, &o);
+    if (code >= 0)
+        return code;
     if (argc - 1 - optind != 1)
         return mb_cli_usage_error(&mb_cmd_k8s, "%s: expected one %s", sub,
                                   strcmp(sub, "submit") == 0 ? "EXP.yaml" : "RESULTS directory");

@@ -336,40 +336,40 @@ static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
 };
 
-static int layouts_run(int argc, char **argv)
+/* Parses argv into o; returns -1 to go on, else the exit status (--help, a usage error). */
+static int parse_opts(int argc, char **argv, struct opts *o)
 {
-    struct opts o = {0};
     optind = 0;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
         switch (ch) {
         case 'g':
-            o.gpu = optarg;
+            o->gpu = optarg;
             break;
         case 'p':
-            o.profiles = optarg;
+            o->profiles = optarg;
             break;
         case 'a':
-            o.all = true;
+            o->all = true;
             break;
         case 'd':
-            o.distinct = true;
+            o->distinct = true;
             break;
         case 'j':
-            o.json = true;
+            o->json = true;
             break;
         case 'c':
-            o.check = optarg;
+            o->check = optarg;
             break;
         case 'l':
-            o.list_gpus = true;
+            o->list_gpus = true;
             break;
         case 'C':
-            if (o.n_catalogs == CATALOGS_MAX)
+            if (o->n_catalogs == CATALOGS_MAX)
                 return mb_cli_usage_error(&mb_cmd_layouts, "at most %d --catalog files",
                                           CATALOGS_MAX);
-            o.catalogs[o.n_catalogs++] = optarg;
+            o->catalogs[o->n_catalogs++] = optarg;
             break;
         case 'h':
             mb_cli_print_help(&mb_cmd_layouts, stdout);
@@ -383,14 +383,23 @@ static int layouts_run(int argc, char **argv)
     }
     if (optind < argc)
         return mb_cli_usage_error(&mb_cmd_layouts, "unexpected argument '%s'", argv[optind]);
-    if (!o.list_gpus && !o.gpu)
+    if (!o->list_gpus && !o->gpu)
         return mb_cli_usage_error(&mb_cmd_layouts, "--gpu MODEL is required");
-    if (o.check && (o.all || o.distinct || o.profiles))
+    if (o->check && (o->all || o->distinct || o->profiles))
         return mb_cli_usage_error(&mb_cmd_layouts,
                                   "--check takes no --all, --distinct or --profiles");
-    if (o.list_gpus && (o.check || o.all || o.distinct || o.profiles))
+    if (o->list_gpus && (o->check || o->all || o->distinct || o->profiles))
         return mb_cli_usage_error(&mb_cmd_layouts,
                                   "--list-gpus takes only --gpu, --json and --catalog");
+    return -1;
+}
+
+static int layouts_run(int argc, char **argv)
+{
+    struct opts o = {0};
+    int parsed = parse_opts(argc, argv, &o);
+    if (parsed >= 0)
+        return parsed;
 
     struct mb_catalog *cat = NULL;
     struct mb_error err;

@@ -598,9 +598,10 @@ static void plan_notes(const struct mb_plan *p)
                         g, p->gpus[g].peak_power_w, p->gpus[g].power_limit_w);
     if (!p->exact && p->time_limited)
         mb_cli_info(NAME,
-                    "the search stopped at its time limit (%.1f s, %u threads); "
+                    "the search stopped at the time limit after %.1f s of search on %u "
+                    "thread%s (reading the problem and the bounds count against the limit); "
                     "--time-limit gives it longer",
-                    p->search_s, p->threads);
+                    p->search_s, p->threads, p->threads == 1 ? "" : "s");
 }
 
 /* Prints one plan and writes the emitted files; returns the exit status. */

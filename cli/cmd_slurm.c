@@ -66,19 +66,6 @@ static int cmd_gres(const struct opts *o)
     return MB_EXIT_OK;
 }
 
-int mb_cli_fleet_status_print(const char *name, const struct mb_slurm_cell *cells, size_t n)
-{
-    size_t count[MB_SLURM_CELL_STATES];
-    mb_slurm_status_text_write(stdout, cells, n, count);
-    fprintf(stderr,
-            "migbench: %s: %zu cells: %zu done, %zu failed, %zu running, %zu queued, %zu "
-            "requeued, %zu not run\n",
-            name, n, count[MB_SLURM_CELL_DONE], count[MB_SLURM_CELL_FAILED],
-            count[MB_SLURM_CELL_RUNNING], count[MB_SLURM_CELL_QUEUED],
-            count[MB_SLURM_CELL_REQUEUED], count[MB_SLURM_CELL_NOT_RUN]);
-    return count[MB_SLURM_CELL_DONE] == n ? MB_EXIT_OK : MB_EXIT_FAIL;
-}
-
 /* status RESULTS: one line per cell; exit 0 when every cell is done, 1 otherwise. */
 static int cmd_status(const char *results)
 {
@@ -105,78 +92,6 @@ static bool absolute(const char *p, char *out, size_t cap)
     if (!getcwd(cwd, sizeof(cwd)))
         return false;
     return (size_t)snprintf(out, cap, "%s/%s", cwd, p) < cap;
-}
-
-void mb_cli_fleet_on_event(void *ctx, const struct mb_session_event *ev)
-{
-    if (ev->kind == MB_SESSION_NOTE || ev->kind == MB_SESSION_WARN)
-        mb_cli_info(ctx ? (const char *)ctx : NAME, "%s", ev->text);
-}
-
-int mb_cli_fleet_cells(const char *cmd, const struct mb_experiment *exp, const char *device,
-                       struct mb_cell **cells, size_t *n, struct mb_error *err)
-{
-    if (strcmp(device, "auto") == 0) {
-        struct mb_device *dev = NULL;
-        bool gpu =
-            mb_device_open(device, &dev, NULL) == MB_OK && (mb_device_caps(dev) & MB_CAP_GPU);
-        mb_device_close(dev);
-        if (!gpu)
-            return mb_error_set(err, MB_EINVAL,
-                                "device 'auto' is this machine's CPU, not the nodes' GPU: give "
-                                "--gpu MODEL (e.g. --gpu H100-SXM5-80GB) or slurm.gpu in the "
-                                "file to number the cells as on the nodes, or --device SPEC");
-    }
-    volatile sig_atomic_t stop = 0;
-    char name[32];
-    snprintf(name, sizeof(name), "%s", cmd ? cmd : NAME);
-    struct mb_session_opts so = {
-        .device_spec = device, .stop = &stop, .on_event = mb_cli_fleet_on_event, .ctx = name};
-    struct mb_session *s = NULL;
-    int rc = mb_session_open(exp, &so, &s, err);
-    if (rc == MB_OK) {
-        const struct mb_cell *c = NULL;
-        const size_t *idx = NULL;
-        *n = mb_session_cells(s, &c, &idx);
-        *cells = malloc((*n ? *n : 1) * sizeof(**cells));
-        if (!*cells)
-            rc = mb_error_set(err, MB_ENOMEM, "out of memory");
-        else
-            memcpy(*cells, c, *n * sizeof(**cells));
-    }
-    mb_session_close(s);
-    return rc;
-}
-
-int mb_cli_fleet_load(struct mb_cli_fleet_exp *fe, const char *path, struct mb_experiment **exp,
-                      struct mb_error *err)
-{
-    int rc = mb_experiment_load(path, fe->sets, fe->n_sets, exp, err);
-    if (rc != MB_OK)
-        return rc;
-    if (!fe->gpu && !fe->device_given && (*exp)->slurm.gpu[0]) {
-        snprintf(fe->gpu_buf, sizeof(fe->gpu_buf), "%s", (*exp)->slurm.gpu);
-        fe->gpu = fe->gpu_buf;
-    }
-    if (!fe->gpu || (*exp)->measure.repetitions >= 0 || fe->n_sets >= MB_CLI_FLEET_MAX_SETS)
-        return MB_OK;
-    snprintf(fe->reps_buf, sizeof(fe->reps_buf), "measure.repetitions=%u",
-             mb_experiment_repetitions(*exp, MB_CAP_GPU | MB_CAP_MIG | MB_CAP_MPS));
-    fe->sets[fe->n_sets++] = fe->reps_buf;
-    mb_experiment_destroy(*exp);
-    *exp = NULL;
-    return mb_experiment_load(path, fe->sets, fe->n_sets, exp, err);
-}
-
-int mb_cli_fleet_numbered(struct mb_cli_fleet_exp *fe, const struct mb_experiment *exp,
-                          struct mb_cell **cells, size_t *n, struct mb_error *err)
-{
-    char numbering[MB_DEVICE_SPEC_MAX];
-    if (fe->gpu)
-        snprintf(numbering, sizeof(numbering), "emu:%s:mig=on", fe->gpu);
-    else
-        snprintf(numbering, sizeof(numbering), "%s", fe->device_given ? fe->device : exp->device);
-    return mb_cli_fleet_cells(fe->cmd, exp, numbering, cells, n, err);
 }
 
 /* The experiment's slurm: block, where the command line says nothing. */
@@ -299,97 +214,78 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* slurm's own options (fleet_cli.c parses --device, --gpu, --set and --help). */
+static int parse_opt(void *ctx, int ch)
+{
+    struct opts *o = ctx;
+    switch (ch) {
+    case 'r':
+        o->results = optarg;
+        break;
+    case 'e':
+        o->emit = optarg;
+        break;
+    case 'p':
+        o->array.partition = optarg;
+        break;
+    case 'A':
+        o->array.account = optarg;
+        break;
+    case 't':
+        o->array.time_limit = optarg;
+        break;
+    case 'K':
+        if (!parse_count(optarg, 1000000, &o->array.max_concurrent))
+            return mb_cli_usage_error(&mb_cmd_slurm, "--max-concurrent %s: expected 1 or more",
+                                      optarg);
+        break;
+    case 'L':
+        if (o->array.n_extra >= MB_FLEET_MAX_EXTRA)
+            return mb_cli_usage_error(&mb_cmd_slurm, "at most %d --sbatch-line options",
+                                      MB_FLEET_MAX_EXTRA);
+        o->array.extra[o->array.n_extra++] = optarg;
+        break;
+    case 'M':
+        o->migbench = optarg;
+        break;
+    case 'X':
+        if (!parse_count(optarg, 1000, &o->array.max_attempts))
+            return mb_cli_usage_error(&mb_cmd_slurm, "--max-attempts %s: expected 1..1000", optarg);
+        break;
+    case 'N':
+        o->node = optarg;
+        break;
+    case 'o':
+        o->out = optarg;
+        break;
+    case 'c':
+        if (!parse_count(optarg, 4096, &o->cpus))
+            return mb_cli_usage_error(&mb_cmd_slurm, "--cpus %s: expected 1..4096", optarg);
+        break;
+    case 'F':
+        o->fake = true;
+        break;
+    case 'P':
+        o->dev_prefix = optarg;
+        break;
+    default:
+        return MB_CLI_FLEET_UNKNOWN;
+    }
+    return MB_EXIT_OK;
+}
+
 static int slurm_run(int argc, char **argv)
 {
+    static const char *const subs[] = {"submit", "status", "gres"};
     struct opts o = {.fe = {.device = "auto", .cmd = NAME}};
-    if (argc < 2)
-        return mb_cli_usage_error(&mb_cmd_slurm, "expected a subcommand (gres)");
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        mb_cli_print_help(&mb_cmd_slurm, stdout);
-        return MB_EXIT_OK;
-    }
-    o.sub = argv[1];
-    if (strcmp(o.sub, "gres") != 0 && strcmp(o.sub, "status") != 0 && strcmp(o.sub, "submit") != 0)
-        return mb_cli_usage_error(&mb_cmd_slurm, "unknown subcommand '%s' (submit, status, gres)",
-                                  o.sub);
-    optind = 0;
-    opterr = 0;
-    int ch;
+    int code = mb_cli_fleet_sub(&mb_cmd_slurm, argc, argv, subs, 3, &o.sub);
+    if (code >= 0)
+        return code;
     char **av = argv + 1;
-    while ((ch = getopt_long(argc - 1, av, ":o:h", long_opts, NULL)) != -1) {
-        switch (ch) {
-        case 'D':
-            o.fe.device = optarg;
-            o.fe.device_given = true;
-            break;
-        case 'r':
-            o.results = optarg;
-            break;
-        case 'e':
-            o.emit = optarg;
-            break;
-        case 'p':
-            o.array.partition = optarg;
-            break;
-        case 'A':
-            o.array.account = optarg;
-            break;
-        case 't':
-            o.array.time_limit = optarg;
-            break;
-        case 'K':
-            if (!parse_count(optarg, 1000000, &o.array.max_concurrent))
-                return mb_cli_usage_error(&mb_cmd_slurm, "--max-concurrent %s: expected 1 or more",
-                                          optarg);
-            break;
-        case 'L':
-            if (o.array.n_extra >= MB_FLEET_MAX_EXTRA)
-                return mb_cli_usage_error(&mb_cmd_slurm, "at most %d --sbatch-line options",
-                                          MB_FLEET_MAX_EXTRA);
-            o.array.extra[o.array.n_extra++] = optarg;
-            break;
-        case 'S':
-            if (o.fe.n_sets >= MB_CLI_FLEET_MAX_SETS)
-                return mb_cli_usage_error(&mb_cmd_slurm, "at most %d --set options",
-                                          MB_CLI_FLEET_MAX_SETS);
-            o.fe.sets[o.fe.n_sets++] = optarg;
-            break;
-        case 'M':
-            o.migbench = optarg;
-            break;
-        case 'G':
-            o.fe.gpu = optarg;
-            break;
-        case 'X':
-            if (!parse_count(optarg, 1000, &o.array.max_attempts))
-                return mb_cli_usage_error(&mb_cmd_slurm, "--max-attempts %s: expected 1..1000",
-                                          optarg);
-            break;
-        case 'N':
-            o.node = optarg;
-            break;
-        case 'o':
-            o.out = optarg;
-            break;
-        case 'c':
-            if (!parse_count(optarg, 4096, &o.cpus))
-                return mb_cli_usage_error(&mb_cmd_slurm, "--cpus %s: expected 1..4096", optarg);
-            break;
-        case 'F':
-            o.fake = true;
-            break;
-        case 'P':
-            o.dev_prefix = optarg;
-            break;
-        case 'h':
-            mb_cli_print_help(&mb_cmd_slurm, stdout);
-            return MB_EXIT_OK;
-        case ':':
-            return mb_cli_usage_error(&mb_cmd_slurm, "option '%s' needs a value", av[optind - 1]);
-        default:
-            return mb_cli_usage_error(&mb_cmd_slurm, "unknown option '%s'", av[optind - 1]);
-        }
-    }
+    code =
+        mb_cli_fleet_getopt(&mb_cmd_slurm, argc - 1, av, ":o:h", long_opts, &o.fe, parse_opt, &o);
+    if (code >= 0)
+        return code;
     int rest = argc - 1 - optind;
     if (strcmp(o.sub, "submit") == 0) {
         if (rest != 1)

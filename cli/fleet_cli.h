@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What `slurm submit` and `k8s submit` share: the experiment loaded and its cells numbered. */
+/* What `slurm submit` and `k8s submit` share (fleet_cli.c): their common options, the experiment
+ * loaded and its cells numbered, the status table. */
 #ifndef MIGBENCH_FLEET_CLI_H
 #define MIGBENCH_FLEET_CLI_H
 
@@ -10,6 +11,11 @@
 #include "migbench/session.h"
 
 #define MB_CLI_FLEET_MAX_SETS 64
+/* What a command's own option parser returns for an option it does not know. */
+#define MB_CLI_FLEET_UNKNOWN (-2)
+
+struct mb_cmd;
+struct option;
 
 /* The options that decide an experiment's cells. Zero-initialise, then set device "auto". */
 struct mb_cli_fleet_exp {
@@ -22,6 +28,24 @@ struct mb_cli_fleet_exp {
     char gpu_buf[MB_EXP_SLURM_VALUE_MAX];
     char reps_buf[64];
 };
+
+/*
+ * argv[1], the subcommand, one of subs[0..n_subs-1]: returns -1 with *sub set to go on, else the
+ * exit status (--help printed; a missing or unknown subcommand is a usage error).
+ */
+int mb_cli_fleet_sub(const struct mb_cmd *cmd, int argc, char **argv, const char *const *subs,
+                     size_t n_subs, const char **sub);
+
+/*
+ * getopt_long over av[0..argc-1] (the subcommand and its arguments). The options both commands
+ * share go to fe ('D' --device, 'G' --gpu, 'S' --set), 'h' prints cmd's help, a missing value or
+ * an option own() answers MB_CLI_FLEET_UNKNOWN is a usage error; every other option goes to
+ * own(ctx, ch), whose non-zero exit status ends parsing. Returns -1 to go on (optind at the first
+ * operand), else the exit status.
+ */
+int mb_cli_fleet_getopt(const struct mb_cmd *cmd, int argc, char **av, const char *shortopts,
+                        const struct option *longopts, struct mb_cli_fleet_exp *fe,
+                        int (*own)(void *ctx, int ch), void *ctx);
 
 /*
  * Loads the experiment with the --set overrides; without --gpu or --device, the file's

@@ -128,6 +128,9 @@ struct mb_an_cell {
     uint64_t throttle_reasons;     /* every reason bit seen in the window */
     int origin; /* index into the experiment's origins (merged reports); 0 otherwise */
     char gpu_uuid[MB_AN_NAME_MAX]; /* the GPU the cell ran on, "" when not recorded */
+    /* outside_load.loaded: 1 a window was taken under outside load, 0 quiet, -1 not judged */
+    int outside_load;
+    char outside_load_why[MB_AN_TEXT_MAX]; /* its figures over their thresholds */
 };
 
 /* One job of a run, aggregated over the run's successful repetitions. */
@@ -192,7 +195,8 @@ struct mb_an_experiment {
     size_t nruns;
     struct mb_an_run *runs; /* owned; exclusive first, then by mode and name */
     size_t cells_total, cells_failed, cells_no_energy, cells_gap_flagged;
-    size_t cells_unfinished; /* started in the journal, no cell.json */
+    size_t cells_unfinished;   /* started in the journal, no cell.json */
+    size_t cells_outside_load; /* ok cells with a window taken under outside load */
     double missed_updates;
     size_t nnotes;
     char notes[MB_AN_NOTES_MAX][MB_AN_TEXT_MAX]; /* measurement-quality remarks, in order */

@@ -97,6 +97,11 @@ struct mb_sensor_info {
     uint64_t energy_wrap_mj;          /* counter wraps at this value; 0 never */
     char scope[32];                   /* "board", "module (GPU+CPU)", "package+dram", ... */
     char source[96];                  /* where the semantics come from: "catalog", "measured" */
+    /* Why a reading is missing, in the device's words ("" when present or unknown): NVML's answer
+     * to nvmlDeviceGetTotalEnergyConsumption / nvmlDeviceGetPowerUsage, e.g. "NVML 3: Not
+     * Supported". Energy is then measured the other way, and the result names the method. */
+    char energy_note[112];
+    char power_note[112];
 };
 
 /* MIG mode; each is 0 (disabled) or 1 (enabled). */

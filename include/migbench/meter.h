@@ -78,6 +78,8 @@ struct mb_energy {
     uint64_t read_failures;
     uint64_t missed_updates; /* samples whose reading had not changed (sensor not refreshed) */
     bool truncated;          /* the meter stopped before the window's end: covers less */
+    bool device_lost;        /* the device answered GPU_IS_LOST before the window was covered:
+                                no figure at all, reason says so in the device's words */
     struct mb_sensor_info sensor;
     int64_t interval_ns;
     int64_t min_window_ns;
@@ -169,6 +171,20 @@ bool mb_meter_gap_exceeds(double integral_j, double counter_j, double edge_j);
  */
 int mb_meter_window_result(struct mb_meter *m, int id, int timeout_ms, struct mb_energy *out,
                            struct mb_error *err);
+
+/*
+ * True once a read answered MB_EGONE (NVML's GPU_IS_LOST); why gets the device's message (NVIDIA's
+ * code and words through the nvml backend). Every window open then, or begun later, ends at once
+ * with device_lost set and no figure. The meter keeps sampling (the rows say read_ok 0).
+ */
+bool mb_meter_lost(struct mb_meter *m, char *why, size_t cap);
+
+/*
+ * True when per-MIG-instance activity (the CSV's gi<N>_ columns, optional) could not be read;
+ * why gets the first failure in the device's words (e.g. NVML's ARGUMENT_VERSION_MISMATCH from
+ * the versioned GPM call). Those columns are then empty, never 0.
+ */
+bool mb_meter_activity_note(struct mb_meter *m, char *why, size_t cap);
 
 /* Copies the counters. */
 void mb_meter_get_counts(struct mb_meter *m, struct mb_meter_counts *out);

@@ -273,11 +273,14 @@ struct emu_opts {
     char catalog[MB__SPEC_VAL_MAX];
 };
 
-static int parse_option(struct emu *e, struct emu_opts *o, const char *key, const char *val,
-                        struct mb_error *err)
+/* Not an option of this group: parse_option asks the next one. */
+#define EMU_OTHER (-1)
+
+/* What the GPU is: mode, index, state file, catalog, trace. */
+static int parse_identity(struct emu *e, struct emu_opts *o, const char *key, const char *val,
+                          struct mb_error *err)
 {
     unsigned long long u;
-    double d;
     if (strcmp(key, "mig") == 0) {
         if (strcmp(val, "on") == 0 || strcmp(val, "1") == 0)
             o->mig = 1;
@@ -299,7 +302,25 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
         if (mb__spec_path(key, val, err))
             return MB_EINVAL;
         snprintf(key[0] == 'c' ? o->catalog : o->trace, sizeof(o->trace), "%s", val);
-    } else if (strcmp(key, "idle_w") == 0 || strcmp(key, "max_w") == 0) {
+    } else if (strcmp(key, "count") == 0) {
+        /* Several GPUs are several devices: mb_device_spec_expand splits the spec first. */
+        if (strcmp(val, "1") != 0)
+            return mb_error_set(err, MB_EINVAL,
+                                "option count=%s names several GPUs: expand the spec into one "
+                                "spec per GPU first (mb_device_spec_expand)",
+                                val);
+    } else {
+        return EMU_OTHER;
+    }
+    return MB_OK;
+}
+
+/* The power model and its limit: idle and maximum power, limit range and permission, load. */
+static int parse_power(struct emu *e, struct emu_opts *o, const char *key, const char *val,
+                       struct mb_error *err)
+{
+    double d;
+    if (strcmp(key, "idle_w") == 0 || strcmp(key, "max_w") == 0) {
         if (mb__spec_double(key, val, &d, err) || d < 0 || d > 100000)
             return mb_error_set(err, MB_EINVAL, "option %s=%s: expected watts in 0..100000", key,
                                 val);
@@ -331,7 +352,16 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
             return mb_error_set(err, MB_EINVAL, "option load=%s: expected 0..1", val);
         e->load = d;
         e->load_fixed = true;
-    } else if (strcmp(key, "energy0_mj") == 0) {
+    } else {
+        return EMU_OTHER;
+    }
+    return MB_OK;
+}
+
+/* The energy counter: its start, wrap, update period, presence. */
+static int parse_counter(struct emu *e, const char *key, const char *val, struct mb_error *err)
+{
+    if (strcmp(key, "energy0_mj") == 0) {
         if (mb__spec_u64(key, val, &e->energy0_mj, err))
             return MB_EINVAL;
     } else if (strcmp(key, "wrap_mj") == 0) {
@@ -348,7 +378,18 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
             e->counter = true;
         else
             return mb_error_set(err, MB_EINVAL, "option counter=%s: expected none or exact", val);
-    } else if (strcmp(key, "sensor") == 0) {
+    } else {
+        return EMU_OTHER;
+    }
+    return MB_OK;
+}
+
+/* The power reading: its kind, update period and averaging window; the clock it is stamped by. */
+static int parse_sensor(struct emu *e, struct emu_opts *o, const char *key, const char *val,
+                        struct mb_error *err)
+{
+    unsigned long long u;
+    if (strcmp(key, "sensor") == 0) {
         if (strcmp(val, "instant") == 0)
             e->sensor = MB_POWER_INSTANT;
         else if (strcmp(val, "averaged") == 0)
@@ -375,7 +416,16 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
         else
             return mb_error_set(err, MB_EINVAL, "option clock=%s: expected monotonic or manual",
                                 val);
-    } else if (strcmp(key, "fail") == 0) {
+    } else {
+        return EMU_OTHER;
+    }
+    return MB_OK;
+}
+
+/* Injected faults: a failing or crashing operation, a GPU that is lost, no reset, busy clients. */
+static int parse_faults(struct emu *e, const char *key, const char *val, struct mb_error *err)
+{
+    if (strcmp(key, "fail") == 0) {
         return parse_fault(e, val, err);
     } else if (strcmp(key, "crash") == 0) {
         char f[MB__SPEC_VAL_MAX + 8];
@@ -390,26 +440,40 @@ static int parse_option(struct emu *e, struct emu_opts *o, const char *key, cons
             return mb_error_set(err, MB_EINVAL, "option reset=%s: expected ok or unavailable", val);
     } else if (strcmp(key, "busy") == 0) {
         return parse_busy(e, val, err);
-    } else if (strcmp(key, "count") == 0) {
-        /* Several GPUs are several devices: mb_device_spec_expand splits the spec first. */
-        if (strcmp(val, "1") != 0)
-            return mb_error_set(err, MB_EINVAL,
-                                "option count=%s names several GPUs: expand the spec into one "
-                                "spec per GPU first (mb_device_spec_expand)",
-                                val);
     } else if (strcmp(key, "lost_after") == 0) {
         if (mb__spec_u64(key, val, &e->lost_after, err))
             return MB_EINVAL;
         e->lost_set = true;
+    } else if (strcmp(key, "lost_when") == 0) {
+        if (!val[0] || strlen(val) >= sizeof(e->lost_when) || mb__spec_path(key, val, err))
+            return mb_error_set(err, MB_EINVAL, "option lost_when=: empty or over-long path");
+        snprintf(e->lost_when, sizeof(e->lost_when), "%s", val);
     } else {
+        return EMU_OTHER;
+    }
+    return MB_OK;
+}
+
+static int parse_option(struct emu *e, struct emu_opts *o, const char *key, const char *val,
+                        struct mb_error *err)
+{
+    int rc = parse_identity(e, o, key, val, err);
+    if (rc == EMU_OTHER)
+        rc = parse_power(e, o, key, val, err);
+    if (rc == EMU_OTHER)
+        rc = parse_counter(e, key, val, err);
+    if (rc == EMU_OTHER)
+        rc = parse_sensor(e, o, key, val, err);
+    if (rc == EMU_OTHER)
+        rc = parse_faults(e, key, val, err);
+    if (rc == EMU_OTHER)
         return mb_error_set(err, MB_EINVAL,
                             "unknown emu option '%s' (known: mig, index, state, catalog, idle_w, "
                             "max_w, min_limit_w, limit_w, limit_perm, load, trace, energy0_mj, "
                             "wrap_mj, energy_update_ms, counter, sensor, update_ms, avg_ms, clock, "
-                            "fail, crash, lost_after, reset, busy, count)",
+                            "fail, crash, lost_after, lost_when, reset, busy, count)",
                             key);
-    }
-    return MB_OK;
+    return rc;
 }
 
 /* Checks the power-limit options against the power model once idle_w and max_w are known. */

@@ -10,7 +10,8 @@
  *   MB_ENORESOURCES  INSUFFICIENT_RESOURCES  overlap, max count, +me taken, no free placement
  *   MB_EBUSY         IN_USE                  destroy with compute instances or processes
  *   MB_ENOTFOUND     NOT_FOUND               unknown GPU- or compute-instance id
- *   MB_EGONE         GPU_IS_LOST             after lost_after=N calls
+ *   MB_EGONE         GPU_IS_LOST             after lost_after=N calls, or while the file
+ *                                           lost_when=PATH exists (every handle at once)
  *   MB_ERANGE        INSUFFICIENT_SIZE       an output array too small (*n says how many)
  *                    INVALID_ARGUMENT        (set power limit) a limit outside min..max
  *   MB_EPERM         NO_PERMISSION           set power limit with limit_perm=deny

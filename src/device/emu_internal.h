@@ -160,6 +160,8 @@ struct emu {
     unsigned long long calls;
     bool lost_set;
     unsigned long long lost_after;
+    char
+        lost_when[EMU_PATH_MAX]; /* lost_when=PATH: every call answers MB_EGONE while PATH exists */
     /* MIG-mode activation: reset=unavailable (a passthrough VM), busy=PID+PID (clients that
      * hold the GPU without being compute processes: a monitoring agent, a display server). */
     bool no_reset;

@@ -522,6 +522,10 @@ int mb__emu_op_begin(struct emu *e, enum emu_op op, struct mb_error *err)
         return mb_error_set(err, MB_EGONE,
                             "emu: the GPU has fallen off the bus (injected: lost_after=%llu)",
                             e->lost_after);
+    if (e->lost_when[0] && access(e->lost_when, F_OK) == 0)
+        return mb_error_set(err, MB_EGONE,
+                            "emu: the GPU has fallen off the bus (injected: lost_when=%s exists)",
+                            e->lost_when);
     for (size_t i = 0; i < e->n_faults; i++) {
         if (e->faults[i].op != op || e->faults[i].nth != e->op_calls[op])
             continue;

@@ -87,19 +87,18 @@ static uint32_t clamp_u32(uint64_t v)
     return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
-int nvml_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct mb_error *err)
-{
-    struct nvml_dev *d = to_nv(dev);
-    memset(out, 0, sizeof(*out));
-    out->t_ns = mb_clock_monotonic_ns();
-    nvmlReturn_t r;
-    /* Any reading that says the GPU is gone fails the whole call; anything else unsupported or
-     * failing just leaves its field invalid. */
+/* Any reading that says the GPU is gone fails the whole call; anything else unsupported or failing
+ * just leaves its field invalid. */
 #define LOST_CHECK(what)                                                                           \
     do {                                                                                           \
         if (r == NVML_ERROR_GPU_IS_LOST)                                                           \
             return nv_fail(d, r, what, err);                                                       \
     } while (0)
+
+/* Power (default, averaged, instantaneous) and the energy counter. */
+static int tel_power(struct nvml_dev *d, struct mb_telemetry *out, struct mb_error *err)
+{
+    nvmlReturn_t r;
     unsigned u;
     unsigned long long ull;
     if (d->f.power_usage) {
@@ -136,6 +135,13 @@ int nvml_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct mb_er
         out->energy_mj = v;
         out->valid |= MB_TEL_ENERGY;
     }
+    return MB_OK;
+}
+
+/* Utilisation and memory in use. */
+static int tel_activity(struct nvml_dev *d, struct mb_telemetry *out, struct mb_error *err)
+{
+    nvmlReturn_t r;
     if (d->f.utilization) {
         nvmlUtilization_t ut;
         r = d->f.utilization(d->h, &ut);
@@ -164,6 +170,15 @@ int nvml_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct mb_er
             out->valid |= MB_TEL_MEM_USED;
         }
     }
+    return MB_OK;
+}
+
+/* Clocks, temperature, clocks-event (throttle) reasons and the enforced power limit. */
+static int tel_clocks(struct nvml_dev *d, struct mb_telemetry *out, struct mb_error *err)
+{
+    nvmlReturn_t r;
+    unsigned u;
+    unsigned long long ull;
     if (d->f.clock_info) {
         r = d->f.clock_info(d->h, NVML_CLOCK_SM, &u);
         LOST_CHECK("read the SM clock");
@@ -202,8 +217,21 @@ int nvml_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct mb_er
             out->valid |= MB_TEL_POWER_LIMIT;
         }
     }
-#undef LOST_CHECK
     return MB_OK;
+}
+#undef LOST_CHECK
+
+int nvml_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct mb_error *err)
+{
+    struct nvml_dev *d = to_nv(dev);
+    memset(out, 0, sizeof(*out));
+    out->t_ns = mb_clock_monotonic_ns();
+    int rc = tel_power(d, out, err);
+    if (rc == MB_OK)
+        rc = tel_activity(d, out, err);
+    if (rc == MB_OK)
+        rc = tel_clocks(d, out, err);
+    return rc;
 }
 
 uint32_t nvml_caps(struct mb_device *dev)
@@ -381,6 +409,17 @@ static void sensor_from_catalog(const struct nvml_dev *d, struct mb_sensor_info 
              d->model, mb_value_status_str(c->status));
 }
 
+/* Why a reading is missing, in NVIDIA's words: "nvmlDeviceGetTotalEnergyConsumption answered NVML
+ * 3: Not Supported", or the symbol the library lacks. */
+static void unsupported_note(const struct nvml_dev *d, const char *sym, nvmlReturn_t r, char *out,
+                             size_t cap)
+{
+    if (r == NVML_ERROR_FUNCTION_NOT_FOUND)
+        snprintf(out, cap, "libnvidia-ml lacks %s", sym);
+    else
+        snprintf(out, cap, "%s answered NVML %d: %s", sym, (int)r, nv_str(d, r));
+}
+
 int nvml_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err)
 {
     struct nvml_dev *d = to_nv(dev);
@@ -393,6 +432,8 @@ int nvml_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_err
             return nv_fail(d, r, "read power", err);
     }
     bool has_power = r == NVML_SUCCESS;
+    if (!has_power)
+        unsupported_note(d, "nvmlDeviceGetPowerUsage", r, out->power_note, sizeof(out->power_note));
     nvmlFieldValue_t fv[3];
     uint64_t v;
     if (read_fields(d, fv) == NVML_SUCCESS) {
@@ -401,8 +442,12 @@ int nvml_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_err
         out->has_energy_counter = field_u64(&fv[2], &v);
     }
     unsigned long long ull;
-    if (d->f.total_energy && d->f.total_energy(d->h, &ull) == NVML_SUCCESS)
+    r = d->f.total_energy ? d->f.total_energy(d->h, &ull) : NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (r == NVML_SUCCESS)
         out->has_energy_counter = true;
+    else if (!out->has_energy_counter)
+        unsupported_note(d, "nvmlDeviceGetTotalEnergyConsumption", r, out->energy_note,
+                         sizeof(out->energy_note));
 
     /* The catalog's facts for a model it knows; NVML's documented rule for any other GPU. */
     if (has_power && d->sens.known && d->sens.power_kind != MB_POWER_UNKNOWN)

@@ -232,12 +232,9 @@ static void note_append(char *note, size_t cap, const char *text, size_t len)
 static const char *const value_fields[] = {"memory_mib", "sm_count", "copy_engines", "decoders",
                                            "encoders",   "jpeg",     "ofa"};
 
-static int parse_profile(struct ctx *c, const cJSON *obj, const struct mb_gpu_model *m,
-                         struct mb_gi_profile *p)
+/* A profile's name: 1..MB_PROFILE_NAME_MAX-1 of letters, digits, '.', '+', '-'. */
+static int parse_profile_name(struct ctx *c, const cJSON *obj, struct mb_gi_profile *p)
 {
-    int rc;
-    if (!cJSON_IsObject(obj))
-        return fail_at(c, NULL, "profile entry is not an object");
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
     if (!cJSON_IsString(name))
         return fail_at(c, "name", name ? "expected a string" : "missing");
@@ -250,35 +247,13 @@ static int parse_profile(struct ctx *c, const cJSON *obj, const struct mb_gpu_mo
                            name->valuestring, name->valuestring[i]);
     memcpy(p->name, name->valuestring, len + 1);
     c->profile = p->name;
+    return MB_OK;
+}
 
-    long long v;
-    if ((rc = get_int(c, obj, "nvml_profile_id", true, 0, 255, 0, &v)))
-        return rc;
-    p->nvml_enum = (int)v;
-    if ((rc = get_int(c, obj, "nvidia_smi_profile_id", false, 0, 4096, -1, &v)))
-        return rc;
-    p->driver_id = (int)v;
-    if ((rc = get_uint(c, obj, "compute_slices", 1, m->compute_slices, &p->compute_slices)))
-        return rc;
-    if ((rc = get_uint(c, obj, "memory_slices", 1, m->memory_slices, &p->memory_slices)))
-        return rc;
-    if ((rc = get_int(c, obj, "memory_mib", false, 0, (long long)1 << 40, -1, &v)))
-        return rc;
-    p->memory_mib = (int64_t)v;
-    if ((rc = get_opt_int(c, obj, "sm_count", &p->sm_count)) ||
-        (rc = get_opt_int(c, obj, "copy_engines", &p->copy_engines)) ||
-        (rc = get_opt_int(c, obj, "decoders", &p->decoders)) ||
-        (rc = get_opt_int(c, obj, "encoders", &p->encoders)) ||
-        (rc = get_opt_int(c, obj, "jpeg", &p->jpeg)) || (rc = get_opt_int(c, obj, "ofa", &p->ofa)))
-        return rc;
-    if ((rc = get_uint(c, obj, "max_count", 1, 64, &p->max_count)))
-        return rc;
-    const char *plus = strchr(p->name, '+');
-    p->media_extension = plus && strcasecmp(plus, "+me") == 0;
-    if ((rc = parse_placements(c, cJSON_GetObjectItemCaseSensitive(obj, "placements"), m, p)))
-        return rc;
-
-    /* Statuses: the catalog's words, then the per-field list of what no source confirmed. */
+/* A profile's statuses: the catalog's words, then the per-field list of what no source confirmed.
+ */
+static int parse_profile_status(struct ctx *c, const cJSON *obj, struct mb_gi_profile *p)
+{
     p->placements_status = MB_VALUE_VERIFIED;
     p->values_status = MB_VALUE_VERIFIED;
     p->status_note[0] = '\0';
@@ -335,6 +310,47 @@ static int parse_profile(struct ctx *c, const cJSON *obj, const struct mb_gpu_mo
         }
         note_append(p->status_note, sizeof(p->status_note), buf, strlen(buf));
     }
+    return MB_OK;
+}
+
+static int parse_profile(struct ctx *c, const cJSON *obj, const struct mb_gpu_model *m,
+                         struct mb_gi_profile *p)
+{
+    int rc;
+    if (!cJSON_IsObject(obj))
+        return fail_at(c, NULL, "profile entry is not an object");
+    if ((rc = parse_profile_name(c, obj, p)))
+        return rc;
+
+    long long v;
+    if ((rc = get_int(c, obj, "nvml_profile_id", true, 0, 255, 0, &v)))
+        return rc;
+    p->nvml_enum = (int)v;
+    if ((rc = get_int(c, obj, "nvidia_smi_profile_id", false, 0, 4096, -1, &v)))
+        return rc;
+    p->driver_id = (int)v;
+    if ((rc = get_uint(c, obj, "compute_slices", 1, m->compute_slices, &p->compute_slices)))
+        return rc;
+    if ((rc = get_uint(c, obj, "memory_slices", 1, m->memory_slices, &p->memory_slices)))
+        return rc;
+    if ((rc = get_int(c, obj, "memory_mib", false, 0, (long long)1 << 40, -1, &v)))
+        return rc;
+    p->memory_mib = (int64_t)v;
+    if ((rc = get_opt_int(c, obj, "sm_count", &p->sm_count)) ||
+        (rc = get_opt_int(c, obj, "copy_engines", &p->copy_engines)) ||
+        (rc = get_opt_int(c, obj, "decoders", &p->decoders)) ||
+        (rc = get_opt_int(c, obj, "encoders", &p->encoders)) ||
+        (rc = get_opt_int(c, obj, "jpeg", &p->jpeg)) || (rc = get_opt_int(c, obj, "ofa", &p->ofa)))
+        return rc;
+    if ((rc = get_uint(c, obj, "max_count", 1, 64, &p->max_count)))
+        return rc;
+    const char *plus = strchr(p->name, '+');
+    p->media_extension = plus && strcasecmp(plus, "+me") == 0;
+    if ((rc = parse_placements(c, cJSON_GetObjectItemCaseSensitive(obj, "placements"), m, p)))
+        return rc;
+
+    if ((rc = parse_profile_status(c, obj, p)))
+        return rc;
     c->profile = NULL;
     return MB_OK;
 }

@@ -266,6 +266,79 @@ static const char *uval(char *buf, size_t cap, bool ok, unsigned long long v, co
     return buf;
 }
 
+/* The MIG state and one line per instance. */
+static void screen_mig(FILE *f, const struct mb_monitor_gpu *g)
+{
+    if (!g->mig_ok)
+        return;
+    fprintf(f, "  MIG      %s%s, %zu instance%s\n", g->mig.current ? "on" : "off",
+            g->mig.pending != g->mig.current ? " (change pending)" : "", g->n_inst,
+            g->n_inst == 1 ? "" : "s");
+    if (g->n_inst)
+        fprintf(f, "    %-4s %-4s %-12s %-10s %-20s %-8s %s\n", "GI", "CI", "profile", "placement",
+                "memory", "SM util", "procs");
+    for (size_t i = 0; i < g->n_inst; i++) {
+        const struct mb_monitor_instance *in = &g->inst[i];
+        char ci[16], pl[24], im[48], sm[24];
+        snprintf(ci, sizeof(ci), in->mig.has_ci ? "%u" : "-", in->mig.ci_id);
+        snprintf(pl, sizeof(pl), "%u+%u", in->mig.placement.start, in->mig.placement.size);
+        if (in->mig.mem_valid)
+            snprintf(im, sizeof(im), "%.0f / %.0f MiB", MIB_F(in->mig.mem_used_bytes),
+                     MIB_F(in->mig.mem_total_bytes));
+        else
+            snprintf(im, sizeof(im), "-");
+        if (in->activity.valid & MB_ACT_SM_UTIL)
+            snprintf(sm, sizeof(sm), "%.0f%%", in->activity.sm_util_pct);
+        else
+            snprintf(sm, sizeof(sm), "-");
+        fprintf(f, "    %-4u %-4s %-12s %-10s %-20s %-8s %zu\n", in->mig.gi_id, ci,
+                in->mig.profile_name, pl, im, sm, in->n_procs);
+    }
+}
+
+/* The processes on the GPU (at most 16 lines). */
+static void screen_procs(FILE *f, const struct mb_monitor_gpu *g)
+{
+    if (!g->procs_ok)
+        fprintf(f, "  processes -\n");
+    else {
+        fprintf(f, "  processes %zu\n", g->n_procs);
+        for (size_t p = 0; p < g->n_procs && p < 16; p++) {
+            const struct mb_process *pr = &g->procs[p];
+            char gi[16], pm[32];
+            if (pr->gi_id >= 0)
+                snprintf(gi, sizeof(gi), "%d/%d", pr->gi_id, pr->ci_id);
+            else
+                snprintf(gi, sizeof(gi), "gpu");
+            if (pr->used_mem_valid)
+                snprintf(pm, sizeof(pm), "%.0f MiB", MIB_F(pr->used_mem_bytes));
+            else
+                snprintf(pm, sizeof(pm), "-");
+            fprintf(f, "    pid %-8u on %-6s %-10s %s\n", pr->pid, gi, pm, pr->name);
+        }
+    }
+}
+
+/* The migbench runs on this GPU and their jobs' rates. */
+static void screen_cells(FILE *f, const struct mb_monitor_gpu *g)
+{
+    for (size_t c = 0; c < g->n_cells; c++) {
+        const struct mb_live_cell *lc = &g->cells[c];
+        fprintf(f, "  run      %s: %s rep %u (%s, cell %zu/%zu, pid %ld), %s", lc->experiment,
+                lc->run, lc->rep, lc->mode, lc->cell_index + 1, lc->n_cells, lc->pid, lc->phase);
+        if (lc->window_s > 0 && lc->window_target_s > 0)
+            fprintf(f, " %.0f/%.0f s", lc->window_s, lc->window_target_s);
+        fputc('\n', f);
+        for (size_t j = 0; j < lc->n_jobs; j++) {
+            if (lc->jobs[j].rate_valid)
+                fprintf(f, "    job %-24s %.4g %s/s\n", lc->jobs[j].name, lc->jobs[j].rate,
+                        lc->jobs[j].unit);
+            else
+                fprintf(f, "    job %-24s -\n", lc->jobs[j].name);
+        }
+    }
+}
+
 static void screen_gpu(FILE *f, const struct mb_monitor_gpu *g, size_t idx)
 {
     char a[48], b[48], w3[48], d[48];
@@ -313,64 +386,9 @@ static void screen_gpu(FILE *f, const struct mb_monitor_gpu *g, size_t idx)
     fprintf(f, "  clocks   sm %s  memory %s   temperature %s   throttle %s\n",
             uval(a, sizeof(a), has(g, MB_TEL_CLOCK_SM), g->tel.clock_sm_mhz, " MHz"),
             uval(b, sizeof(b), has(g, MB_TEL_CLOCK_MEM), g->tel.clock_mem_mhz, " MHz"), temp, thr);
-    if (g->mig_ok) {
-        fprintf(f, "  MIG      %s%s, %zu instance%s\n", g->mig.current ? "on" : "off",
-                g->mig.pending != g->mig.current ? " (change pending)" : "", g->n_inst,
-                g->n_inst == 1 ? "" : "s");
-        if (g->n_inst)
-            fprintf(f, "    %-4s %-4s %-12s %-10s %-20s %-8s %s\n", "GI", "CI", "profile",
-                    "placement", "memory", "SM util", "procs");
-        for (size_t i = 0; i < g->n_inst; i++) {
-            const struct mb_monitor_instance *in = &g->inst[i];
-            char ci[16], pl[24], im[48], sm[24];
-            snprintf(ci, sizeof(ci), in->mig.has_ci ? "%u" : "-", in->mig.ci_id);
-            snprintf(pl, sizeof(pl), "%u+%u", in->mig.placement.start, in->mig.placement.size);
-            if (in->mig.mem_valid)
-                snprintf(im, sizeof(im), "%.0f / %.0f MiB", MIB_F(in->mig.mem_used_bytes),
-                         MIB_F(in->mig.mem_total_bytes));
-            else
-                snprintf(im, sizeof(im), "-");
-            if (in->activity.valid & MB_ACT_SM_UTIL)
-                snprintf(sm, sizeof(sm), "%.0f%%", in->activity.sm_util_pct);
-            else
-                snprintf(sm, sizeof(sm), "-");
-            fprintf(f, "    %-4u %-4s %-12s %-10s %-20s %-8s %zu\n", in->mig.gi_id, ci,
-                    in->mig.profile_name, pl, im, sm, in->n_procs);
-        }
-    }
-    if (!g->procs_ok)
-        fprintf(f, "  processes -\n");
-    else {
-        fprintf(f, "  processes %zu\n", g->n_procs);
-        for (size_t p = 0; p < g->n_procs && p < 16; p++) {
-            const struct mb_process *pr = &g->procs[p];
-            char gi[16], pm[32];
-            if (pr->gi_id >= 0)
-                snprintf(gi, sizeof(gi), "%d/%d", pr->gi_id, pr->ci_id);
-            else
-                snprintf(gi, sizeof(gi), "gpu");
-            if (pr->used_mem_valid)
-                snprintf(pm, sizeof(pm), "%.0f MiB", MIB_F(pr->used_mem_bytes));
-            else
-                snprintf(pm, sizeof(pm), "-");
-            fprintf(f, "    pid %-8u on %-6s %-10s %s\n", pr->pid, gi, pm, pr->name);
-        }
-    }
-    for (size_t c = 0; c < g->n_cells; c++) {
-        const struct mb_live_cell *lc = &g->cells[c];
-        fprintf(f, "  run      %s: %s rep %u (%s, cell %zu/%zu, pid %ld), %s", lc->experiment,
-                lc->run, lc->rep, lc->mode, lc->cell_index + 1, lc->n_cells, lc->pid, lc->phase);
-        if (lc->window_s > 0 && lc->window_target_s > 0)
-            fprintf(f, " %.0f/%.0f s", lc->window_s, lc->window_target_s);
-        fputc('\n', f);
-        for (size_t j = 0; j < lc->n_jobs; j++) {
-            if (lc->jobs[j].rate_valid)
-                fprintf(f, "    job %-24s %.4g %s/s\n", lc->jobs[j].name, lc->jobs[j].rate,
-                        lc->jobs[j].unit);
-            else
-                fprintf(f, "    job %-24s -\n", lc->jobs[j].name);
-        }
-    }
+    screen_mig(f, g);
+    screen_procs(f, g);
+    screen_cells(f, g);
 }
 
 static void plain_gpu(FILE *f, const struct mb_monitor_snapshot *s, const struct mb_monitor_gpu *g,
@@ -456,6 +474,88 @@ static void num_or_null(cJSON *o, const char *k, bool ok, double v)
         cJSON_AddNullToObject(o, k);
 }
 
+/* The GPU's MIG instances, its processes and the migbench runs on it, into o. */
+static void json_instances(cJSON *o, const struct mb_monitor_gpu *g)
+{
+    cJSON *arr = cJSON_AddArrayToObject(o, "instances");
+    for (size_t i = 0; arr && i < g->n_inst; i++) {
+        const struct mb_monitor_instance *in = &g->inst[i];
+        cJSON *x = cJSON_CreateObject();
+        if (!x)
+            break;
+        cJSON_AddNumberToObject(x, "gi_id", in->mig.gi_id);
+        num_or_null(x, "ci_id", in->mig.has_ci, in->mig.ci_id);
+        cJSON_AddStringToObject(x, "profile", in->mig.profile_name);
+        cJSON_AddNumberToObject(x, "start", in->mig.placement.start);
+        cJSON_AddNumberToObject(x, "size", in->mig.placement.size);
+        cJSON_AddStringToObject(x, "uuid", in->mig.uuid);
+        num_or_null(x, "mem_used_bytes", in->mig.mem_valid, (double)in->mig.mem_used_bytes);
+        num_or_null(x, "mem_total_bytes", in->mig.mem_valid, (double)in->mig.mem_total_bytes);
+        num_or_null(x, "sm_util_pct", in->activity.valid & MB_ACT_SM_UTIL,
+                    in->activity.sm_util_pct);
+        num_or_null(x, "tensor_util_pct", in->activity.valid & MB_ACT_TENSOR,
+                    in->activity.tensor_util_pct);
+        num_or_null(x, "dram_bw_util_pct", in->activity.valid & MB_ACT_DRAM_BW,
+                    in->activity.dram_bw_util_pct);
+        cJSON_AddNumberToObject(x, "processes", (double)in->n_procs);
+        cJSON_AddItemToArray(arr, x);
+    }
+}
+
+static void json_procs(cJSON *o, const struct mb_monitor_gpu *g)
+{
+    cJSON *arr;
+    if (!g->procs_ok)
+        cJSON_AddNullToObject(o, "processes");
+    else if ((arr = cJSON_AddArrayToObject(o, "processes")) != NULL) {
+        for (size_t p = 0; p < g->n_procs; p++) {
+            cJSON *x = cJSON_CreateObject();
+            if (!x)
+                break;
+            cJSON_AddNumberToObject(x, "pid", g->procs[p].pid);
+            num_or_null(x, "gi_id", g->procs[p].gi_id >= 0, g->procs[p].gi_id);
+            num_or_null(x, "ci_id", g->procs[p].ci_id >= 0, g->procs[p].ci_id);
+            num_or_null(x, "used_mem_bytes", g->procs[p].used_mem_valid,
+                        (double)g->procs[p].used_mem_bytes);
+            cJSON_AddStringToObject(x, "name", g->procs[p].name);
+            cJSON_AddItemToArray(arr, x);
+        }
+    }
+}
+
+static void json_runs(cJSON *o, const struct mb_monitor_gpu *g)
+{
+    cJSON *arr = cJSON_AddArrayToObject(o, "runs");
+    for (size_t c = 0; arr && c < g->n_cells; c++) {
+        const struct mb_live_cell *lc = &g->cells[c];
+        cJSON *x = cJSON_CreateObject();
+        if (!x)
+            break;
+        cJSON_AddNumberToObject(x, "pid", (double)lc->pid);
+        cJSON_AddStringToObject(x, "experiment", lc->experiment);
+        cJSON_AddStringToObject(x, "results_dir", lc->results_dir);
+        cJSON_AddStringToObject(x, "run", lc->run);
+        cJSON_AddStringToObject(x, "mode", lc->mode);
+        cJSON_AddNumberToObject(x, "rep", lc->rep);
+        cJSON_AddNumberToObject(x, "cell", (double)lc->cell_index + 1);
+        cJSON_AddNumberToObject(x, "cells", (double)lc->n_cells);
+        cJSON_AddStringToObject(x, "phase", lc->phase);
+        cJSON_AddNumberToObject(x, "window_s", lc->window_s);
+        num_or_null(x, "window_target_s", lc->window_target_s > 0, lc->window_target_s);
+        cJSON *jobs = cJSON_AddArrayToObject(x, "jobs");
+        for (size_t j = 0; jobs && j < lc->n_jobs; j++) {
+            cJSON *jo = cJSON_CreateObject();
+            if (!jo)
+                break;
+            cJSON_AddStringToObject(jo, "name", lc->jobs[j].name);
+            num_or_null(jo, "rate", lc->jobs[j].rate_valid, lc->jobs[j].rate);
+            cJSON_AddStringToObject(jo, "unit", lc->jobs[j].unit);
+            cJSON_AddItemToArray(jobs, jo);
+        }
+        cJSON_AddItemToArray(arr, x);
+    }
+}
+
 static cJSON *json_gpu(const struct mb_monitor_gpu *g, size_t idx)
 {
     cJSON *o = cJSON_CreateObject();
@@ -498,74 +598,9 @@ static cJSON *json_gpu(const struct mb_monitor_gpu *g, size_t idx)
         cJSON_AddBoolToObject(o, "mig", g->mig.current != 0);
     else
         cJSON_AddNullToObject(o, "mig");
-    cJSON *arr = cJSON_AddArrayToObject(o, "instances");
-    for (size_t i = 0; arr && i < g->n_inst; i++) {
-        const struct mb_monitor_instance *in = &g->inst[i];
-        cJSON *x = cJSON_CreateObject();
-        if (!x)
-            break;
-        cJSON_AddNumberToObject(x, "gi_id", in->mig.gi_id);
-        num_or_null(x, "ci_id", in->mig.has_ci, in->mig.ci_id);
-        cJSON_AddStringToObject(x, "profile", in->mig.profile_name);
-        cJSON_AddNumberToObject(x, "start", in->mig.placement.start);
-        cJSON_AddNumberToObject(x, "size", in->mig.placement.size);
-        cJSON_AddStringToObject(x, "uuid", in->mig.uuid);
-        num_or_null(x, "mem_used_bytes", in->mig.mem_valid, (double)in->mig.mem_used_bytes);
-        num_or_null(x, "mem_total_bytes", in->mig.mem_valid, (double)in->mig.mem_total_bytes);
-        num_or_null(x, "sm_util_pct", in->activity.valid & MB_ACT_SM_UTIL,
-                    in->activity.sm_util_pct);
-        num_or_null(x, "tensor_util_pct", in->activity.valid & MB_ACT_TENSOR,
-                    in->activity.tensor_util_pct);
-        num_or_null(x, "dram_bw_util_pct", in->activity.valid & MB_ACT_DRAM_BW,
-                    in->activity.dram_bw_util_pct);
-        cJSON_AddNumberToObject(x, "processes", (double)in->n_procs);
-        cJSON_AddItemToArray(arr, x);
-    }
-    if (!g->procs_ok)
-        cJSON_AddNullToObject(o, "processes");
-    else if ((arr = cJSON_AddArrayToObject(o, "processes")) != NULL) {
-        for (size_t p = 0; p < g->n_procs; p++) {
-            cJSON *x = cJSON_CreateObject();
-            if (!x)
-                break;
-            cJSON_AddNumberToObject(x, "pid", g->procs[p].pid);
-            num_or_null(x, "gi_id", g->procs[p].gi_id >= 0, g->procs[p].gi_id);
-            num_or_null(x, "ci_id", g->procs[p].ci_id >= 0, g->procs[p].ci_id);
-            num_or_null(x, "used_mem_bytes", g->procs[p].used_mem_valid,
-                        (double)g->procs[p].used_mem_bytes);
-            cJSON_AddStringToObject(x, "name", g->procs[p].name);
-            cJSON_AddItemToArray(arr, x);
-        }
-    }
-    arr = cJSON_AddArrayToObject(o, "runs");
-    for (size_t c = 0; arr && c < g->n_cells; c++) {
-        const struct mb_live_cell *lc = &g->cells[c];
-        cJSON *x = cJSON_CreateObject();
-        if (!x)
-            break;
-        cJSON_AddNumberToObject(x, "pid", (double)lc->pid);
-        cJSON_AddStringToObject(x, "experiment", lc->experiment);
-        cJSON_AddStringToObject(x, "results_dir", lc->results_dir);
-        cJSON_AddStringToObject(x, "run", lc->run);
-        cJSON_AddStringToObject(x, "mode", lc->mode);
-        cJSON_AddNumberToObject(x, "rep", lc->rep);
-        cJSON_AddNumberToObject(x, "cell", (double)lc->cell_index + 1);
-        cJSON_AddNumberToObject(x, "cells", (double)lc->n_cells);
-        cJSON_AddStringToObject(x, "phase", lc->phase);
-        cJSON_AddNumberToObject(x, "window_s", lc->window_s);
-        num_or_null(x, "window_target_s", lc->window_target_s > 0, lc->window_target_s);
-        cJSON *jobs = cJSON_AddArrayToObject(x, "jobs");
-        for (size_t j = 0; jobs && j < lc->n_jobs; j++) {
-            cJSON *jo = cJSON_CreateObject();
-            if (!jo)
-                break;
-            cJSON_AddStringToObject(jo, "name", lc->jobs[j].name);
-            num_or_null(jo, "rate", lc->jobs[j].rate_valid, lc->jobs[j].rate);
-            cJSON_AddStringToObject(jo, "unit", lc->jobs[j].unit);
-            cJSON_AddItemToArray(jobs, jo);
-        }
-        cJSON_AddItemToArray(arr, x);
-    }
+    json_instances(o, g);
+    json_procs(o, g);
+    json_runs(o, g);
     return o;
 }
 
@@ -678,78 +713,50 @@ static void row_mig(struct row *r, const struct mb_monitor_instance *in)
             return rc_;                                                                            \
     } while (0)
 
-static int prom_gpu(struct mb_prom *p, const struct mb_monitor_snapshot *s,
+/* A GPU's own rows under DCGM's names, as dcgm-exporter writes them. */
+static int prom_dcgm(struct mb_prom *p, const struct mb_monitor_gpu *g, const struct row *rp,
+                     struct mb_error *err)
+{
+    struct row r = *rp;
+    if (has(g, MB_TEL_POWER))
+        ADD("DCGM_FI_DEV_POWER_USAGE", MB_PROM_GAUGE, "Power draw (in W).", &r,
+            g->tel.power_mw / 1000.0);
+    if (has(g, MB_TEL_ENERGY))
+        ADD("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", MB_PROM_COUNTER,
+            "Total energy consumption since boot (in mJ).", &r, (double)g->tel.energy_mj);
+    if (has(g, MB_TEL_UTIL_GPU))
+        ADD("DCGM_FI_DEV_GPU_UTIL", MB_PROM_GAUGE, "GPU utilization (in %).", &r,
+            g->tel.util_gpu_pct);
+    if (has(g, MB_TEL_UTIL_MEM))
+        ADD("DCGM_FI_DEV_MEM_COPY_UTIL", MB_PROM_GAUGE, "Memory utilization (in %).", &r,
+            g->tel.util_mem_pct);
+    if (has(g, MB_TEL_CLOCK_SM))
+        ADD("DCGM_FI_DEV_SM_CLOCK", MB_PROM_GAUGE, "SM clock frequency (in MHz).", &r,
+            g->tel.clock_sm_mhz);
+    if (has(g, MB_TEL_CLOCK_MEM))
+        ADD("DCGM_FI_DEV_MEM_CLOCK", MB_PROM_GAUGE, "Memory clock frequency (in MHz).", &r,
+            g->tel.clock_mem_mhz);
+    if (has(g, MB_TEL_TEMP))
+        ADD("DCGM_FI_DEV_GPU_TEMP", MB_PROM_GAUGE, "GPU temperature (in C).", &r, g->tel.temp_c);
+    if (has(g, MB_TEL_POWER_LIMIT))
+        ADD("DCGM_FI_DEV_POWER_MGMT_LIMIT", MB_PROM_GAUGE, "Power management limit (in W).", &r,
+            g->tel.power_limit_mw / 1000.0);
+    if (has(g, MB_TEL_THROTTLE))
+        ADD("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", MB_PROM_GAUGE,
+            "Clock throttle reasons (bitmask).", &r, (double)g->tel.throttle_reasons);
+    if (has(g, MB_TEL_MEM_USED)) {
+        ADD("DCGM_FI_DEV_FB_USED", MB_PROM_GAUGE, "Framebuffer memory used (in MiB).", &r,
+            MIB_F(g->tel.mem_used_bytes));
+        if (g->info.mem_total_valid && g->info.mem_total_bytes >= g->tel.mem_used_bytes)
+            ADD("DCGM_FI_DEV_FB_FREE", MB_PROM_GAUGE, "Framebuffer memory free (in MiB).", &r,
+                MIB_F(g->info.mem_total_bytes - g->tel.mem_used_bytes));
+    }
+    return MB_OK;
+}
+
+static int prom_mig(struct mb_prom *p, const struct mb_monitor_snapshot *s,
                     const struct mb_monitor_gpu *g, size_t idx, struct mb_error *err)
 {
-    struct row r;
-    row_gpu(&r, s, g, idx);
-    bool gpu = g->caps & MB_CAP_GPU;
-    ADD("migbench_device_up", MB_PROM_GAUGE,
-        "1 when the device answered the last telemetry read, else 0.", &r, g->tel_ok ? 1 : 0);
-    if (!gpu) {
-        /* The host's CPU package is no GPU: no DCGM names for it. */
-        if (has(g, MB_TEL_POWER))
-            ADD("migbench_host_power_watts", MB_PROM_GAUGE, "Host CPU package power in W.", &r,
-                g->tel.power_mw / 1000.0);
-        if (has(g, MB_TEL_ENERGY))
-            ADD("migbench_host_energy_joules_total", MB_PROM_COUNTER,
-                "Host CPU package energy counter (RAPL) in J.", &r,
-                (double)g->tel.energy_mj / 1000.0);
-    } else {
-        if (has(g, MB_TEL_POWER))
-            ADD("DCGM_FI_DEV_POWER_USAGE", MB_PROM_GAUGE, "Power draw (in W).", &r,
-                g->tel.power_mw / 1000.0);
-        if (has(g, MB_TEL_ENERGY))
-            ADD("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", MB_PROM_COUNTER,
-                "Total energy consumption since boot (in mJ).", &r, (double)g->tel.energy_mj);
-        if (has(g, MB_TEL_UTIL_GPU))
-            ADD("DCGM_FI_DEV_GPU_UTIL", MB_PROM_GAUGE, "GPU utilization (in %).", &r,
-                g->tel.util_gpu_pct);
-        if (has(g, MB_TEL_UTIL_MEM))
-            ADD("DCGM_FI_DEV_MEM_COPY_UTIL", MB_PROM_GAUGE, "Memory utilization (in %).", &r,
-                g->tel.util_mem_pct);
-        if (has(g, MB_TEL_CLOCK_SM))
-            ADD("DCGM_FI_DEV_SM_CLOCK", MB_PROM_GAUGE, "SM clock frequency (in MHz).", &r,
-                g->tel.clock_sm_mhz);
-        if (has(g, MB_TEL_CLOCK_MEM))
-            ADD("DCGM_FI_DEV_MEM_CLOCK", MB_PROM_GAUGE, "Memory clock frequency (in MHz).", &r,
-                g->tel.clock_mem_mhz);
-        if (has(g, MB_TEL_TEMP))
-            ADD("DCGM_FI_DEV_GPU_TEMP", MB_PROM_GAUGE, "GPU temperature (in C).", &r,
-                g->tel.temp_c);
-        if (has(g, MB_TEL_POWER_LIMIT))
-            ADD("DCGM_FI_DEV_POWER_MGMT_LIMIT", MB_PROM_GAUGE, "Power management limit (in W).", &r,
-                g->tel.power_limit_mw / 1000.0);
-        if (has(g, MB_TEL_THROTTLE))
-            ADD("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", MB_PROM_GAUGE,
-                "Clock throttle reasons (bitmask).", &r, (double)g->tel.throttle_reasons);
-        if (has(g, MB_TEL_MEM_USED)) {
-            ADD("DCGM_FI_DEV_FB_USED", MB_PROM_GAUGE, "Framebuffer memory used (in MiB).", &r,
-                MIB_F(g->tel.mem_used_bytes));
-            if (g->info.mem_total_valid && g->info.mem_total_bytes >= g->tel.mem_used_bytes)
-                ADD("DCGM_FI_DEV_FB_FREE", MB_PROM_GAUGE, "Framebuffer memory free (in MiB).", &r,
-                    MIB_F(g->info.mem_total_bytes - g->tel.mem_used_bytes));
-        }
-    }
-    if (has(g, MB_TEL_POWER_INSTANT))
-        ADD("migbench_power_instant_watts", MB_PROM_GAUGE,
-            "The device's instant power reading in W.", &r, g->tel.power_instant_mw / 1000.0);
-    if (has(g, MB_TEL_POWER_AVG))
-        ADD("migbench_power_average_watts", MB_PROM_GAUGE,
-            "The device's averaged power reading in W.", &r, g->tel.power_avg_mw / 1000.0);
-    if (g->sensor.power_avg_window_ms)
-        ADD("migbench_power_average_window_seconds", MB_PROM_GAUGE,
-            "Averaging window of the default power reading in s.", &r,
-            g->sensor.power_avg_window_ms / 1000.0);
-    if (g->energy_ok)
-        ADD("migbench_monitor_energy_joules_total", MB_PROM_COUNTER,
-            "Energy used by the whole device since this exporter started, in J.", &r, g->energy_j);
-    if (g->mig_ok)
-        ADD("migbench_mig_mode", MB_PROM_GAUGE, "1 when MIG mode is enabled, else 0.", &r,
-            g->mig.current ? 1 : 0);
-    if (g->procs_ok)
-        ADD("migbench_processes", MB_PROM_GAUGE, "Compute processes on the device.", &r,
-            (double)g->n_procs);
     /* MIG rows: memory, activity, processes -- never the whole GPU's power or energy. */
     for (size_t i = 0; i < g->n_inst; i++) {
         const struct mb_monitor_instance *in = &g->inst[i];
@@ -778,6 +785,13 @@ static int prom_gpu(struct mb_prom *p, const struct mb_monitor_snapshot *s,
         ADD("migbench_mig_instance_processes", MB_PROM_GAUGE,
             "Compute processes on the MIG GPU instance.", &m, (double)in->n_procs);
     }
+    return MB_OK;
+}
+
+/* The migbench runs on the GPU: progress, window and each job's throughput. */
+static int prom_cells(struct mb_prom *p, const struct mb_monitor_snapshot *s,
+                      const struct mb_monitor_gpu *g, size_t idx, struct mb_error *err)
+{
     for (size_t c = 0; c < g->n_cells; c++) {
         const struct mb_live_cell *lc = &g->cells[c];
         char rep[16];
@@ -813,6 +827,53 @@ static int prom_gpu(struct mb_prom *p, const struct mb_monitor_snapshot *s,
         }
     }
     return MB_OK;
+}
+
+static int prom_gpu(struct mb_prom *p, const struct mb_monitor_snapshot *s,
+                    const struct mb_monitor_gpu *g, size_t idx, struct mb_error *err)
+{
+    struct row r;
+    row_gpu(&r, s, g, idx);
+    bool gpu = g->caps & MB_CAP_GPU;
+    ADD("migbench_device_up", MB_PROM_GAUGE,
+        "1 when the device answered the last telemetry read, else 0.", &r, g->tel_ok ? 1 : 0);
+    if (!gpu) {
+        /* The host's CPU package is no GPU: no DCGM names for it. */
+        if (has(g, MB_TEL_POWER))
+            ADD("migbench_host_power_watts", MB_PROM_GAUGE, "Host CPU package power in W.", &r,
+                g->tel.power_mw / 1000.0);
+        if (has(g, MB_TEL_ENERGY))
+            ADD("migbench_host_energy_joules_total", MB_PROM_COUNTER,
+                "Host CPU package energy counter (RAPL) in J.", &r,
+                (double)g->tel.energy_mj / 1000.0);
+    } else {
+        int rc = prom_dcgm(p, g, &r, err);
+        if (rc)
+            return rc;
+    }
+    if (has(g, MB_TEL_POWER_INSTANT))
+        ADD("migbench_power_instant_watts", MB_PROM_GAUGE,
+            "The device's instant power reading in W.", &r, g->tel.power_instant_mw / 1000.0);
+    if (has(g, MB_TEL_POWER_AVG))
+        ADD("migbench_power_average_watts", MB_PROM_GAUGE,
+            "The device's averaged power reading in W.", &r, g->tel.power_avg_mw / 1000.0);
+    if (g->sensor.power_avg_window_ms)
+        ADD("migbench_power_average_window_seconds", MB_PROM_GAUGE,
+            "Averaging window of the default power reading in s.", &r,
+            g->sensor.power_avg_window_ms / 1000.0);
+    if (g->energy_ok)
+        ADD("migbench_monitor_energy_joules_total", MB_PROM_COUNTER,
+            "Energy used by the whole device since this exporter started, in J.", &r, g->energy_j);
+    if (g->mig_ok)
+        ADD("migbench_mig_mode", MB_PROM_GAUGE, "1 when MIG mode is enabled, else 0.", &r,
+            g->mig.current ? 1 : 0);
+    if (g->procs_ok)
+        ADD("migbench_processes", MB_PROM_GAUGE, "Compute processes on the device.", &r,
+            (double)g->n_procs);
+    int rc = prom_mig(p, s, g, idx, err);
+    if (rc == MB_OK)
+        rc = prom_cells(p, s, g, idx, err);
+    return rc;
 }
 
 int mb_monitor_prom(const struct mb_monitor_snapshot *s, struct mb_prom *p, struct mb_error *err)

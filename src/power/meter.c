@@ -26,6 +26,7 @@ struct window {
     bool end_set;
     bool done;
     bool truncated;
+    bool lost; /* the device answered GPU_IS_LOST before the window was covered */
     int64_t t0, t1;
     double p_area_j;
     int64_t p_cov_ns;
@@ -75,6 +76,9 @@ struct mb_meter {
     uint64_t prev_energy_mj;
     struct mb_telemetry latest;
     bool have_latest;
+    bool lost;              /* a read answered MB_EGONE (NVML's GPU_IS_LOST) */
+    char lost_why[160];     /* the device's words for it, NVIDIA's code included */
+    char activity_why[160]; /* why per-instance activity could not be read (first failure) */
     struct mb_meter_counts counts;
 };
 
@@ -176,6 +180,25 @@ static void settle_windows(struct mb_meter *m)
         if (x->used && x->end_set && !x->done && m->last_t >= x->t1 + m->shift_ns &&
             (!m->pch.have || m->pch.t >= x->t1) && (!m->ech.have || m->ech.t >= x->t1))
             x->done = true;
+    }
+}
+
+/*
+ * The device is gone (NVML's GPU_IS_LOST): nothing it said can be trusted to have covered a window
+ * that is still open, and nothing more will come. Every open window ends now, lost; so does any
+ * window begun later on this meter.
+ */
+static void device_lost(struct mb_meter *m, const char *why)
+{
+    if (!m->lost)
+        snprintf(m->lost_why, sizeof(m->lost_why), "%.159s", why);
+    m->lost = true;
+    for (int i = 0; i < MB_METER_MAX_WINDOWS; i++) {
+        struct window *x = &m->win[i];
+        if (x->used && !x->done) {
+            x->lost = true;
+            x->done = true;
+        }
     }
 }
 
@@ -370,26 +393,37 @@ static void take_sample(struct mb_meter *m)
 {
     struct mb_telemetry tel;
     memset(&tel, 0, sizeof(tel));
-    bool ok = mb_device_telemetry(m->dev, &tel, NULL) == MB_OK;
+    struct mb_error e;
+    int rc = mb_device_telemetry(m->dev, &tel, &e);
+    bool ok = rc == MB_OK;
     /* Backends stamp every reading (a manual emulator clock may start at 0); a failed read may
      * carry no stamp, and then only its CSV row uses our clock. */
     int64_t t = ok || tel.t_ns != 0 ? tel.t_ns : mb_meter_now_ns();
     struct mb_mig_instance inst[MB_MAX_MIG_INSTANCES];
     struct mb_mig_activity act[MB_MAX_MIG_INSTANCES];
     bool act_ok[MB_MAX_MIG_INSTANCES] = {false};
+    char act_why[160] = "";
     size_t n_inst = 0;
     if (m->n_gi > 0) {
         if (mb_device_mig_instances(m->dev, inst, MB_MAX_MIG_INSTANCES, &n_inst, NULL) != MB_OK)
             n_inst = 0;
-        for (unsigned g = 0; g < m->n_gi; g++)
-            act_ok[g] = mb_device_mig_activity(m->dev, m->gi_ids[g], &act[g], NULL) == MB_OK;
+        for (unsigned g = 0; g < m->n_gi; g++) {
+            int arc = mb_device_mig_activity(m->dev, m->gi_ids[g], &act[g], &e);
+            act_ok[g] = arc == MB_OK;
+            if (!act_ok[g] && arc != MB_EGONE && arc != MB_ENOTFOUND && !act_why[0])
+                snprintf(act_why, sizeof(act_why), "%.159s", e.msg);
+        }
     }
     pthread_mutex_lock(&m->mu);
+    if (act_why[0] && !m->activity_why[0])
+        memcpy(m->activity_why, act_why, sizeof(act_why));
     if (!m->have_t0) {
         m->have_t0 = true;
         m->csv_t0 = t;
     }
     fold_sample(m, &tel, ok, t);
+    if (rc == MB_EGONE)
+        device_lost(m, e.msg);
     pthread_cond_broadcast(&m->changed);
     pthread_mutex_unlock(&m->mu);
     if (m->csv)
@@ -642,7 +676,7 @@ int mb_meter_window_begin(struct mb_meter *m, int64_t t0_ns, int *id, struct mb_
      * to that sample (by at most one read's latency). */
     if (t0_ns < m->last_t)
         t0_ns = m->last_t;
-    m->win[slot] = (struct window){.used = true, .t0 = t0_ns};
+    m->win[slot] = (struct window){.used = true, .t0 = t0_ns, .lost = m->lost, .done = m->lost};
     *id = slot;
     pthread_mutex_unlock(&m->mu);
     return MB_OK;
@@ -712,6 +746,50 @@ static void counter_unresolved(const struct mb_meter *m, const struct window *x,
     r->counter_patched_s = 0;
 }
 
+/* A missing reading's reason, with the device's own words for it when it gave them. */
+static const char *sensor_why(const char *note, const char *what, char *buf, size_t cap)
+{
+    if (!note[0])
+        return what;
+    snprintf(buf, cap, "%s (%.112s)", what, note);
+    return buf;
+}
+
+/* Why a figure is missing (r->reason), or what was patched; counter_why is counter_unresolved's
+ * verdict (or "") and a buffer for the device's words. */
+static void explain(const struct mb_meter *m, const struct window *x, struct mb_energy *r,
+                    char counter_why[180])
+{
+    const size_t cap = 180;
+    const char *why = NULL;
+    if (!r->integral_valid && !r->counter_valid)
+        why = m->sensor.power_kind == MB_POWER_NONE && !m->sensor.has_energy_counter
+                  ? sensor_why(m->sensor.energy_note,
+                               "the device has neither a power reading nor an energy counter",
+                               counter_why, cap)
+                  : "no valid power or energy readings cover the window";
+    else if (!r->counter_valid)
+        why = counter_why[0] ? counter_why
+              : !m->sensor.has_energy_counter
+                  ? sensor_why(m->sensor.energy_note, "the device has no energy counter",
+                               counter_why, cap)
+              : x->e_lost_ns > 0 ? "energy counter reset and no power to patch it"
+                                 : "energy counter readings do not cover the window";
+    else if (!r->integral_valid)
+        why = m->sensor.power_kind == MB_POWER_NONE
+                  ? sensor_why(m->sensor.power_note, "the device has no power reading", counter_why,
+                               cap)
+                  : "power readings do not cover the window";
+    if (why)
+        snprintf(r->reason, sizeof(r->reason), "%s%s", why,
+                 x->truncated ? " (the meter stopped before the window's end)" : "");
+    else if (x->resets)
+        snprintf(r->reason, sizeof(r->reason),
+                 "energy counter went backwards %u time(s) (driver reload?): %.3f s patched "
+                 "from the power integral",
+                 x->resets, r->counter_patched_s);
+}
+
 static void result_of(const struct mb_meter *m, const struct window *x, struct mb_energy *r)
 {
     memset(r, 0, sizeof(*r));
@@ -733,6 +811,15 @@ static void result_of(const struct mb_meter *m, const struct window *x, struct m
     r->peak_power_w = x->peak_w;
     r->throttle_valid = x->throttle_valid;
     r->throttle_reasons = x->throttle;
+    if (x->lost) {
+        /* No figure from a window the GPU did not live through: not 0 J, not a part of it. */
+        r->device_lost = true;
+        r->truncated = true; /* it covers less than asked, as a window the meter stopped in */
+        r->peak_power_valid = false;
+        r->throttle_valid = false;
+        snprintf(r->reason, sizeof(r->reason), "GPU lost during the window: %.160s", m->lost_why);
+        return;
+    }
     bool any_sensor = m->sensor.power_kind != MB_POWER_NONE || m->sensor.has_energy_counter;
     if (dur < m->min_window_ns && any_sensor) {
         r->refused = true;
@@ -764,7 +851,7 @@ static void result_of(const struct mb_meter *m, const struct window *x, struct m
             r->counter_j = x->e_sum_j + r->integral_j / r->duration_s * r->counter_patched_s;
         }
     }
-    char counter_why[160] = "";
+    char counter_why[180] = "";
     if (r->counter_valid)
         counter_unresolved(m, x, r, counter_why, sizeof(counter_why));
     /* The counter is the reference where it exists: it sees every joule, while an averaged
@@ -781,27 +868,7 @@ static void result_of(const struct mb_meter *m, const struct window *x, struct m
         r->gap_rel = (r->integral_j - r->counter_j) / r->counter_j;
         r->gap_flag = mb_meter_gap_exceeds(r->integral_j, r->counter_j, mb_meter_gap_edge_j(r));
     }
-    const char *why = NULL;
-    if (!r->integral_valid && !r->counter_valid)
-        why = m->sensor.power_kind == MB_POWER_NONE && !m->sensor.has_energy_counter
-                  ? "the device has neither a power reading nor an energy counter"
-                  : "no valid power or energy readings cover the window";
-    else if (!r->counter_valid)
-        why = counter_why[0]                  ? counter_why
-              : !m->sensor.has_energy_counter ? "the device has no energy counter"
-              : x->e_lost_ns > 0              ? "energy counter reset and no power to patch it"
-                                              : "energy counter readings do not cover the window";
-    else if (!r->integral_valid)
-        why = m->sensor.power_kind == MB_POWER_NONE ? "the device has no power reading"
-                                                    : "power readings do not cover the window";
-    if (why)
-        snprintf(r->reason, sizeof(r->reason), "%s%s", why,
-                 x->truncated ? " (the meter stopped before the window's end)" : "");
-    else if (x->resets)
-        snprintf(r->reason, sizeof(r->reason),
-                 "energy counter went backwards %u time(s) (driver reload?): %.3f s patched "
-                 "from the power integral",
-                 x->resets, r->counter_patched_s);
+    explain(m, x, r, counter_why);
 }
 
 int mb_meter_window_result(struct mb_meter *m, int id, int timeout_ms, struct mb_energy *out,
@@ -836,6 +903,26 @@ int mb_meter_window_result(struct mb_meter *m, int id, int timeout_ms, struct mb
     x->used = false;
     pthread_mutex_unlock(&m->mu);
     return MB_OK;
+}
+
+bool mb_meter_lost(struct mb_meter *m, char *why, size_t cap)
+{
+    pthread_mutex_lock(&m->mu);
+    bool lost = m->lost;
+    if (lost && why && cap)
+        snprintf(why, cap, "%s", m->lost_why);
+    pthread_mutex_unlock(&m->mu);
+    return lost;
+}
+
+bool mb_meter_activity_note(struct mb_meter *m, char *why, size_t cap)
+{
+    pthread_mutex_lock(&m->mu);
+    bool any = m->activity_why[0] != '\0';
+    if (any && why && cap)
+        snprintf(why, cap, "%s", m->activity_why);
+    pthread_mutex_unlock(&m->mu);
+    return any;
 }
 
 void mb_meter_get_counts(struct mb_meter *m, struct mb_meter_counts *out)

@@ -235,6 +235,17 @@ size_t mb__answers(const struct mb_an_experiment *e, struct mb__answer *out, siz
         sentence(a, heads[q], metric);
         n++;
     }
+    /* Windows under outside load (docs/run.md): every answer says it may be affected. */
+    for (size_t i = 0; i < n && e->cells_outside_load; i++) {
+        if (!out[i].answered)
+            continue;
+        size_t len = strlen(out[i].sentence);
+        int w = snprintf(out[i].sentence + len, sizeof(out[i].sentence) - len,
+                         " %zu of %zu cells were measured under outside load: the answer may be "
+                         "affected.",
+                         e->cells_outside_load, e->cells_total);
+        (void)w; /* a sentence at its limit loses the caveat's end, never the answer */
+    }
     /* Nothing answered at all: one sentence says why, rather than none. */
     if (n == 0 && cap > 0) {
         memset(&out[0], 0, sizeof(out[0]));

@@ -74,24 +74,9 @@ static void add_num_if(cJSON *o, const char *k, bool valid, double v)
         cJSON_AddNullToObject(o, k);
 }
 
-static cJSON *device_json(const struct mb_device_report *r)
+/* The power sensor's semantics (null when the device could not say). */
+static void json_sensor(cJSON *d, const struct mb_device_report *r)
 {
-    const struct mb_device_info *in = &r->info;
-    cJSON *d = cJSON_CreateObject();
-    cJSON_AddStringToObject(d, "spec", r->spec);
-    cJSON_AddStringToObject(d, "backend", in->backend);
-    cJSON_AddBoolToObject(d, "emulated", in->emulated);
-    cJSON_AddNumberToObject(d, "index", in->index);
-    add_str_or_null(d, "name", in->name);
-    add_str_or_null(d, "model", in->model);
-    add_str_or_null(d, "uuid", in->uuid);
-    add_str_or_null(d, "driver_version", in->driver_version);
-    add_str_or_null(d, "nvml_version", in->nvml_version);
-    add_str_or_null(d, "pci_bus_id", in->pci_bus_id);
-    add_num_if(d, "mem_total_bytes", in->mem_total_valid, (double)in->mem_total_bytes);
-    add_num_if(d, "cpu_count", in->cpu_count > 0, in->cpu_count);
-    cJSON_AddBoolToObject(d, "mig_capable", in->mig_capable);
-
     if (r->sensor_rc == MB_OK) {
         const struct mb_sensor_info *s = &r->sensor;
         cJSON *o = cJSON_AddObjectToObject(d, "sensor");
@@ -111,7 +96,11 @@ static cJSON *device_json(const struct mb_device_report *r)
     } else {
         cJSON_AddNullToObject(d, "sensor");
     }
+}
 
+/* One telemetry reading; a field the device did not give is null. */
+static void json_telemetry(cJSON *d, const struct mb_device_report *r)
+{
     if (r->tel_rc == MB_OK) {
         const struct mb_telemetry *t = &r->tel;
         uint32_t v = t->valid;
@@ -134,7 +123,11 @@ static cJSON *device_json(const struct mb_device_report *r)
     } else {
         cJSON_AddNullToObject(d, "telemetry");
     }
+}
 
+/* The power limit, its range and whether migbench may set it. */
+static void json_power_limit(cJSON *d, const struct mb_device_report *r)
+{
     if (r->pl_rc == MB_OK) {
         const struct mb_power_limit *pl = &r->pl;
         cJSON *o = cJSON_AddObjectToObject(d, "power_limit");
@@ -147,7 +140,11 @@ static cJSON *device_json(const struct mb_device_report *r)
     } else {
         cJSON_AddNullToObject(d, "power_limit");
     }
+}
 
+/* MIG mode, profiles and instances. */
+static void json_mig(cJSON *d, const struct mb_device_report *r)
+{
     if (r->mode_rc == MB_OK) {
         cJSON *o = cJSON_AddObjectToObject(d, "mig_mode");
         cJSON_AddBoolToObject(o, "current", r->mode.current);
@@ -197,7 +194,11 @@ static cJSON *device_json(const struct mb_device_report *r)
     } else {
         cJSON_AddNullToObject(d, "mig_instances");
     }
+}
 
+/* The compute processes on the GPU. */
+static void json_processes(cJSON *d, const struct mb_device_report *r)
+{
     if (r->proc_rc == MB_OK) {
         cJSON *a = cJSON_AddArrayToObject(d, "processes");
         for (size_t i = 0; i < r->n_proc; i++) {
@@ -213,6 +214,31 @@ static cJSON *device_json(const struct mb_device_report *r)
     } else {
         cJSON_AddNullToObject(d, "processes");
     }
+}
+
+static cJSON *device_json(const struct mb_device_report *r)
+{
+    const struct mb_device_info *in = &r->info;
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "spec", r->spec);
+    cJSON_AddStringToObject(d, "backend", in->backend);
+    cJSON_AddBoolToObject(d, "emulated", in->emulated);
+    cJSON_AddNumberToObject(d, "index", in->index);
+    add_str_or_null(d, "name", in->name);
+    add_str_or_null(d, "model", in->model);
+    add_str_or_null(d, "uuid", in->uuid);
+    add_str_or_null(d, "driver_version", in->driver_version);
+    add_str_or_null(d, "nvml_version", in->nvml_version);
+    add_str_or_null(d, "pci_bus_id", in->pci_bus_id);
+    add_num_if(d, "mem_total_bytes", in->mem_total_valid, (double)in->mem_total_bytes);
+    add_num_if(d, "cpu_count", in->cpu_count > 0, in->cpu_count);
+    cJSON_AddBoolToObject(d, "mig_capable", in->mig_capable);
+
+    json_sensor(d, r);
+    json_telemetry(d, r);
+    json_power_limit(d, r);
+    json_mig(d, r);
+    json_processes(d, r);
     return d;
 }
 

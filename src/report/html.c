@@ -785,6 +785,11 @@ static void quality_list(FILE *out, const struct mb_an_experiment *e)
             "updates.</li>\n",
             e->cells_total, e->cells_failed, e->cells_unfinished, e->cells_no_energy,
             e->cells_gap_flagged, e->missed_updates);
+    if (e->cells_outside_load)
+        fprintf(out,
+                "<li class=\"warn\">%zu cell(s) measured under outside load: their figures "
+                "may be affected.</li>\n",
+                e->cells_outside_load);
     for (size_t i = 0; i < e->nnotes; i++) {
         fputs("<li class=\"warn\">", out);
         esc(out, e->notes[i]);

@@ -214,6 +214,7 @@ int mb__report_json(FILE *out, const struct mb_analysis *a, const struct mb_powe
         cJSON_AddNumberToObject(q, "cells_unfinished", (double)e->cells_unfinished);
         cJSON_AddNumberToObject(q, "cells_without_energy", (double)e->cells_no_energy);
         cJSON_AddNumberToObject(q, "cells_gap_flagged", (double)e->cells_gap_flagged);
+        cJSON_AddNumberToObject(q, "cells_outside_load", (double)e->cells_outside_load);
         cJSON_AddNumberToObject(q, "missed_updates", e->missed_updates);
         cJSON *notes = cJSON_AddArrayToObject(q, "notes");
         for (size_t k = 0; k < e->nnotes; k++)

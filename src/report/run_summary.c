@@ -115,6 +115,34 @@ static void print_run_rows(FILE *out, const struct mb_exp_run *r, const struct m
     }
 }
 
+/* The cells of this invocation taken under outside load, each with why, and what that means. */
+static void outside_load_lines(FILE *out, const struct mb_experiment *exp,
+                               const struct mb_an_experiment *ae, const struct mb_cell *cells,
+                               size_t n_cells)
+{
+    size_t n = 0;
+    for (size_t c = 0; ae && c < n_cells; c++) {
+        const char *name = exp->runs[cells[c].run].name;
+        for (size_t i = 0; i < ae->nruns; i++) {
+            const struct mb_an_run *ar = &ae->runs[i];
+            for (size_t k = 0; strcmp(ar->name, name) == 0 && k < ar->ncells; k++) {
+                const struct mb_an_cell *cell = &ar->cells[k];
+                if (cell->rep != (int)cells[c].rep || cell->outside_load != 1)
+                    continue;
+                fprintf(out, "outside load: %s rep %d: %s\n", name, cell->rep,
+                        cell->outside_load_why);
+                n++;
+            }
+        }
+    }
+    if (n)
+        fprintf(out,
+                "outside load: %zu cell(s) measured while other work loaded the host (thresholds "
+                "in docs/run.md, \"Outside load\"): their figures may be affected; rerun them on "
+                "a quiet machine\n",
+                n);
+}
+
 /*
  * Summary table: per run and job of this invocation's cells, throughput (mean over
  * repetitions, 95% CI), energy per cell and J/unit, from the analysis of the results directory.
@@ -145,5 +173,6 @@ void mb_run_summary_write(FILE *out, const struct mb_experiment *exp, const char
                 add_cell(&row, &ar->cells[i], r->n_jobs);
         print_run_rows(out, r, ar, &row, nw);
     }
+    outside_load_lines(out, exp, ae, cells, n_cells);
     mb_analysis_destroy(an);
 }

@@ -385,6 +385,12 @@ static void quality_notes(FILE *out, const struct mb_an_experiment *e, int md)
              "flagged: %zu",
              e->cells_total, e->cells_failed, e->cells_unfinished, e->cells_no_energy,
              e->cells_gap_flagged);
+    /* Said only when it happened: older results and quiet runs read as before. */
+    if (e->cells_outside_load) {
+        size_t len = strlen(line);
+        snprintf(line + len, sizeof(line) - len, ", under outside load: %zu",
+                 e->cells_outside_load);
+    }
     wrapped(out, md, md ? "- " : "", line);
     for (size_t i = 0; i < e->nnotes; i++)
         wrapped(out, md, md ? "- " : "", e->notes[i]);

@@ -1037,6 +1037,13 @@ static void quality_notes(struct mb_an_experiment *e)
                     mb__an_add_note(e, "%s rep %d: energy flag %s", r->name, c->rep,
                                     c->energy_flag);
             }
+            if (c->outside_load == 1) {
+                e->cells_outside_load++;
+                mb__an_add_note(e,
+                                "%s rep %d: window taken under outside load (%s): its figures "
+                                "may be affected",
+                                r->name, c->rep, c->outside_load_why);
+            }
             if (c->missed_updates.valid && c->missed_updates.v > 0) {
                 e->missed_updates += c->missed_updates.v;
                 missed_cells++;

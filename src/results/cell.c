@@ -417,6 +417,10 @@ int mb__an_parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct r
     mb__copy_str(c->gpu_uuid, sizeof(c->gpu_uuid),
                  mb__an_json_str(cJSON_GetObjectItemCaseSensitive(root, "device"), "uuid"));
     parse_cell_energy(c, root);
+    const cJSON *ol = cJSON_GetObjectItemCaseSensitive(root, "outside_load");
+    const cJSON *loaded = cJSON_GetObjectItemCaseSensitive(ol, "loaded");
+    c->outside_load = cJSON_IsBool(loaded) ? cJSON_IsTrue(loaded) : -1;
+    mb__copy_str(c->outside_load_why, sizeof(c->outside_load_why), mb__an_json_str(ol, "why"));
     const cJSON *mig_inst = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "device"), "mig"),
         "instances");

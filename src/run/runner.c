@@ -302,14 +302,30 @@ static int start_meter(struct cell *c)
         .min_window_ns = min_window,
     };
     struct mb_error e;
-    if (mb_meter_create(&mo, &c->meter, &e) != MB_OK || mb_meter_start(c->meter, &e) != MB_OK) {
+    int rc = mb_meter_create(&mo, &c->meter, &e);
+    if (rc == MB_OK)
+        rc = mb_meter_start(c->meter, &e);
+    if (rc != MB_OK) {
         mb_meter_destroy(c->meter);
         c->meter = NULL;
         c->meter_failed = true;
         snprintf(c->meter_why, sizeof(c->meter_why), "meter: %.200s", e.msg);
         mb__rn_emit(c, MB_RUNNER_NOTE, "%s", c->meter_why);
+        /* A GPU that is lost runs nothing worth measuring: the cell fails with its reason. */
+        if (rc == MB_EGONE)
+            mb__rn_cell_fail(c, -1, "%s", e.msg);
     }
     return MB_OK;
+}
+
+/* Fails the cell when the meter has seen the GPU lost (NVML's GPU_IS_LOST); true if so. */
+static bool gpu_lost(struct cell *c)
+{
+    char why[200];
+    if (!c->meter || !mb_meter_lost(c->meter, why, sizeof(why)))
+        return false;
+    mb__rn_cell_fail(c, -1, "%s", why);
+    return true;
 }
 
 /* Opens a meter window at t0 (now); -1 when there is no meter or it refuses. */
@@ -687,6 +703,9 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
             interrupted = true;
             break;
         }
+        /* A lost GPU is the cause of whatever its jobs do next: it is checked first. */
+        if (gpu_lost(c))
+            break;
         bool completion = m->duration.kind == MB_AMOUNT_COMPLETION;
         check_jobs(c, js, n, t, completion);
         if (c->failed)
@@ -706,6 +725,7 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
             if (warm) {
                 win_start = t;
                 win_id = window_begin(c, t);
+                mb__rn_load_begin(c);
                 for (size_t i = 0; i < n; i++) {
                     if (js[i]->completed)
                         continue; /* finished within the warm-up: no window */
@@ -728,7 +748,11 @@ static int run_phase(struct cell *c, struct job **js, size_t n)
     if (win_start) {
         struct mb_energy en;
         window_finish(c, win_id, win_start, t_end, &en);
-        if (!c->failed && c->n_energy < MB_EXP_MAX_JOBS)
+        mb__rn_load_end(c, js, n);
+        if (en.device_lost)
+            mb__rn_cell_fail(c, -1, "%s", en.reason);
+        /* A failed cell keeps no figure, but a window the GPU did not live through says so. */
+        if ((!c->failed || en.device_lost) && c->n_energy < MB_EXP_MAX_JOBS)
             c->energy[c->n_energy++] = en;
     }
     if (win_start && !c->failed) {
@@ -858,6 +882,8 @@ static void idle_baseline(struct cell *c)
         idle_wait(c, m->idle_ns);
         struct mb_energy e;
         window_finish(c, id, a, mb_clock_monotonic_ns(), &e);
+        if (e.device_lost)
+            mb__rn_cell_fail(c, -1, "%s", e.reason);
         if (e.mean_power_valid && !e.refused) {
             c->idle_power_w = e.mean_power_w;
             c->idle_ok = true;
@@ -951,8 +977,14 @@ static int cell_teardown(struct cell *c, bool interrupted)
 /* cell.json, then "cell_finished" or "cell_failed". */
 static int cell_record(struct cell *c, double started_unix, double offset_s, bool *failed)
 {
+    char why[200];
     if (c->meter)
         mb_meter_stop(c->meter, NULL);
+    if (c->meter && mb_meter_activity_note(c->meter, why, sizeof(why)))
+        mb__rn_emit(c, MB_RUNNER_NOTE,
+                    "per-instance activity (telemetry.csv gi*_ columns) left "
+                    "empty: %s",
+                    why);
     cJSON *cj = mb__rn_cell_json(c, started_unix, offset_s);
     char path[1200];
     snprintf(path, sizeof(path), "%s/cell.json", c->dir);

@@ -19,6 +19,7 @@
 #include "migbench/proc.h"
 #include "migbench/progress.h"
 #include "migbench/runner.h"
+#include "base/hostload.h"
 #include "results/journal_events.h"
 #include "run/runner_power.h"
 
@@ -96,6 +97,10 @@ struct cell {
     size_t n_energy;
     bool meter_failed;
     char meter_why[256];
+    /* outside load (runner_load.c): the snapshot at the open window, one result per window */
+    struct mb_hostload_snap load_at;
+    struct mb_hostload load[MB_EXP_MAX_JOBS];
+    size_t n_load;
     /* mode */
     struct inst inst[MB_EXP_MAX_JOBS];
     size_t n_inst;
@@ -137,6 +142,12 @@ struct mb_jev mb__rn_jev(enum mb_jev_kind kind, const struct cell *c);
 int mb__rn_jappend(struct cell *c, cJSON *o);
 
 cJSON *mb__rn_cooldown_json(const struct cooldown *cd);
+
+/* Outside load (runner_load.c): a /proc snapshot as a window opens; the window's figures when it
+ * closes (js: the phase's jobs), with a note when it was loaded; cell.json's "outside_load". */
+void mb__rn_load_begin(struct cell *c);
+void mb__rn_load_end(struct cell *c, struct job **js, size_t n);
+cJSON *mb__rn_load_json(const struct cell *c);
 void mb__rn_job_log_path(const struct cell *c, const struct job *j, char *out, size_t cap);
 
 /* runner_modes.c */

@@ -120,6 +120,7 @@ static cJSON *energy_json(struct cell *c)
     /* Sum over the cell's windows (exclusive: one per job, one after another;
      * else one). */
     bool any = c->n_energy > 0, counter_ok = any, integ_ok = any, refused = false;
+    const char *lost = NULL; /* the first window the GPU did not live through says why */
     bool peak_ok = false, mean_ok = any;
     double counter = 0, integ = 0, peak = 0, secs = 0, mean_e = 0, edge = 0;
     uint64_t samples = 0, missed = 0;
@@ -130,6 +131,8 @@ static cJSON *energy_json(struct cell *c)
             refused = true;
             reason = e->reason;
         }
+        if (e->device_lost && !lost)
+            lost = e->reason;
         counter_ok = counter_ok && e->counter_valid && !e->refused;
         integ_ok = integ_ok && e->integral_valid && !e->refused;
         mean_ok = mean_ok && e->mean_power_valid && !e->refused;
@@ -155,9 +158,19 @@ static cJSON *energy_json(struct cell *c)
                   (c->sensor.has_energy_counter || (c->sensor.power_kind != MB_POWER_NONE &&
                                                     c->sensor.power_kind != MB_POWER_UNKNOWN));
     const char *flag = "ok";
-    if (!sensor) {
+    char nosensor[320];
+    if (lost) {
+        flag = "device_lost";
+        reason = lost;
+    } else if (!sensor) {
         flag = "no_sensor";
         reason = "the device reports neither power nor an energy counter";
+        /* With the device's answers (NVML's NOT_SUPPORTED) where it gave them. */
+        if (c->sensor_ok && c->sensor.power_note[0] && c->sensor.energy_note[0]) {
+            snprintf(nosensor, sizeof(nosensor), "%s (%s; %s)", reason, c->sensor.power_note,
+                     c->sensor.energy_note);
+            reason = nosensor;
+        }
     } else if (refused)
         flag = "too_short";
     else if (!counter_ok && !integ_ok)
@@ -168,8 +181,16 @@ static cJSON *energy_json(struct cell *c)
     cJSON_AddItemToObject(en, "integrated_j", mb__rn_num_or_null(integ_ok, integ));
     cJSON_AddItemToObject(en, "gap_pct", mb__rn_num_or_null(gap_ok, gap));
     cJSON_AddStringToObject(en, "flag", flag);
-    cJSON_AddItemToObject(en, "refused_reason",
-                          mb__rn_str_or_null(counter_ok && integ_ok ? NULL : reason));
+    /* One figure is the measurement (the counter where it exists): energy is refused only when
+     * there is none; the other's absence is a note (NVIDIA's NOT_SUPPORTED, in its words). */
+    bool one = (counter_ok || integ_ok) && !lost;
+    cJSON_AddItemToObject(en, "method",
+                          mb__rn_str_or_null(!one         ? NULL
+                                             : counter_ok ? "counter"
+                                                          : "power_integral"));
+    cJSON_AddItemToObject(en, "refused_reason", mb__rn_str_or_null(one ? NULL : reason));
+    cJSON_AddItemToObject(en, "note",
+                          mb__rn_str_or_null(one && !(counter_ok && integ_ok) ? reason : NULL));
     cJSON_AddItemToObject(en, "idle_power_w", mb__rn_num_or_null(c->idle_ok, c->idle_power_w));
     cJSON_AddItemToObject(en, "mean_power_w",
                           mb__rn_num_or_null(mean_ok && secs > 0, mean_e / secs));
@@ -322,6 +343,7 @@ cJSON *mb__rn_cell_json(struct cell *c, double started_unix, double offset_s)
     if (c->run->on[0])
         cJSON_AddStringToObject(o, "on", c->n_inst > 0 ? c->inst[0].profile : c->run->on);
     cJSON_AddItemToObject(o, "energy", energy_json(c));
+    cJSON_AddItemToObject(o, "outside_load", mb__rn_load_json(c));
     cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
     for (size_t i = 0; i < c->n_jobs; i++)
         cJSON_AddItemToArray(jobs, job_json(c, &c->jobs[i]));

@@ -84,8 +84,16 @@ int mb_runner_preflight(const struct mb_runner_opts *o, const struct mb_cell *ce
             if (!o->model)
                 return mb_error_set(err, MB_EUNSUPPORTED,
                                     "run '%s': the GPU's model is not in the MIG catalog", r->name);
+            /* A GPU that cannot say what it has (NVIDIA's answer quoted) is not a layout that
+             * does not fit. */
+            struct mb_layout existing;
+            int lrc = mb_mig_current_layout(o->dev, o->model, &existing, &e);
+            if (lrc != MB_OK)
+                return mb_error_set(err, lrc == MB_EGONE ? lrc : MB_EDEVICE,
+                                    "run '%s': cannot read the GPU's MIG state: %s", r->name,
+                                    e.msg);
             struct mb_layout_item placed[MB_EXP_MAX_JOBS];
-            if (mb__rn_plan_mig(o->dev, o->model, r, placed, &e) != MB_OK)
+            if (mb_exp_run_place(o->model, &existing, r, NULL, placed, &e) != MB_OK)
                 return mb_error_set(err, MB_ENORESOURCES,
                                     "run '%s': layout does not fit beside the instances on the "
                                     "GPU now: %s",

@@ -58,6 +58,16 @@ wait_line() {
     return 1
 }
 
+# quiet_proc: points migbench run's outside-load check (docs/run.md, "Outside load") at a fake,
+# quiet /proc: load average 0 on one CPU and no ticks passing. For tests that compare the outputs
+# of separate runs, which the machine's load must not make differ by a note.
+quiet_proc() {
+    mkdir -p "$TMP/quiet-proc"
+    printf 'cpu  100 0 50 1000 0 0 0 0 0 0\ncpu0 100 0 50 1000 0 0 0 0 0 0\n' >"$TMP/quiet-proc/stat"
+    printf '0.00 0.00 0.00 1/100 1\n' >"$TMP/quiet-proc/loadavg"
+    export MIGBENCH_PROC_ROOT="$TMP/quiet-proc"
+}
+
 finish() {
     if [ "$FAILS" -ne 0 ]; then
         echo "$FAILS expectation(s) failed" >&2

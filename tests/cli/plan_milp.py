@@ -159,7 +159,8 @@ def main():
             opt, ok = milp(rows, jobs, count, cfgs, objective)
             got = planner(migbench, d, seed, objective)
             if not ok:
-                print(f"fleet {seed} {objective}: CBC did not prove its answer within its node limit")
+                print(f"fleet {seed} {objective}: CBC did not prove its answer within its "
+                      f"{'time' if SECONDS else 'node'} limit")
                 continue
             proven += 1
             if opt is None:
@@ -176,8 +177,9 @@ def main():
                            f"proven optimum {opt}")
             gap = (v - opt) / opt * 100
             worst[objective] = max(worst[objective], gap)
+            lbgap = f", CBC over the planner's bound {(opt - lb) / lb * 100:+.3f}%" if lb else ""
             print(f"fleet {seed} ({count} GPUs, {len(jobs)} jobs) {objective}: planner {v:.6g}, "
-                  f"CBC {opt:.6g}, gap {gap:+.3f}%")
+                  f"CBC {opt:.6g}, gap {gap:+.3f}%{lbgap}")
             if gap > tol:
                 bad.append(f"fleet {seed} {objective}: {gap:.2f}% over CBC's optimum (limit {tol}%)")
             if gap < -1e-4:

@@ -94,6 +94,16 @@ env["MIGBENCH_STATE_DIR"] = os.path.join(work, "state")
 env["LC_ALL"] = "C.UTF-8"
 env["MIGBENCH_RUNTIME_DIR"] = os.path.join(work, "runtime")  # no other test's runs in monitor
 env.pop("COLUMNS", None)
+# A quiet host for `migbench run`'s outside-load check (docs/run.md, "Outside load"): the doc
+# outputs must not gain "outside load:" lines because the test machine is busy. Load average 0
+# on one CPU, and no ticks pass in the window, so every window is judged quiet.
+quiet_proc = os.path.join(work, "quiet-proc")
+os.makedirs(quiet_proc, exist_ok=True)
+with open(os.path.join(quiet_proc, "stat"), "w") as f:
+    f.write("cpu  100 0 50 1000 0 0 0 0 0 0\ncpu0 100 0 50 1000 0 0 0 0 0 0\n")
+with open(os.path.join(quiet_proc, "loadavg"), "w") as f:
+    f.write("0.00 0.00 0.00 1/100 1\n")
+env["MIGBENCH_PROC_ROOT"] = quiet_proc
 # stdbuf line-buffers through LD_PRELOAD, which puts its library before a sanitizer build's ASan
 # runtime; ASan then refuses to start unless told that this order is fine.
 env["ASAN_OPTIONS"] = ":".join(x for x in (env.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if x)

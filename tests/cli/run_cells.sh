@@ -9,6 +9,7 @@ M="$MIGBENCH"
 FX="$MB_BINARY_DIR/fixtures"
 [ -x "$FX/fx_steady" ] || { echo "FAIL: fixtures not built in $FX" >&2; exit 1; }
 DEV="emu:H100-80GB:mig=on:state=$TMP/gpu.json"
+quiet_proc
 
 cat >"$TMP/exp.yaml" <<YAML
 version: 1
@@ -25,7 +26,8 @@ YAML
 # The report as JSON with what differs between two runs of the same cells masked: measured
 # values (every estimate's mean, ci95 and n: a loaded machine can leave one job of a cell
 # without a rate; every non-integer number, sample counts, numbers
-# inside texts, the headline sentence) and the results directory's name.
+# inside texts, the headline and answer sentences and whether an answer is clear of the noise:
+# their wording follows the measured CIs) and the results directory's name.
 report() {
     "$M" report "$1" --format json >"$TMP/report.json" || { fail "report $1"; return; }
     python3 - "$TMP/report.json" "$1" <<'PY'
@@ -38,13 +40,15 @@ def mask(v, key=""):
         return [mask(x, key) for x in v]
     if v is None and key == "ci95":
         return "<num>"  # a CI needs two rates: null when load left a job of a cell without one
+    if key == "clear_of_noise":
+        return "<measured verdict>"
     if isinstance(v, bool) or v is None:
         return v
     if isinstance(v, (int, float)):
         if key in ("mean", "ci95", "n", "samples", "missed_updates", "steps", "units") or v != int(v) or key.endswith(("_j", "_w", "_s", "_mj", "_pct")):
             return "<num>"
         return v
-    if isinstance(v, str) and key == "headline":
+    if isinstance(v, str) and key in ("headline", "sentence"):
         return "<measured text>"  # its wording follows the measured CI
     if isinstance(v, str):
         v = v.replace(sys.argv[2], "<dir>")

@@ -108,37 +108,31 @@ FAKE_FN(nvmlDeviceGetGpuInstanceProfileInfoV,
     nvmlReturn_t r = profile_vals(h, e, true, &v);
     if (r != NVML_SUCCESS)
         return r;
+        /* The two versions name the same fields at different offsets (v2 has isP2pSupported). */
+#define FILL_GPI(o)                                                                                \
+    do {                                                                                           \
+        memset(o, 0, sizeof(*o));                                                                  \
+        o->version = version;                                                                      \
+        o->id = v.id;                                                                              \
+        o->sliceCount = v.slices;                                                                  \
+        o->instanceCount = v.count;                                                                \
+        o->multiprocessorCount = v.sm;                                                             \
+        o->copyEngineCount = v.ce;                                                                 \
+        o->decoderCount = v.dec;                                                                   \
+        o->encoderCount = v.enc;                                                                   \
+        o->jpegCount = v.jpeg;                                                                     \
+        o->ofaCount = v.ofa;                                                                       \
+        o->memorySizeMB = v.mem_mib;                                                               \
+        copy_out(o->name, sizeof(o->name), v.name);                                                \
+    } while (0)
     if (v3) {
-        nvmlGpuInstanceProfileInfo_v3_t *o = (nvmlGpuInstanceProfileInfo_v3_t *)(void *)info;
-        memset(o, 0, sizeof(*o));
-        o->version = version;
-        o->id = v.id;
-        o->sliceCount = v.slices;
-        o->instanceCount = v.count;
-        o->multiprocessorCount = v.sm;
-        o->copyEngineCount = v.ce;
-        o->decoderCount = v.dec;
-        o->encoderCount = v.enc;
-        o->jpegCount = v.jpeg;
-        o->ofaCount = v.ofa;
-        o->memorySizeMB = v.mem_mib;
-        copy_out(o->name, sizeof(o->name), v.name);
+        nvmlGpuInstanceProfileInfo_v3_t *o3 = (nvmlGpuInstanceProfileInfo_v3_t *)(void *)info;
+        FILL_GPI(o3);
     } else {
-        nvmlGpuInstanceProfileInfo_v2_t *o = info;
-        memset(o, 0, sizeof(*o));
-        o->version = version;
-        o->id = v.id;
-        o->sliceCount = v.slices;
-        o->instanceCount = v.count;
-        o->multiprocessorCount = v.sm;
-        o->copyEngineCount = v.ce;
-        o->decoderCount = v.dec;
-        o->encoderCount = v.enc;
-        o->jpegCount = v.jpeg;
-        o->ofaCount = v.ofa;
-        o->memorySizeMB = v.mem_mib;
-        copy_out(o->name, sizeof(o->name), v.name);
+        nvmlGpuInstanceProfileInfo_v2_t *o2 = info;
+        FILL_GPI(o2);
     }
+#undef FILL_GPI
     return NVML_SUCCESS;
 }
 #endif
@@ -558,24 +552,25 @@ FAKE_FN(nvmlDeviceGetMigDeviceHandleByIndex, (nvmlDevice_t h, unsigned index, nv
     return NVML_ERROR_NOT_FOUND;
 }
 
-FAKE_FN(nvmlDeviceGetGpuInstanceId, (nvmlDevice_t h, unsigned *id), (h, id))
+/* The GPU- or compute-instance id of a MIG device handle; NOT_SUPPORTED for a parent handle. */
+static nvmlReturn_t mig_handle_id(nvmlDevice_t h, unsigned *id, bool ci)
 {
     if (!h || !id)
         return NVML_ERROR_INVALID_ARGUMENT;
     if (h->magic != H_MIG)
         return NVML_ERROR_NOT_SUPPORTED;
-    *id = h->gi;
+    *id = ci ? h->ci : h->gi;
     return NVML_SUCCESS;
+}
+
+FAKE_FN(nvmlDeviceGetGpuInstanceId, (nvmlDevice_t h, unsigned *id), (h, id))
+{
+    return mig_handle_id(h, id, false);
 }
 
 FAKE_FN(nvmlDeviceGetComputeInstanceId, (nvmlDevice_t h, unsigned *id), (h, id))
 {
-    if (!h || !id)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    if (h->magic != H_MIG)
-        return NVML_ERROR_NOT_SUPPORTED;
-    *id = h->ci;
-    return NVML_SUCCESS;
+    return mig_handle_id(h, id, true);
 }
 
 /* ---- processes
@@ -724,37 +719,23 @@ FAKE_FN(nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t * q), (q))
         q->numMetrics > sizeof(q->metrics) / sizeof(q->metrics[0]))
         return NVML_ERROR_INVALID_ARGUMENT;
     const struct mb_mig_activity *a = &q->sample2->act;
+    /* Each metric the emulator models: its id, its validity bit, its value. */
+    const struct {
+        unsigned id;
+        uint32_t bit;
+        double value;
+    } known[] = {{NVML_GPM_METRIC_SM_UTIL, MB_ACT_SM_UTIL, a->sm_util_pct},
+                 {NVML_GPM_METRIC_SM_OCCUPANCY, MB_ACT_SM_OCCUPANCY, a->sm_occupancy_pct},
+                 {NVML_GPM_METRIC_ANY_TENSOR_UTIL, MB_ACT_TENSOR, a->tensor_util_pct},
+                 {NVML_GPM_METRIC_DRAM_BW_UTIL, MB_ACT_DRAM_BW, a->dram_bw_util_pct}};
     for (unsigned i = 0; i < q->numMetrics; i++) {
         nvmlGpmMetric_t *m = &q->metrics[i];
         m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
-        switch (m->metricId) {
-        case NVML_GPM_METRIC_SM_UTIL:
-            if (a->valid & MB_ACT_SM_UTIL) {
-                m->value = a->sm_util_pct;
+        for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+            if (m->metricId == known[k].id && (a->valid & known[k].bit)) {
+                m->value = known[k].value;
                 m->nvmlReturn = NVML_SUCCESS;
             }
-            break;
-        case NVML_GPM_METRIC_SM_OCCUPANCY:
-            if (a->valid & MB_ACT_SM_OCCUPANCY) {
-                m->value = a->sm_occupancy_pct;
-                m->nvmlReturn = NVML_SUCCESS;
-            }
-            break;
-        case NVML_GPM_METRIC_ANY_TENSOR_UTIL:
-            if (a->valid & MB_ACT_TENSOR) {
-                m->value = a->tensor_util_pct;
-                m->nvmlReturn = NVML_SUCCESS;
-            }
-            break;
-        case NVML_GPM_METRIC_DRAM_BW_UTIL:
-            if (a->valid & MB_ACT_DRAM_BW) {
-                m->value = a->dram_bw_util_pct;
-                m->nvmlReturn = NVML_SUCCESS;
-            }
-            break;
-        default:
-            break;
-        }
     }
     return NVML_SUCCESS;
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "device/emu.h"
@@ -172,6 +173,59 @@ static void test_short_window(void **state)
     assert_true(x.r.counter_valid);
 }
 
+/* The GPU falls off the bus inside a window (lost_when= file created between two samples): the
+ * window ends at once, lost, with no figure and the device's reason; so does a later one. */
+static void test_lost_mid_window(void **state)
+{
+    (void)state;
+    char lost[64];
+    snprintf(lost, sizeof(lost), "/tmp/mb-test-lost-XXXXXX");
+    int fd = mkstemp(lost);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(lost);
+    char spec[160];
+    snprintf(spec, sizeof(spec), "emu:H100-80GB:clock=manual:lost_when=%s", lost);
+    struct mb_device *dev;
+    struct mb_error err;
+    assert_int_equal(mb_device_open(spec, &dev, &err), MB_OK);
+    struct mb_meter_opts o = {.device = dev, .interval_ns = 100 * MS, .min_window_ns = 1 * MS};
+    struct mb_meter *m;
+    assert_int_equal(mb_meter_create(&o, &m, &err), MB_OK);
+    struct mb_telemetry tel;
+    int id = -1;
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(mb_meter_sample(m, &err), MB_OK);
+        if (i == 1) {
+            assert_true(mb_meter_latest(m, &tel));
+            assert_int_equal(mb_meter_window_begin(m, tel.t_ns, &id, &err), MB_OK);
+        }
+        assert_int_equal(mb__emu_advance(dev, 100 * MS, &err), MB_OK);
+    }
+    assert_false(mb_meter_lost(m, NULL, 0));
+    fd = open(lost, O_CREAT | O_WRONLY, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(mb_meter_sample(m, &err), MB_OK);
+    char why[200];
+    assert_true(mb_meter_lost(m, why, sizeof(why)));
+    assert_non_null(strstr(why, "fallen off the bus"));
+    assert_int_equal(mb_meter_window_end(m, id, tel.t_ns + 1 * S, &err), MB_OK);
+    struct mb_energy r;
+    assert_int_equal(mb_meter_window_result(m, id, 0, &r, &err), MB_OK);
+    assert_true(r.device_lost);
+    assert_false(r.counter_valid || r.integral_valid || r.mean_power_valid || r.peak_power_valid);
+    assert_non_null(strstr(r.reason, "GPU lost during the window"));
+    assert_non_null(strstr(r.reason, "fallen off the bus"));
+    /* A window begun on a lost GPU has nothing either, and does not wait to say so. */
+    assert_int_equal(mb_meter_window_begin(m, tel.t_ns + 2 * S, &id, &err), MB_OK);
+    assert_int_equal(mb_meter_window_end(m, id, tel.t_ns + 3 * S, &err), MB_OK);
+    assert_int_equal(mb_meter_window_result(m, id, 0, &r, &err), MB_OK);
+    assert_true(r.device_lost);
+    mb_meter_destroy(m);
+    unlink(lost);
+}
+
 /*
  * Jobs that start just before the window and stop at its end: a 620 W step at each edge. The
  * counter is exact; the 1 s average smears each step over +-0.5 s, so the integral is about
@@ -232,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_averaged_trace),
         cmocka_unit_test(test_missing_counter_and_wrap),
         cmocka_unit_test(test_short_window),
+        cmocka_unit_test(test_lost_mid_window),
         cmocka_unit_test(test_averaged_edges_not_flagged),
         cmocka_unit_test(test_gap_rule),
     };

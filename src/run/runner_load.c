@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Outside load during the cell's windows (docs/run.md, "Outside load"): a /proc snapshot when a
+ * window opens and one when it closes, the figures and verdict of base/hostload.c per window,
+ * a note when a window was loaded, and cell.json's "outside_load". The /proc root is
+ * MIGBENCH_PROC_ROOT where set (tests point it at fake files), else /proc.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run/runner_internal.h"
+
+static const char *proc_root(void)
+{
+    const char *r = getenv("MIGBENCH_PROC_ROOT");
+    return r && r[0] ? r : "/proc";
+}
+
+void mb__rn_load_begin(struct cell *c)
+{
+    mb_hostload_snap(proc_root(), (int)getpid(), &c->load_at);
+}
+
+void mb__rn_load_end(struct cell *c, struct job **js, size_t n)
+{
+    struct mb_hostload_snap end;
+    mb_hostload_snap(proc_root(), (int)getpid(), &end);
+    double cores = 0;
+    bool cores_known = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!js[i]->win_start_ns)
+            continue;
+        cores += js[i]->cores;
+        cores_known = cores_known && js[i]->cores > 0;
+    }
+    if (c->n_load >= MB_EXP_MAX_JOBS)
+        return;
+    struct mb_hostload *w = &c->load[c->n_load++];
+    mb_hostload_window(&c->load_at, &end, cores_known ? cores : 0, w);
+    if (w->loaded)
+        mb__rn_emit(c, MB_RUNNER_NOTE,
+                    "window taken under outside load (%s): its figures may be affected", w->why);
+}
+
+static cJSON *window_json(const struct mb_hostload *w)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "loaded",
+                          w->verdict_ok ? cJSON_CreateBool(w->loaded) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "why", mb__rn_str_or_null(w->why));
+    cJSON_AddItemToObject(o, "steal_pct", mb__rn_num_or_null(w->steal_ok, w->steal_pct));
+    cJSON_AddItemToObject(o, "other_cpu_pct", mb__rn_num_or_null(w->other_ok, w->other_pct));
+    cJSON_AddItemToObject(o, "load1", mb__rn_num_or_null(w->load_ok, w->load1));
+    cJSON_AddItemToObject(o, "cpus", mb__rn_num_or_null(w->cpus > 0, w->cpus));
+    cJSON_AddItemToObject(o, "job_cores", mb__rn_num_or_null(w->job_cores > 0, w->job_cores));
+    return o;
+}
+
+/* The cell's verdict: loaded when any window was; quiet when every window was measured and
+ * none was; null when no window could be judged. Figures are the worst over the windows. */
+cJSON *mb__rn_load_json(const struct cell *c)
+{
+    struct mb_hostload all;
+    memset(&all, 0, sizeof(all));
+    bool every = c->n_load > 0;
+    for (size_t i = 0; i < c->n_load; i++) {
+        const struct mb_hostload *w = &c->load[i];
+        every = every && w->verdict_ok;
+        all.verdict_ok |= w->verdict_ok;
+        if (w->loaded && !all.loaded)
+            snprintf(all.why, sizeof(all.why), "%s", w->why);
+        all.loaded |= w->loaded;
+        if (w->steal_ok && (!all.steal_ok || w->steal_pct > all.steal_pct))
+            all.steal_pct = w->steal_pct, all.steal_ok = true;
+        if (w->other_ok && (!all.other_ok || w->other_pct > all.other_pct))
+            all.other_pct = w->other_pct, all.other_ok = true;
+        if (w->load_ok && (!all.load_ok || w->load1 > all.load1))
+            all.load1 = w->load1, all.load_ok = true;
+        if (w->cpus)
+            all.cpus = w->cpus;
+        if (w->job_cores > all.job_cores)
+            all.job_cores = w->job_cores;
+    }
+    all.verdict_ok = all.loaded || every;
+    cJSON *o = window_json(&all);
+    cJSON_AddStringToObject(o, "source", proc_root());
+    cJSON *arr = cJSON_AddArrayToObject(o, "windows");
+    for (size_t i = 0; i < c->n_load; i++)
+        cJSON_AddItemToArray(arr, window_json(&c->load[i]));
+    return o;
+}
