@@ -337,9 +337,10 @@ static int solve_with(const struct mb_gpu_model *model, const struct mb_plan_pro
     st = build_plan(&P, G, cfg, asg, exact, out, err);
     if (st == MB_OK) {
         (*out)->power_limit_w = opt->power_limit_w > 0 ? opt->power_limit_w : NAN;
-        (*out)->search_s = info.seconds;
-        (*out)->threads = info.threads;
-        (*out)->time_limited = info.stopped;
+        /* An exact plan reports no fleet search, even when one gave its first incumbent. */
+        (*out)->search_s = exact ? 0 : info.seconds;
+        (*out)->threads = exact ? 0 : info.threads;
+        (*out)->time_limited = !exact && info.stopped;
     }
 done:
     free(cfg);

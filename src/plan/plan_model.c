@@ -117,28 +117,74 @@ static int collect_layout(const struct mb_layout *layout, void *arg)
     return add_config(cc->P, &cc->cap, &c);
 }
 
-/* Job j's time, dynamic energy and profile row on each partition size that can hold it. */
+/* The rows of this GPU model and power limit, sorted by workload, then file order. */
+struct wl_row {
+    const char *workload;
+    size_t r;
+};
+
+static int wl_row_cmp(const void *pa, const void *pb)
+{
+    const struct wl_row *x = pa, *y = pb;
+    int c = strcmp(x->workload, y->workload);
+    return c ? c : x->r < y->r ? -1 : x->r > y->r;
+}
+
+static struct wl_row *wl_rows(const struct prob *P, size_t *n)
+{
+    size_t nr = mb_plan_profiles_count(P->profiles), k = 0;
+    struct wl_row *v = malloc((nr ? nr : 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    for (size_t r = 0; r < nr; r++) {
+        const struct mb_plan_profile *row = mb_plan_profiles_get(P->profiles, r);
+        if (strcmp(row->gpu, P->model->name) == 0 && mb__plan_cap_match(row, P->cap_w))
+            v[k++] = (struct wl_row){row->workload, r};
+    }
+    qsort(v, k, sizeof(*v), wl_row_cmp);
+    *n = k;
+    return v;
+}
+
+/* The range [*lo, return) of v[0..n-1] whose workload is w. */
+static size_t wl_range(const struct wl_row *v, size_t n, const char *w, size_t *lo)
+{
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (strcmp(v[m].workload, w) < 0)
+            a = m + 1;
+        else
+            b = m;
+    }
+    *lo = a;
+    while (b < n && strcmp(v[b].workload, w) == 0)
+        b++;
+    return b;
+}
+
+/*
+ * Job j's time, dynamic energy and profile row on each partition size that can hold it (rows:
+ * wl_rows' answer, n of them).
+ */
 static int prob_job(struct prob *P, size_t j, const struct mb_plan_options *opt,
-                    struct mb_error *err)
+                    const struct wl_row *rows, size_t n, struct mb_error *err)
 {
     const struct mb_plan_job *job = &P->jobs[j];
     const struct mb_gpu_model *model = P->model;
-    size_t nr = mb_plan_profiles_count(P->profiles);
-    size_t any = 0, fit = 0;
+    size_t any = 0, fit = 0, lo;
+    size_t hi = wl_range(rows, n, job->workload, &lo);
     P->base_t[j] = P->base_d[j] = NAN;
     double need_max = 0;
     double full_thr = NAN;
-    for (size_t r = 0; r < nr; r++) {
-        const struct mb_plan_profile *row = mb_plan_profiles_get(P->profiles, r);
-        if (strcmp(row->gpu, model->name) == 0 && strcmp(row->workload, job->workload) == 0 &&
-            strcmp(row->partition, MB_PLAN_FULL) == 0 && mb__plan_cap_match(row, P->cap_w))
+    for (size_t x = lo; x < hi; x++) {
+        const struct mb_plan_profile *row = mb_plan_profiles_get(P->profiles, rows[x].r);
+        if (strcmp(row->partition, MB_PLAN_FULL) == 0)
             full_thr = row->throughput;
     }
-    for (size_t r = 0; r < nr; r++) {
+    for (size_t x = lo; x < hi; x++) {
+        size_t r = rows[x].r;
         const struct mb_plan_profile *row = mb_plan_profiles_get(P->profiles, r);
-        if (strcmp(row->gpu, model->name) != 0 || strcmp(row->workload, job->workload) != 0 ||
-            !mb__plan_cap_match(row, P->cap_w))
-            continue;
         any++;
         unsigned s = P->full;
         if (strcmp(row->partition, MB_PLAN_FULL) != 0) {
@@ -301,11 +347,18 @@ int mb__plan_prob_init(struct prob *P, const struct mb_gpu_model *model,
         P->norm[k] = NAN;
         P->row[k] = SIZE_MAX;
     }
+    size_t nrows = 0;
+    struct wl_row *rows = wl_rows(P, &nrows);
+    if (!rows)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
     for (size_t j = 0; j < nj; j++) {
-        int st = prob_job(P, j, opt, err);
-        if (st != MB_OK)
+        int st = prob_job(P, j, opt, rows, nrows, err);
+        if (st != MB_OK) {
+            free(rows);
             return st;
+        }
     }
+    free(rows);
     int st = prob_rank(P, err);
     if (st == MB_OK)
         st = prob_configs(P, model, err);

@@ -11,6 +11,7 @@
 #include "migbench/meter.h"
 #include "migbench/proc.h"
 #include "migbench/progress.h"
+#include "power/window_wait.h"
 
 /* The command being measured: its progress, its meter and the steady window. */
 struct job {
@@ -64,29 +65,6 @@ static bool sleep_interruptible(const struct mb_measure_opts *o, int64_t ns)
     return false;
 }
 
-/* How long a window's result may take: a few sample periods beyond the averaging shift. */
-static int window_wait_ms(const struct mb_meter *m)
-{
-    struct mb_sensor_info si;
-    mb_meter_device(m, NULL, &si);
-    int64_t ms = 3 * mb_meter_interval_ns(m) / 1000000 + si.power_avg_window_ms + 2000;
-    return ms > 60000 ? 60000 : (int)ms;
-}
-
-/*
- * A window's result; when samples stop coming (a failing or lost sensor) the meter is stopped so
- * the window ends with what it has (marked truncated) and the job's exit status still stands.
- */
-static int window_result(struct mb_meter *m, int id, struct mb_energy *out, struct mb_error *err)
-{
-    int rc = mb_meter_window_result(m, id, window_wait_ms(m), out, err);
-    if (rc == MB_ETIMEDOUT) {
-        mb_meter_stop(m, NULL);
-        rc = mb_meter_window_result(m, id, 0, out, err);
-    }
-    return rc;
-}
-
 /* Ends the job's window and the steady one (when it began) at t_end and fetches their results
  * and the meter's counts into r. */
 static int end_windows(struct job *j, int job_id, int64_t t_end, struct mb_measure_report *r,
@@ -97,9 +75,9 @@ static int end_windows(struct job *j, int job_id, int64_t t_end, struct mb_measu
     int ends[2] = {job_id, j->steady_id};
     int rc = mb_meter_window_end_n(j->meter, ends, j->steady_id >= 0 ? 2 : 1, t_end, err);
     if (rc == MB_OK)
-        rc = window_result(j->meter, job_id, &r->job, err);
+        rc = mb_window_result(j->meter, job_id, true, &r->job, err);
     if (rc == MB_OK && j->steady_id >= 0) {
-        rc = window_result(j->meter, j->steady_id, &r->steady, err);
+        rc = mb_window_result(j->meter, j->steady_id, true, &r->steady, err);
         if (rc != MB_OK)
             return rc;
         r->have_steady = true;
@@ -205,8 +183,7 @@ static int idle_window(const struct mb_measure_opts *o, struct job *j, struct mb
                             (int)*o->signal);
     }
     if ((rc = mb_meter_window_end(j->meter, idle_id, mb_meter_now_ns(), err)) != MB_OK ||
-        (rc = mb_meter_window_result(j->meter, idle_id, window_wait_ms(j->meter), &r->idle, err)) !=
-            MB_OK)
+        (rc = mb_window_result(j->meter, idle_id, false, &r->idle, err)) != MB_OK)
         return rc;
     r->have_idle = true;
     return MB_OK;

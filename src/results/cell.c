@@ -29,6 +29,7 @@
 /* The two-sided 95% Student t quantile (stats.h); df >= 1 wherever a CI is computed. */
 #include "results/analysis_internal.h"
 #include "results/cell.h"
+#include "results/cell_record.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Cells                                                                                      */
@@ -359,14 +360,23 @@ int mb__cell_read_status(const char *path, struct mb_cell_status *out, struct mb
     int st = cell_root(path, &root, err);
     if (st != MB_OK)
         return st;
-    const char *status = mb__an_json_str(root, "status");
-    out->ok = status && strcmp(status, "ok") == 0;
-    const char *why = mb__an_json_str(cJSON_GetObjectItemCaseSensitive(root, "failure"), "reason");
-    mb__copy_str(out->reason, sizeof(out->reason), why ? why : "");
-    const char *job = mb__an_json_str(cJSON_GetObjectItemCaseSensitive(root, "slurm"), "job");
-    mb__copy_str(out->slurm_job, sizeof(out->slurm_job), job ? job : "");
+    struct mb_cell_record *r = malloc(sizeof(*r));
+    if (!r) {
+        cJSON_Delete(root);
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    }
+    st = mb_cell_record_decode(root, r, err);
     cJSON_Delete(root);
-    return MB_OK;
+    if (st == MB_OK) {
+        out->ok = r->ok;
+        mb__copy_str(out->reason, sizeof(out->reason), r->fail_reason);
+        mb__copy_str(out->slurm_job, sizeof(out->slurm_job), r->slurm.job);
+        mb_cell_record_free(r);
+    } else {
+        mb_error_prefix(err, "%s: ", path);
+    }
+    free(r);
+    return st;
 }
 
 int mb__an_parse_cell(struct mb_an_experiment *e, struct mb_an_cell *c, struct run_meta *m,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The journal's events as types: one encoder and one decoder per kind (journal_events.h). */
 #include "results/journal_events.h"
+#include "results/cell_record.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -59,25 +60,9 @@ static cJSON *str_or_null(const char *s)
 
 void mb_jev_add_slurm(cJSON *o)
 {
-    const char *job = getenv("SLURM_JOB_ID");
-    if (!job || !job[0])
-        return;
-    const char *array = getenv("SLURM_ARRAY_JOB_ID");
-    const char *task = getenv("SLURM_ARRAY_TASK_ID");
-    const char *node = getenv("SLURMD_NODENAME");
-    cJSON *s = cJSON_AddObjectToObject(o, "slurm");
-    if (!s)
-        return;
-    char name[160];
-    if (array && array[0] && task && task[0])
-        snprintf(name, sizeof(name), "%.60s_%.60s", array, task);
-    else
-        snprintf(name, sizeof(name), "%.60s", job);
-    cJSON_AddStringToObject(s, "job", name);
-    cJSON_AddStringToObject(s, "job_id", job);
-    cJSON_AddItemToObject(s, "array_job_id", str_or_null(array && array[0] ? array : NULL));
-    cJSON_AddItemToObject(s, "array_task_id", str_or_null(task && task[0] ? task : NULL));
-    cJSON_AddItemToObject(s, "node", str_or_null(node && node[0] ? node : NULL));
+    struct mb_cell_slurm s;
+    mb_cell_slurm_from_env(&s);
+    mb_cell_slurm_json_add(o, &s);
 }
 
 /* ---- one encoder and one decoder per kind ---------------------------------------------------- */

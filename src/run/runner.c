@@ -27,6 +27,7 @@
 #include "migbench/proc.h"
 #include "migbench/progress.h"
 #include "run/runner_power.h"
+#include "power/window_wait.h"
 #include "run/runner_internal.h"
 
 static double wall_s(void)
@@ -346,7 +347,7 @@ static void window_finish(struct cell *c, int id, int64_t t0, int64_t t1, struct
 {
     struct mb_error e;
     if (id >= 0 && mb_meter_window_end(c->meter, id, t1, &e) == MB_OK &&
-        mb_meter_window_result(c->meter, id, 5000, out, &e) == MB_OK)
+        mb_window_result(c->meter, id, false, out, &e) == MB_OK)
         return;
     memset(out, 0, sizeof(*out));
     out->t0_ns = t0;

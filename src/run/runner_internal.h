@@ -20,6 +20,7 @@
 #include "migbench/progress.h"
 #include "migbench/runner.h"
 #include "base/hostload.h"
+#include "results/cell_record.h"
 #include "results/journal_events.h"
 #include "run/runner_power.h"
 
@@ -147,7 +148,7 @@ cJSON *mb__rn_cooldown_json(const struct cooldown *cd);
  * closes (js: the phase's jobs), with a note when it was loaded; cell.json's "outside_load". */
 void mb__rn_load_begin(struct cell *c);
 void mb__rn_load_end(struct cell *c, struct job **js, size_t n);
-cJSON *mb__rn_load_json(const struct cell *c);
+void mb__rn_load_fill(const struct cell *c, struct mb_cell_load *out);
 void mb__rn_job_log_path(const struct cell *c, const struct job *j, char *out, size_t cap);
 
 /* runner_modes.c */

@@ -2,7 +2,8 @@
 /*
  * Outside load during the cell's windows (docs/run.md, "Outside load"): a /proc snapshot when a
  * window opens and one when it closes, the figures and verdict of base/hostload.c per window,
- * a note when a window was loaded, and cell.json's "outside_load". The /proc root is
+ * a note when a window was loaded, and the figures of cell.json's "outside_load" (its typed
+ * record, results/cell_record.h). The /proc root is
  * MIGBENCH_PROC_ROOT where set (tests point it at fake files), else /proc.
  */
 #include <stdio.h>
@@ -44,50 +45,34 @@ void mb__rn_load_end(struct cell *c, struct job **js, size_t n)
                     "window taken under outside load (%s): its figures may be affected", w->why);
 }
 
-static cJSON *window_json(const struct mb_hostload *w)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "loaded",
-                          w->verdict_ok ? cJSON_CreateBool(w->loaded) : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "why", mb__rn_str_or_null(w->why));
-    cJSON_AddItemToObject(o, "steal_pct", mb__rn_num_or_null(w->steal_ok, w->steal_pct));
-    cJSON_AddItemToObject(o, "other_cpu_pct", mb__rn_num_or_null(w->other_ok, w->other_pct));
-    cJSON_AddItemToObject(o, "load1", mb__rn_num_or_null(w->load_ok, w->load1));
-    cJSON_AddItemToObject(o, "cpus", mb__rn_num_or_null(w->cpus > 0, w->cpus));
-    cJSON_AddItemToObject(o, "job_cores", mb__rn_num_or_null(w->job_cores > 0, w->job_cores));
-    return o;
-}
-
 /* The cell's verdict: loaded when any window was; quiet when every window was measured and
  * none was; null when no window could be judged. Figures are the worst over the windows. */
-cJSON *mb__rn_load_json(const struct cell *c)
+void mb__rn_load_fill(const struct cell *c, struct mb_cell_load *out)
 {
-    struct mb_hostload all;
-    memset(&all, 0, sizeof(all));
+    struct mb_hostload *all = &out->all;
+    memset(out, 0, sizeof(*out));
+    out->present = true;
     bool every = c->n_load > 0;
     for (size_t i = 0; i < c->n_load; i++) {
         const struct mb_hostload *w = &c->load[i];
         every = every && w->verdict_ok;
-        all.verdict_ok |= w->verdict_ok;
-        if (w->loaded && !all.loaded)
-            snprintf(all.why, sizeof(all.why), "%s", w->why);
-        all.loaded |= w->loaded;
-        if (w->steal_ok && (!all.steal_ok || w->steal_pct > all.steal_pct))
-            all.steal_pct = w->steal_pct, all.steal_ok = true;
-        if (w->other_ok && (!all.other_ok || w->other_pct > all.other_pct))
-            all.other_pct = w->other_pct, all.other_ok = true;
-        if (w->load_ok && (!all.load_ok || w->load1 > all.load1))
-            all.load1 = w->load1, all.load_ok = true;
+        all->verdict_ok |= w->verdict_ok;
+        if (w->loaded && !all->loaded)
+            snprintf(all->why, sizeof(all->why), "%s", w->why);
+        all->loaded |= w->loaded;
+        if (w->steal_ok && (!all->steal_ok || w->steal_pct > all->steal_pct))
+            all->steal_pct = w->steal_pct, all->steal_ok = true;
+        if (w->other_ok && (!all->other_ok || w->other_pct > all->other_pct))
+            all->other_pct = w->other_pct, all->other_ok = true;
+        if (w->load_ok && (!all->load_ok || w->load1 > all->load1))
+            all->load1 = w->load1, all->load_ok = true;
         if (w->cpus)
-            all.cpus = w->cpus;
-        if (w->job_cores > all.job_cores)
-            all.job_cores = w->job_cores;
+            all->cpus = w->cpus;
+        if (w->job_cores > all->job_cores)
+            all->job_cores = w->job_cores;
+        if (out->n_windows < MB_EXP_MAX_JOBS)
+            out->windows[out->n_windows++] = *w;
     }
-    all.verdict_ok = all.loaded || every;
-    cJSON *o = window_json(&all);
-    cJSON_AddStringToObject(o, "source", proc_root());
-    cJSON *arr = cJSON_AddArrayToObject(o, "windows");
-    for (size_t i = 0; i < c->n_load; i++)
-        cJSON_AddItemToArray(arr, window_json(&c->load[i]));
-    return o;
+    all->verdict_ok = all->loaded || every;
+    snprintf(out->source, sizeof(out->source), "%s", proc_root());
 }

@@ -39,11 +39,4 @@ int mb__cell_power_prepare(struct mb__cell_power *p, const struct mb_runner_opts
 int mb__cell_power_restore(struct mb__cell_power *p, const struct mb_runner_opts *o,
                            struct mb_error *why);
 
-/*
- * cell.json's "power_limit": null without the axis; else the requested and the enforced limit and
- * the throttle reasons seen in the cell's windows (OR over their samples; null when unread).
- */
-cJSON *mb__cell_power_json(const struct mb__cell_power *p, const struct mb_energy *windows,
-                           size_t n_windows);
-
 #endif
