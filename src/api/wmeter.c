@@ -10,10 +10,8 @@
 
 #include "migbench/api.h"
 #include "migbench/meter.h"
+#include "power/window_wait.h"
 #include "results/energy_json.h"
-
-/* How long an end waits for samples to cover the window: the longest interval and then some. */
-#define WAIT_MS 30000
 
 struct slot {
     bool used;
@@ -155,7 +153,7 @@ int mb_wmeter_end(struct mb_wmeter *m, const char *name, char **json, struct mb_
     struct mb_energy e;
     st = mb_meter_window_end(m->meter, id, t1, err);
     if (st == MB_OK)
-        st = mb_meter_window_result(m->meter, id, WAIT_MS, &e, err);
+        st = mb_window_result(m->meter, id, false, &e, err); /* the runner's and measure's wait */
     if (st != MB_OK)
         return mb_error_prefix(err, "window '%s': ", name);
     cJSON *o = cJSON_CreateObject();

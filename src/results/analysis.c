@@ -18,6 +18,7 @@
 #include "migbench/catalog.h"
 #include "migbench/experiment.h"
 #include "migbench/fileio.h"
+#include "migbench/meter.h"
 #include "migbench/num.h"
 #include "base/text_internal.h"
 
@@ -1022,10 +1023,11 @@ static void quality_notes(struct mb_an_experiment *e)
             }
             /* Flags other than "gap" (too_short, no_sensor) come with a refused energy and
              * are reported above. The runner's flag allows for the power reading's averaging
-             * at the window's edges (meter_gap.c); only a cell without a flag falls back to
-             * the bare 2 %. */
-            int flagged = c->energy_flag[0] ? strcmp(c->energy_flag, "gap") == 0
-                                            : c->gap_pct.valid && fabs(c->gap_pct.v) > 2.0;
+             * at the window's edges (meter_gap.c); only a cell without a flag (older results) falls
+             * back to the bare MB_METER_GAP_FLAG. */
+            int flagged = c->energy_flag[0]
+                              ? strcmp(c->energy_flag, "gap") == 0
+                              : c->gap_pct.valid && fabs(c->gap_pct.v) > 100.0 * MB_METER_GAP_FLAG;
             if (flagged) {
                 e->cells_gap_flagged++;
                 if (c->gap_pct.valid)
