@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Fails when a C function is longer than the limit (150 lines by default).
+"""Fails when a C function is longer than the limit (100 lines by default).
 
 A function is what .clang-format's Linux brace style lays out as a definition: an opening `{`
 in column 0 and the next `}` in column 0. Its length is the line of that `}` minus the line of
@@ -71,7 +71,7 @@ def read_allow(path):
 
 
 def main(argv):
-    limit, allow_file, paths = 150, None, []
+    limit, allow_file, paths = 100, None, []
     it = iter(argv)
     for a in it:
         if a in ("--limit", "--allow"):

@@ -492,101 +492,104 @@ static void test_load_good(void **state)
     mb_catalog_destroy(cat);
 }
 
+/* Catalog files that must be refused: the status and what the message names. */
+static const struct {
+    const char *body;
+    int status;
+    const char *expect[3];
+} bad_catalogs[] = {
+    {"{\n \"X\": {\n  \"compute_slices\": 7,,\n", MB_EPARSE, {":3:", "not valid JSON"}},
+    {"", MB_EPARSE, {":1:1", "not valid JSON"}},
+    {"[1, 2]", MB_EPARSE, {"expected a JSON object"}},
+    {"{}", MB_EPARSE, {"no models"}},
+    {"{\"X\": 3}", MB_EPARSE, {"model 'X'", "expected an object"}},
+    {"{\"X\": {\"memory_slices\": 8, \"max_gpu_instances\": 7, \"profiles\": []}}",
+     MB_EPARSE,
+     {"model 'X'", "field 'compute_slices'", "missing"}},
+    {"{\"X\": {\"compute_slices\": 7.5, \"memory_slices\": 8, \"max_gpu_instances\": 7}}",
+     MB_EPARSE,
+     {"field 'compute_slices'", "integer"}},
+    {"{\"X\": {\"compute_slices\": 7, \"memory_slices\": 99, \"max_gpu_instances\": 7}}",
+     MB_EPARSE,
+     {"field 'memory_slices'", "out of range"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"profiles\": []}}",
+     MB_EPARSE,
+     {"field 'profiles'", "0 entries"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
+     " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,1],[2,1]]}]}}",
+     MB_EPARSE,
+     {"profile '1g.1gb'", "field 'placements'", "runs past"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
+     " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,2]]}]}}",
+     MB_EPARSE,
+     {"field 'placements'", "has size 2"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
+     " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,1],\"x\"]}]}}",
+     MB_EPARSE,
+     {"field 'placements'", "entry 1"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"profiles\": [" GOOD_PROFILE ", " GOOD_PROFILE "]}}",
+     MB_EPARSE,
+     {"appears twice"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"profiles\": [{\"name\": \"1g,1gb\", \"nvml_profile_id\": 0}]}}",
+     MB_EPARSE,
+     {"field 'name'", "contains ','"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": \"zero\"}]}}",
+     MB_EPARSE,
+     {"profile '1g.1gb'", "field 'nvml_profile_id'", "expected an integer"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
+     " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,1]],"
+     " \"placements_status\": \"probably\"}]}}",
+     MB_EPARSE,
+     {"field 'placements_status'"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"sensor\": {\"power_kind\": \"sometimes\"}, \"profiles\": [" GOOD_PROFILE "]}}",
+     MB_EPARSE,
+     {"model 'X'", "field 'sensor.power_kind'", "\"instant\" or \"averaged\""}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"sensor\": {\"power_avg_window_ms\": 0}, \"profiles\": [" GOOD_PROFILE "]}}",
+     MB_EPARSE,
+     {"model 'X'", "field 'power_avg_window_ms'", "out of range"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"sensor\": {\"status\": \"maybe\"}, \"profiles\": [" GOOD_PROFILE "]}}",
+     MB_EPARSE,
+     {"field 'sensor.status'"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"sensor\": [], \"profiles\": [" GOOD_PROFILE "]}}",
+     MB_EPARSE,
+     {"field 'sensor'", "expected an object"}},
+    {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+     " \"profiles\": [" GOOD_PROFILE "]}, \"x\": {}}",
+     MB_EPARSE,
+     {"model 'x'", "appears twice"}},
+};
+
 static void test_load_bad(void **state)
 {
     (void)state;
-    static const struct {
-        const char *body;
-        int status;
-        const char *expect[3];
-    } cases[] = {
-        {"{\n \"X\": {\n  \"compute_slices\": 7,,\n", MB_EPARSE, {":3:", "not valid JSON"}},
-        {"", MB_EPARSE, {":1:1", "not valid JSON"}},
-        {"[1, 2]", MB_EPARSE, {"expected a JSON object"}},
-        {"{}", MB_EPARSE, {"no models"}},
-        {"{\"X\": 3}", MB_EPARSE, {"model 'X'", "expected an object"}},
-        {"{\"X\": {\"memory_slices\": 8, \"max_gpu_instances\": 7, \"profiles\": []}}",
-         MB_EPARSE,
-         {"model 'X'", "field 'compute_slices'", "missing"}},
-        {"{\"X\": {\"compute_slices\": 7.5, \"memory_slices\": 8, \"max_gpu_instances\": 7}}",
-         MB_EPARSE,
-         {"field 'compute_slices'", "integer"}},
-        {"{\"X\": {\"compute_slices\": 7, \"memory_slices\": 99, \"max_gpu_instances\": 7}}",
-         MB_EPARSE,
-         {"field 'memory_slices'", "out of range"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"profiles\": []}}",
-         MB_EPARSE,
-         {"field 'profiles'", "0 entries"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
-         " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,1],[2,1]]}]}}",
-         MB_EPARSE,
-         {"profile '1g.1gb'", "field 'placements'", "runs past"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
-         " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,2]]}]}}",
-         MB_EPARSE,
-         {"field 'placements'", "has size 2"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
-         " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,1],\"x\"]}]}}",
-         MB_EPARSE,
-         {"field 'placements'", "entry 1"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"profiles\": [" GOOD_PROFILE ", " GOOD_PROFILE "]}}",
-         MB_EPARSE,
-         {"appears twice"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"profiles\": [{\"name\": \"1g,1gb\", \"nvml_profile_id\": 0}]}}",
-         MB_EPARSE,
-         {"field 'name'", "contains ','"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": \"zero\"}]}}",
-         MB_EPARSE,
-         {"profile '1g.1gb'", "field 'nvml_profile_id'", "expected an integer"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
-         " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,1]],"
-         " \"placements_status\": \"probably\"}]}}",
-         MB_EPARSE,
-         {"field 'placements_status'"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"sensor\": {\"power_kind\": \"sometimes\"}, \"profiles\": [" GOOD_PROFILE "]}}",
-         MB_EPARSE,
-         {"model 'X'", "field 'sensor.power_kind'", "\"instant\" or \"averaged\""}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"sensor\": {\"power_avg_window_ms\": 0}, \"profiles\": [" GOOD_PROFILE "]}}",
-         MB_EPARSE,
-         {"model 'X'", "field 'power_avg_window_ms'", "out of range"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"sensor\": {\"status\": \"maybe\"}, \"profiles\": [" GOOD_PROFILE "]}}",
-         MB_EPARSE,
-         {"field 'sensor.status'"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"sensor\": [], \"profiles\": [" GOOD_PROFILE "]}}",
-         MB_EPARSE,
-         {"field 'sensor'", "expected an object"}},
-        {"{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
-         " \"profiles\": [" GOOD_PROFILE "]}, \"x\": {}}",
-         MB_EPARSE,
-         {"model 'x'", "appears twice"}},
-    };
     struct mb_catalog *cat = NULL;
     struct mb_error err;
     assert_int_equal(mb_catalog_create(&cat, &err), MB_OK);
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const char *path = write_tmp(cases[i].body);
+    for (size_t i = 0; i < sizeof(bad_catalogs) / sizeof(bad_catalogs[0]); i++) {
+        const char *path = write_tmp(bad_catalogs[i].body);
         mb_error_clear(&err);
         int rc = mb_catalog_load_file(cat, path, &err);
-        if (rc != cases[i].status)
+        if (rc != bad_catalogs[i].status)
             fprintf(stderr, "case %zu: %d %s\n", i, rc, err.msg);
-        assert_int_equal(rc, cases[i].status);
+        assert_int_equal(rc, bad_catalogs[i].status);
         assert_non_null(strstr(err.msg, path));
-        for (size_t k = 0; k < 3 && cases[i].expect[k]; k++) {
-            if (!strstr(err.msg, cases[i].expect[k]))
-                fprintf(stderr, "case %zu: '%s' lacks '%s'\n", i, err.msg, cases[i].expect[k]);
-            assert_non_null(strstr(err.msg, cases[i].expect[k]));
+        for (size_t k = 0; k < 3 && bad_catalogs[i].expect[k]; k++) {
+            if (!strstr(err.msg, bad_catalogs[i].expect[k]))
+                fprintf(stderr, "case %zu: '%s' lacks '%s'\n", i, err.msg,
+                        bad_catalogs[i].expect[k]);
+            assert_non_null(strstr(err.msg, bad_catalogs[i].expect[k]));
         }
         /* A failed load changes nothing. */
         assert_int_equal(mb_catalog_count(cat), 9);

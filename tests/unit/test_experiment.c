@@ -430,41 +430,52 @@ static void test_cells(void **state)
     mb_experiment_destroy(exp);
 }
 
+/* The experiment of test_check_cells and test_check_cells_skip. */
+static const char *const sizes_text =
+    "version: 1\n"
+    "name: sizes\n"
+    "workloads:\n"
+    "  a: {command: [/bin/a], memory_mib: 9000}\n"
+    "  b: {command: [/bin/b]}\n"
+    "  big: {command: [/bin/big], memory_mib: 30000}\n"
+    "runs:\n"
+    "  - {name: alone, mode: exclusive, jobs: [a, b]}\n"             /* runs[0] */
+    "  - {name: sizes, mode: mig, layout: [4g, 3G], jobs: [a, b]}\n" /* runs[1] */
+    "  - {name: h100, mode: mig, layout: [3g.40gb, 4g.40gb], jobs: [a, b]}\n"
+    "  - {name: matched, mode: mps, match_layout: [4g, 3g], jobs: [a, b]}\n"
+    "  - {name: seven, mode: mig, layout: [7g], jobs: [b]}\n"
+    "  - {name: media, mode: mig, layout: [1g+me, 1g.2m, 2g], jobs: [b, b, b]}\n"
+    "  - {name: large, mode: mig, layout: [3g], jobs: [big]}\n";
+
+/* Parses sizes_text and finds the models the checks use. */
+static struct mb_experiment *sizes_setup(struct mb_catalog **cat, const struct mb_gpu_model *m[4])
+{
+    struct mb_error err;
+    struct mb_experiment *exp = parse(sizes_text, NULL, 0, &err);
+    if (!exp)
+        fail_msg("%s", err.msg);
+    assert_int_equal(mb_catalog_create(cat, &err), MB_OK);
+    static const char *names[4] = {"H200", "H100", "A30", "A100-40GB"};
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(mb_catalog_find(*cat, names[k], &m[k], &err), MB_OK);
+    return exp;
+}
+
 /* Profile names are checked only for the runs that will run, against the model they run on. */
 static void test_check_cells(void **state)
 {
     (void)state;
-    static const char *text =
-        "version: 1\n"
-        "name: sizes\n"
-        "workloads:\n"
-        "  a: {command: [/bin/a], memory_mib: 9000}\n"
-        "  b: {command: [/bin/b]}\n"
-        "  big: {command: [/bin/big], memory_mib: 30000}\n"
-        "runs:\n"
-        "  - {name: alone, mode: exclusive, jobs: [a, b]}\n"             /* runs[0] */
-        "  - {name: sizes, mode: mig, layout: [4g, 3G], jobs: [a, b]}\n" /* runs[1] */
-        "  - {name: h100, mode: mig, layout: [3g.40gb, 4g.40gb], jobs: [a, b]}\n"
-        "  - {name: matched, mode: mps, match_layout: [4g, 3g], jobs: [a, b]}\n"
-        "  - {name: seven, mode: mig, layout: [7g], jobs: [b]}\n"
-        "  - {name: media, mode: mig, layout: [1g+me, 1g.2m, 2g], jobs: [b, b, b]}\n"
-        "  - {name: large, mode: mig, layout: [3g], jobs: [big]}\n";
     struct mb_error err;
-    struct mb_experiment *exp = parse(text, NULL, 0, &err);
-    if (!exp)
-        fail_msg("%s", err.msg);
-    assert_string_equal(exp->runs[1].layout[1], "3g");
     struct mb_catalog *cat;
-    assert_int_equal(mb_catalog_create(&cat, &err), MB_OK);
-    const struct mb_gpu_model *h200, *h100, *a30, *a100_40;
-    assert_int_equal(mb_catalog_find(cat, "H200", &h200, &err), MB_OK);
-    assert_int_equal(mb_catalog_find(cat, "H100", &h100, &err), MB_OK);
-    assert_int_equal(mb_catalog_find(cat, "A30", &a30, &err), MB_OK);
-    assert_int_equal(mb_catalog_find(cat, "A100-40GB", &a100_40, &err), MB_OK);
+    const struct mb_gpu_model *m[4];
+    struct mb_experiment *exp = sizes_setup(&cat, m);
+    const struct mb_gpu_model *h200 = m[0], *h100 = m[1], *a30 = m[2];
+    assert_string_equal(exp->runs[1].layout[1], "3g");
     struct mb_cell *cells;
     size_t n, nn;
     char **notes;
 
+    const char *portable = "alone,sizes,matched,seven,media,large";
     /* Every run on an H200: the H100 names are wrong there. Nothing changes on failure. */
     assert_int_equal(mb_experiment_cells(exp, EMU_CAPS, NULL, &cells, &n, &notes, &nn, &err),
                      MB_OK);
@@ -479,7 +490,6 @@ static void test_check_cells(void **state)
     mb_notes_free(notes, nn);
 
     /* Without the H100 run (--only), the H200 takes every size. */
-    const char *portable = "alone,sizes,matched,seven,media,large";
     assert_int_equal(mb_experiment_cells(exp, EMU_CAPS, portable, &cells, &n, &notes, &nn, &err),
                      MB_OK);
     assert_int_equal(mb_experiment_check_cells(exp, h200, cells, &n, &notes, &nn, &err), MB_OK);
@@ -503,6 +513,25 @@ static void test_check_cells(void **state)
     assert_int_equal(n, 7);
     free(cells);
     mb_notes_free(notes, nn);
+
+    mb_catalog_destroy(cat);
+    mb_experiment_destroy(exp);
+}
+
+/* Runs a model cannot hold are skipped with the reason; a job too big for its instance is an
+ * error. */
+static void test_check_cells_skip(void **state)
+{
+    (void)state;
+    struct mb_error err;
+    struct mb_catalog *cat;
+    const struct mb_gpu_model *m[4];
+    struct mb_experiment *exp = sizes_setup(&cat, m);
+    const struct mb_gpu_model *a30 = m[2], *a100_40 = m[3];
+    struct mb_cell *cells;
+    size_t n, nn;
+    char **notes;
+    const char *portable = "alone,sizes,matched,seven,media,large";
 
     /* An A30 has no 3g or 7g: those runs are skipped with the reason; 1g.2m is missing too. */
     assert_int_equal(mb_experiment_cells(exp, EMU_CAPS, portable, &cells, &n, &notes, &nn, &err),
@@ -632,11 +661,17 @@ static void test_python(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_file), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_overrides), cmocka_unit_test(test_amounts),
-        cmocka_unit_test(test_cells),     cmocka_unit_test(test_cooldown_margin),
-        cmocka_unit_test(test_load_file), cmocka_unit_test(test_argv),
-        cmocka_unit_test(test_python),    cmocka_unit_test(test_check_cells),
+        cmocka_unit_test(test_good_file),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_overrides),
+        cmocka_unit_test(test_amounts),
+        cmocka_unit_test(test_cells),
+        cmocka_unit_test(test_cooldown_margin),
+        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_argv),
+        cmocka_unit_test(test_python),
+        cmocka_unit_test(test_check_cells),
+        cmocka_unit_test(test_check_cells_skip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

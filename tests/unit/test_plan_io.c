@@ -49,19 +49,26 @@ static int close_to(double a, double b)
     return fabs(a - b) <= 1e-14 * fmax(fabs(a), fabs(b));
 }
 
-static void test_round_trip(void **state)
-{
-    (void)state;
+/* A plan of three jobs on two H100s, solved from made-up profiles. */
+struct rt_fixture {
     struct mb_plan_profiles *prof;
-    assert_int_equal(mb_plan_profiles_create(&prof, NULL), MB_OK);
+    struct mb_plan_job jobs[3];
+    struct mb_plan_jobset js;
+    struct mb_plan *p;
+    struct mb_plan_context c;
+};
+
+static void rt_setup(struct rt_fixture *fx)
+{
+    memset(fx, 0, sizeof(*fx));
+    assert_int_equal(mb_plan_profiles_create(&fx->prof, NULL), MB_OK);
     static const char *const parts[] = {"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "full"};
     static const double sl[] = {1, 2, 3, 4, 7};
     for (size_t i = 0; i < 5; i++) {
-        add_row(prof, "resnet", parts[i], 100.0 / 3 * pow(sl[i], 0.7), 90 + 40 * sl[i]);
-        add_row(prof, "gpt", parts[i], 1000.0 / 7 * pow(sl[i], 0.9), 100 + 50 * sl[i]);
+        add_row(fx->prof, "resnet", parts[i], 100.0 / 3 * pow(sl[i], 0.7), 90 + 40 * sl[i]);
+        add_row(fx->prof, "gpt", parts[i], 1000.0 / 7 * pow(sl[i], 0.9), 100 + 50 * sl[i]);
     }
-    struct mb_plan_job jobs[3];
-    memset(jobs, 0, sizeof(jobs));
+    struct mb_plan_job *jobs = fx->jobs;
     static const char *const names[] = {"a", "b", "c"};
     for (size_t j = 0; j < 3; j++) {
         snprintf(jobs[j].name, sizeof(jobs[j].name), "%s", names[j]);
@@ -70,21 +77,36 @@ static void test_round_trip(void **state)
         jobs[j].deadline_s = NAN;
         jobs[j].memory_mib = NAN;
     }
-    struct mb_plan_jobset js;
-    memset(&js, 0, sizeof(js));
-    js.n_jobs = 3;
-    js.jobs = jobs;
+    fx->js.n_jobs = 3;
+    fx->js.jobs = jobs;
     struct mb_plan_options po = {.objective = MB_PLAN_ENERGY, .count = 2};
     po.makespan_cap_s = NAN;
     po.energy_cap_j = NAN;
-    struct mb_plan *p = NULL;
     struct mb_error err;
-    assert_int_equal(mb_plan_solve(h100, prof, jobs, 3, &po, &p, &err), MB_OK);
-    struct mb_plan_context c = {h100, prof, &js, "test"};
+    assert_int_equal(mb_plan_solve(h100, fx->prof, jobs, 3, &po, &fx->p, &err), MB_OK);
+    fx->c = (struct mb_plan_context){h100, fx->prof, &fx->js, "test"};
+}
 
+static void rt_teardown(struct rt_fixture *fx)
+{
+    mb_plan_destroy(fx->p);
+    mb_plan_profiles_destroy(fx->prof);
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    struct rt_fixture fx;
+    rt_setup(&fx);
+    struct mb_plan *p = fx.p;
+    struct mb_plan_context c = fx.c;
+    const struct mb_plan_job *jobs = fx.jobs;
+    struct mb_error err;
     char *buf = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+    FILE *f;
+
+    f = open_memstream(&buf, &len);
     assert_non_null(f);
     assert_int_equal(mb_plan_json_write(f, &c, p), MB_OK);
     assert_int_equal(fclose(f), 0);
@@ -117,7 +139,20 @@ static void test_round_trip(void **state)
     assert_non_null(strstr(err.msg, "y.json"));
     free(buf);
 
-    /* The text renderers: a finite plan on two GPUs, its figures, the cap table, the front. */
+    rt_teardown(&fx);
+}
+
+/* The text renderers: a finite plan on two GPUs, its figures, the cap table, the front. */
+static void test_plan_text(void **state)
+{
+    (void)state;
+    struct rt_fixture fx;
+    rt_setup(&fx);
+    struct mb_plan *p = fx.p;
+    struct mb_plan_context c = fx.c;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
     f = open_memstream(&buf, &len);
     assert_non_null(f);
     mb_plan_text_write(f, &c, p);
@@ -142,7 +177,20 @@ static void test_round_trip(void **state)
     assert_non_null(strstr(buf, "energy vs makespan front: 1 plan on 2 x H100"));
     free(buf);
 
-    /* The emitted files: no command for a workload until the jobs file gives one. */
+    rt_teardown(&fx);
+}
+
+/* The emitted files: no command for a workload until the jobs file gives one. */
+static void test_plan_emit(void **state)
+{
+    (void)state;
+    struct rt_fixture fx;
+    rt_setup(&fx);
+    struct mb_plan *p = fx.p;
+    struct mb_plan_context c = fx.c;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
     assert_string_equal(mb_plan_uncommanded_workload(&c, NULL), "resnet");
     struct mb_plan_workload wl[2];
     memset(wl, 0, sizeof(wl));
@@ -154,8 +202,8 @@ static void test_round_trip(void **state)
     snprintf(wl[1].name, sizeof(wl[1].name), "gpt");
     wl[1].argc = 1;
     wl[1].argv[0] = argv_g[0];
-    js.workloads = wl;
-    js.n_workloads = 2;
+    fx.js.workloads = wl;
+    fx.js.n_workloads = 2;
     assert_null(mb_plan_uncommanded_workload(&c, NULL));
     f = open_memstream(&buf, &len);
     assert_non_null(f);
@@ -167,8 +215,7 @@ static void test_round_trip(void **state)
     assert_non_null(strstr(buf, "  - {name: g0-r1, mode: "));
     assert_non_null(strstr(buf, "version: v1\nmig-configs:\n  migbench-plan:\n"));
     free(buf);
-    mb_plan_destroy(p);
-    mb_plan_profiles_destroy(prof);
+    rt_teardown(&fx);
 }
 
 static char tmpdir[64];
@@ -219,9 +266,9 @@ static struct mb_plan_record hand_plan(void)
     return r;
 }
 
-static void test_verify(void **state)
+/* Results of two runs, r1 (a and b) and r2 (c beside an unplanned job), under tmpdir. */
+static void write_verify_cells(void)
 {
-    (void)state;
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/mb-planio-XXXXXX");
     assert_non_null(mkdtemp(tmpdir));
     /* r1: a on 4g (10/s), b on 3g (20/s); 120 W mean, 50 W idle: 70 W above idle split 4:3,
@@ -242,6 +289,30 @@ static void test_verify(void **state)
                "\"throughput\":{\"mean\":5}},"
                "{\"name\":\"x\",\"workload\":\"x\",\"instance\":{\"profile\":\"1g.10gb\"},"
                "\"throughput\":{\"mean\":7}}]");
+}
+
+static void remove_verify_cells(void)
+{
+    static const char *const rm[] = {"r1/0/cell.json",
+                                     "r1/1/cell.json",
+                                     "r2/0/cell.json",
+                                     "r1/0",
+                                     "r1/1",
+                                     "r2/0",
+                                     "r1",
+                                     "r2",
+                                     ""};
+    for (size_t i = 0; i < sizeof(rm) / sizeof(rm[0]); i++) {
+        char path[256];
+        snprintf(path, sizeof(path), "%s/%s", tmpdir, rm[i]);
+        assert_int_equal(remove(path), 0);
+    }
+}
+
+static void test_verify(void **state)
+{
+    (void)state;
+    write_verify_cells();
     struct mb_analysis *a = NULL;
     struct mb_error err;
     const char *dir = tmpdir;
@@ -313,26 +384,15 @@ static void test_verify(void **state)
     assert_int_equal(mb_plan_check(&plan, h100, a, &ck, &err), MB_EINVAL);
     mb_plan_record_free(&plan);
     mb_analysis_destroy(a);
-    static const char *const rm[] = {"r1/0/cell.json",
-                                     "r1/1/cell.json",
-                                     "r2/0/cell.json",
-                                     "r1/0",
-                                     "r1/1",
-                                     "r2/0",
-                                     "r1",
-                                     "r2",
-                                     ""};
-    for (size_t i = 0; i < sizeof(rm) / sizeof(rm[0]); i++) {
-        char path[256];
-        snprintf(path, sizeof(path), "%s/%s", tmpdir, rm[i]);
-        assert_int_equal(remove(path), 0);
-    }
+    remove_verify_cells();
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_plan_text),
+        cmocka_unit_test(test_plan_emit),
         cmocka_unit_test(test_verify),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -60,14 +60,15 @@ static char *slurp(const char *path)
     return buf;
 }
 
-static void test_mps_cell(void **state)
+/* A stand-in nvidia-cuda-mps-control first on PATH that logs its argv, environment and
+ * stdin to log (cap bytes). */
+static void install_fake_mps(char *log, size_t cap)
 {
-    (void)state;
-    char bindir[128], fake[160], log[160], res[128], yaml[4096], path_env[4096];
+    char bindir[128], fake[160], path_env[4096];
     snprintf(bindir, sizeof(bindir), "%s/bin", dir);
     mkdir(bindir, 0755);
     snprintf(fake, sizeof(fake), "%s/nvidia-cuda-mps-control", bindir);
-    snprintf(log, sizeof(log), "%s/mps.log", dir);
+    snprintf(log, cap, "%s/mps.log", dir);
     FILE *f = fopen(fake, "w");
     assert_non_null(f);
     fprintf(f,
@@ -81,7 +82,36 @@ static void test_mps_cell(void **state)
     chmod(fake, 0755);
     snprintf(path_env, sizeof(path_env), "%s:%s", bindir, getenv("PATH"));
     setenv("PATH", path_env, 1);
+}
 
+/* The jobs of res's cell m/0 got their percentages (4 and 3 of 7 compute slices) and the pipe
+ * directory. */
+static void check_mps_jobs(const char *res, const char *pipe_dir)
+{
+    struct mb_error err;
+    char cpath[200];
+    snprintf(cpath, sizeof(cpath), "%s/m/0/cell.json", res);
+    cJSON *c;
+    assert_int_equal(mb_results_read_json(cpath, 1 << 20, &c, &err), MB_OK);
+    cJSON *jobs = cJSON_GetObjectItem(c, "jobs");
+    cJSON *j0 = cJSON_GetArrayItem(jobs, 0), *j1 = cJSON_GetArrayItem(jobs, 1);
+    cJSON *env0 = cJSON_GetObjectItem(j0, "env");
+    assert_string_equal(cJSON_GetObjectItem(env0, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")->valuestring,
+                        "57");
+    assert_string_equal(cJSON_GetObjectItem(env0, "CUDA_MPS_PIPE_DIRECTORY")->valuestring,
+                        pipe_dir);
+    assert_int_equal(cJSON_GetObjectItem(j1, "thread_percentage")->valueint, 43);
+    cJSON *mps = cJSON_GetObjectItem(c, "mps");
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(mps, "thread_percentage"), 1)->valueint,
+                     43);
+    cJSON_Delete(c);
+}
+
+static void test_mps_cell(void **state)
+{
+    (void)state;
+    char log[160], res[128], yaml[4096];
+    install_fake_mps(log, sizeof(log));
     snprintf(yaml, sizeof(yaml),
              "version: 1\nname: mps\nworkloads:\n"
              "  a: {command: [\"%s/fixtures/fx_steady\", --rate, \"20\", --duration, \"30\"]}\n"
@@ -136,23 +166,7 @@ static void test_mps_cell(void **state)
     assert_int_equal(stat(pipe_dir, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0700);
 
-    /* The jobs got their percentages (4 and 3 of 7 compute slices) and the pipe directory. */
-    char cpath[200];
-    snprintf(cpath, sizeof(cpath), "%s/m/0/cell.json", res);
-    cJSON *c;
-    assert_int_equal(mb_results_read_json(cpath, 1 << 20, &c, &err), MB_OK);
-    cJSON *jobs = cJSON_GetObjectItem(c, "jobs");
-    cJSON *j0 = cJSON_GetArrayItem(jobs, 0), *j1 = cJSON_GetArrayItem(jobs, 1);
-    cJSON *env0 = cJSON_GetObjectItem(j0, "env");
-    assert_string_equal(cJSON_GetObjectItem(env0, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")->valuestring,
-                        "57");
-    assert_string_equal(cJSON_GetObjectItem(env0, "CUDA_MPS_PIPE_DIRECTORY")->valuestring,
-                        pipe_dir);
-    assert_int_equal(cJSON_GetObjectItem(j1, "thread_percentage")->valueint, 43);
-    cJSON *mps = cJSON_GetObjectItem(c, "mps");
-    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(mps, "thread_percentage"), 1)->valueint,
-                     43);
-    cJSON_Delete(c);
+    check_mps_jobs(res, pipe_dir);
 
     /* The journal records the daemon's start and stop, so nothing is left outstanding. */
     cJSON *events;
