@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# scripts/func-length.py: a 151-line function fails the check (named with file, line, length), a
-# 150-line one passes, the allow-list excuses exactly the functions it names, and the tree itself
+# scripts/func-length.py: a 101-line function fails the check (named with file, line, length), a
+# 100-line one passes, the allow-list excuses exactly the functions it names, and the tree itself
 # passes with scripts/func-length.allow.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 CHECK="$MB_SOURCE_DIR/scripts/func-length.py"
@@ -24,24 +24,24 @@ fixture() {
 }
 
 mkdir -p "$TMP/ok" "$TMP/over/sub"
-fixture "$TMP/ok/a.c" exactly_150 150
-fixture "$TMP/over/sub/b.c" one_too_many 151
-[ "$(grep -c 'x++' "$TMP/ok/a.c")" = 148 ] || fail "fixture generator is off"
+fixture "$TMP/ok/a.c" exactly_100 100
+fixture "$TMP/over/sub/b.c" one_too_many 101
+[ "$(grep -c 'x++' "$TMP/ok/a.c")" = 98 ] || fail "fixture generator is off"
 
 run 0 python3 "$CHECK" "$TMP/ok"
 expect_no_out
-[ ! -s "$TMP/err" ] || fail "a 150-line function should pass silently"
+[ ! -s "$TMP/err" ] || fail "a 100-line function should pass silently"
 
 run 1 python3 "$CHECK" "$TMP/ok" "$TMP/over"
-expect_err "^$TMP/over/sub/b\\.c:3: function one_too_many is 151 lines \\(limit 150\\)$"
-[ "$(wc -l <"$TMP/err")" = 1 ] || fail "only the 151-line function should be named"
+expect_err "^$TMP/over/sub/b\\.c:3: function one_too_many is 101 lines \\(limit 100\\)$"
+[ "$(wc -l <"$TMP/err")" = 1 ] || fail "only the 101-line function should be named"
 
 run 1 python3 "$CHECK" "$TMP/over/sub/b.c"
-expect_err 'one_too_many is 151 lines'
+expect_err 'one_too_many is 101 lines'
 
-run 0 python3 "$CHECK" --limit 151 "$TMP/over"
-run 1 python3 "$CHECK" --limit 149 "$TMP/ok"
-expect_err 'exactly_150 is 150 lines \(limit 149\)'
+run 0 python3 "$CHECK" --limit 101 "$TMP/over"
+run 1 python3 "$CHECK" --limit 99 "$TMP/ok"
+expect_err 'exactly_100 is 100 lines \(limit 99\)'
 
 # The allow-list excuses the named function only; an entry matching nothing is reported as stale.
 printf '# comment\n%s one_too_many  # owner\n%s gone\n' "$TMP/over/sub/b.c" "$TMP/ok/a.c" \
@@ -50,7 +50,7 @@ run 0 python3 "$CHECK" --allow "$TMP/allow" "$TMP/over" "$TMP/ok"
 expect_err "stale allow-list entry .*: $TMP/ok/a\\.c gone$"
 printf '%s other\n' "$TMP/over/sub/b.c" >"$TMP/allow2"
 run 1 python3 "$CHECK" --allow "$TMP/allow2" "$TMP/over"
-expect_err 'one_too_many is 151 lines'
+expect_err 'one_too_many is 101 lines'
 
 # Bad arguments and allow-lists are usage errors.
 run 2 python3 "$CHECK"
@@ -62,7 +62,7 @@ run 2 python3 "$CHECK" --allow "$TMP/allow3" "$TMP/ok"
 expect_err "allow3:1: expected .path function."
 run 2 python3 "$CHECK" --allow "$TMP/missing" "$TMP/ok"
 
-# The project itself: no function over 150 lines outside the allow-list.
+# The project itself: no function over 100 lines outside the allow-list.
 cd "$MB_SOURCE_DIR"
 run 0 python3 "$CHECK" --allow scripts/func-length.allow src cli tests/fake-nvml
 
