@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "migbench/hostload.h"
 #include "migbench/catalog.h"
 #include "migbench/device.h"
 #include "migbench/experiment.h"
@@ -155,6 +156,10 @@ struct mb_measure_report {
     double epu_j;
     bool split_valid;
     double static_j, dynamic_j;
+    /* the host's outside load over the job's window (base/hostload.h; the cores the command uses
+     * are unknown, so only steal and other processes' CPU time give a verdict) */
+    bool have_load;
+    struct mb_hostload load;
 };
 
 /* The `measure --json` document. */

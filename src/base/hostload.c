@@ -6,7 +6,7 @@
  * exited inside the window still counts as ours. Busy time less ours is the other processes'.
  */
 #define _GNU_SOURCE
-#include "base/hostload.h"
+#include "migbench/hostload.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -165,6 +165,12 @@ void mb_hostload_snap(const char *root, int self_pid, struct mb_hostload_snap *o
     read_stat(root, out);
     read_loadavg(root, out);
     read_ours(root, self_pid, out);
+}
+
+const char *mb_hostload_root(void)
+{
+    const char *r = getenv("MIGBENCH_PROC_ROOT");
+    return r && r[0] ? r : "/proc";
 }
 
 /* Appends one reason to w->why, comma-separated. */

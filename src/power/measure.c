@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "migbench/clock.h"
+#include "migbench/hostload.h"
 #include "migbench/meter.h"
 #include "migbench/proc.h"
 #include "migbench/progress.h"
@@ -21,7 +23,8 @@ struct job {
     int64_t origin_ns;
     int64_t warmup_ns;
     uint64_t warmup_steps;
-    int steady_id; /* -1 until the warm-up is over; -2: no window slot */
+    int steady_id;                   /* -1 until the warm-up is over; -2: no window slot */
+    struct mb_hostload_snap load_at; /* /proc when the job's window opened */
     struct mb_error err;
 };
 
@@ -195,6 +198,7 @@ static int run_job(const struct mb_measure_opts *o, struct job *j, struct mb_mea
 {
     int job_id = -1;
     j->origin_ns = mb_meter_now_ns();
+    mb_hostload_snap(mb_hostload_root(), (int)getpid(), &j->load_at);
     int rc = mb_meter_window_begin(j->meter, j->origin_ns, &job_id, err);
     if (rc != MB_OK)
         return rc;
@@ -218,6 +222,10 @@ static int run_job(const struct mb_measure_opts *o, struct job *j, struct mb_mea
     }
     int64_t t_end = mb_meter_now_ns();
     if (rc == MB_OK) {
+        struct mb_hostload_snap end;
+        mb_hostload_snap(mb_hostload_root(), (int)getpid(), &end);
+        mb_hostload_window(&j->load_at, &end, 0, &r->load);
+        r->have_load = true;
         r->exit_code = mb_proc_exit_code(proc);
         r->wall_s = (double)(t_end - j->origin_ns) * 1e-9;
         mb_progress_end(j->pipe_prog);

@@ -132,6 +132,10 @@ char *mb_measure_json(const struct mb_measure_report *r)
     else
         cJSON_AddNullToObject(o, "steady");
     mb__json_num_or_null(o, "energy_per_unit_j", r->epu_valid, r->epu_j);
+    if (r->have_load)
+        cJSON_AddItemToObject(o, "outside_load", mb__hostload_json(&r->load));
+    else
+        cJSON_AddNullToObject(o, "outside_load");
 
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
@@ -164,12 +168,54 @@ void mb_measure_report_derive(struct mb_measure_report *r)
     }
 }
 
+/* The host's outside load over the job's window: the verdict, then the figures read. */
+static void load_text_write(FILE *f, const struct mb_hostload *w)
+{
+    if (!w->verdict_ok) {
+        fprintf(f, "  outside load  n/a (no CPU figures in /proc)\n");
+        return;
+    }
+    if (w->loaded) {
+        fprintf(f, "  outside load  FLAGGED: %s; the throughput may be affected\n", w->why);
+        return;
+    }
+    fprintf(f, "  outside load  none seen");
+    const char *pre = " (";
+    if (w->steal_ok)
+        fprintf(f, "%ssteal %.1f %%", pre, w->steal_pct), pre = ", ";
+    if (w->other_ok)
+        fprintf(f, "%sother processes %.1f %% of the CPU time", pre, w->other_pct), pre = ", ";
+    if (w->load_ok)
+        fprintf(f, "%sload average %.2f", pre, w->load1), pre = ", ";
+    if (w->cpus)
+        fprintf(f, "%s%u CPUs", pre, w->cpus), pre = ", ";
+    fprintf(f, "%s\n", pre[0] == ',' ? ")" : "");
+}
+
 static void fmt_j(char *buf, size_t n, bool valid, double v)
 {
     if (valid)
         snprintf(buf, n, "%.3f J", v);
     else
         snprintf(buf, n, "n/a");
+}
+
+/* The summary's sensor line: what the power reading is, its update period, counter, scope. */
+static void sensor_text_write(FILE *f, const struct mb_sensor_info *sn)
+{
+    if (sn->power_kind == MB_POWER_NONE)
+        fprintf(f, "  sensor        no power reading");
+    else
+        fprintf(f, "  sensor        %s power", mb_power_kind_str(sn->power_kind));
+    if (sn->power_avg_window_ms)
+        fprintf(f, " (%u ms average)", sn->power_avg_window_ms);
+    if (sn->power_update_period_ms)
+        fprintf(f, ", updated every %u ms", sn->power_update_period_ms);
+    else
+        fprintf(f, ", update period unknown");
+    fprintf(f, "; %s; scope %s; from %s\n",
+            sn->has_energy_counter ? "energy counter" : "no energy counter",
+            sn->scope[0] ? sn->scope : "unknown", sn->source[0] ? sn->source : "unknown");
 }
 
 void mb_measure_text_write(FILE *f, const struct mb_measure_report *r)
@@ -188,20 +234,7 @@ void mb_measure_text_write(FILE *f, const struct mb_measure_report *r)
                 "the whole GPU's\n",
                 r->vis.instance.profile_name, r->vis.instance.gi_id, r->vis.instance.ci_id,
                 r->vis.instance.uuid);
-    if (r->sensor.power_kind == MB_POWER_NONE)
-        fprintf(f, "  sensor        no power reading");
-    else
-        fprintf(f, "  sensor        %s power", mb_power_kind_str(r->sensor.power_kind));
-    if (r->sensor.power_avg_window_ms)
-        fprintf(f, " (%u ms average)", r->sensor.power_avg_window_ms);
-    if (r->sensor.power_update_period_ms)
-        fprintf(f, ", updated every %u ms", r->sensor.power_update_period_ms);
-    else
-        fprintf(f, ", update period unknown");
-    fprintf(f, "; %s; scope %s; from %s\n",
-            r->sensor.has_energy_counter ? "energy counter" : "no energy counter",
-            r->sensor.scope[0] ? r->sensor.scope : "unknown",
-            r->sensor.source[0] ? r->sensor.source : "unknown");
+    sensor_text_write(f, &r->sensor);
     fprintf(f, "  wall time     %.3f s\n", r->wall_s);
     fmt_j(a, sizeof(a), r->job.counter_valid, r->job.counter_j);
     fmt_j(b, sizeof(b), r->job.integral_valid, r->job.integral_j);
@@ -238,6 +271,8 @@ void mb_measure_text_write(FILE *f, const struct mb_measure_report *r)
             (unsigned long long)r->counts.samples, (double)r->interval_ns * 1e-6,
             (unsigned long long)r->counts.missed_updates,
             (unsigned long long)r->counts.read_failures, (unsigned long long)r->counts.overruns);
+    if (r->have_load)
+        load_text_write(f, &r->load);
     if (r->have_progress)
         fprintf(f, "  work          %llu steps, %.0f %s\n", (unsigned long long)r->last.step,
                 r->last.work, r->unit);

@@ -175,32 +175,15 @@ static cJSON *energy_json(const struct mb_cell_energy *e)
     return o;
 }
 
-/* A window's outside load (base/hostload.h): its verdict, why, and figures. */
-static cJSON *load_window_json(const struct mb_hostload *w)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (w->verdict_ok)
-        cJSON_AddBoolToObject(o, "loaded", w->loaded);
-    else
-        cJSON_AddNullToObject(o, "loaded");
-    mb__json_str_or_null(o, "why", w->why);
-    mb__json_num_or_null(o, "steal_pct", w->steal_ok, w->steal_pct);
-    mb__json_num_or_null(o, "other_cpu_pct", w->other_ok, w->other_pct);
-    mb__json_num_or_null(o, "load1", w->load_ok, w->load1);
-    mb__json_num_or_null(o, "cpus", w->cpus > 0, w->cpus);
-    mb__json_num_or_null(o, "job_cores", w->job_cores > 0, w->job_cores);
-    return o;
-}
-
 static void add_load(cJSON *o, const struct mb_cell_load *l)
 {
     if (!l->present)
         return;
-    cJSON *x = load_window_json(&l->all);
+    cJSON *x = mb__hostload_json(&l->all);
     cJSON_AddStringToObject(x, "source", l->source);
     cJSON *arr = cJSON_AddArrayToObject(x, "windows");
     for (size_t i = 0; i < l->n_windows && i < MB_EXP_MAX_JOBS; i++)
-        cJSON_AddItemToArray(arr, load_window_json(&l->windows[i]));
+        cJSON_AddItemToArray(arr, mb__hostload_json(&l->windows[i]));
     cJSON_AddItemToObject(o, "outside_load", x);
 }
 

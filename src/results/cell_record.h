@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/hostload.h"
+#include "migbench/hostload.h"
 #include "migbench/analysis.h" /* struct mb_opt */
 #include "migbench/catalog.h"
 #include "migbench/device.h"

@@ -56,3 +56,21 @@ void mb__sensor_json_add(cJSON *o, const struct mb_sensor_info *s)
     mb__json_str_or_null(o, "scope", s->scope);
     mb__json_str_or_null(o, "source", s->source);
 }
+
+cJSON *mb__hostload_json(const struct mb_hostload *w)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    if (w->verdict_ok)
+        cJSON_AddBoolToObject(o, "loaded", w->loaded);
+    else
+        cJSON_AddNullToObject(o, "loaded");
+    mb__json_str_or_null(o, "why", w->why);
+    mb__json_num_or_null(o, "steal_pct", w->steal_ok, w->steal_pct);
+    mb__json_num_or_null(o, "other_cpu_pct", w->other_ok, w->other_pct);
+    mb__json_num_or_null(o, "load1", w->load_ok, w->load1);
+    mb__json_num_or_null(o, "cpus", w->cpus > 0, w->cpus);
+    mb__json_num_or_null(o, "job_cores", w->job_cores > 0, w->job_cores);
+    return o;
+}

@@ -2,13 +2,15 @@
 /*
  * One JSON encoding (library-private) of a meter window's energy and of a sensor's semantics,
  * for every document that shows them: `measure --json` (report/measure.c), the window meter's
- * results (api/wmeter.c) and cell.json (results/cell.c). Unknown figures are null, never 0.
+ * results (api/wmeter.c) and cell.json (results/cell.c), and of the host's outside load during a
+ * window (`measure --json`, cell.json). Unknown figures are null, never 0.
  */
 #ifndef MIGBENCH_ENERGY_JSON_H
 #define MIGBENCH_ENERGY_JSON_H
 
 #include <cjson/cJSON.h>
 
+#include "migbench/hostload.h"
 #include "migbench/device.h"
 #include "migbench/meter.h"
 
@@ -20,6 +22,10 @@ void mb__energy_json_add(cJSON *o, const struct mb_energy *e);
 /* Adds a sensor's semantics to o: power_kind, power_update_period_ms, power_avg_window_ms,
  * has_energy_counter, energy_update_period_ms, scope, source. */
 void mb__sensor_json_add(cJSON *o, const struct mb_sensor_info *s);
+
+/* A window's outside load (base/hostload.h): loaded (null when no figure could be judged), why,
+ * steal_pct, other_cpu_pct, load1, cpus, job_cores; each figure null when unread. */
+cJSON *mb__hostload_json(const struct mb_hostload *w);
 
 /* A number, or null when !valid or not finite; a string, or null when NULL or "". */
 void mb__json_num_or_null(cJSON *o, const char *k, bool valid, double v);

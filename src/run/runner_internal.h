@@ -19,7 +19,7 @@
 #include "migbench/proc.h"
 #include "migbench/progress.h"
 #include "migbench/runner.h"
-#include "base/hostload.h"
+#include "migbench/hostload.h"
 #include "results/cell_record.h"
 #include "results/journal_events.h"
 #include "run/runner_power.h"

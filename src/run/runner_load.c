@@ -3,8 +3,7 @@
  * Outside load during the cell's windows (docs/run.md, "Outside load"): a /proc snapshot when a
  * window opens and one when it closes, the figures and verdict of base/hostload.c per window,
  * a note when a window was loaded, and the figures of cell.json's "outside_load" (its typed
- * record, results/cell_record.h). The /proc root is
- * MIGBENCH_PROC_ROOT where set (tests point it at fake files), else /proc.
+ * record, results/cell_record.h), read from mb_hostload_root().
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,21 +12,15 @@
 
 #include "run/runner_internal.h"
 
-static const char *proc_root(void)
-{
-    const char *r = getenv("MIGBENCH_PROC_ROOT");
-    return r && r[0] ? r : "/proc";
-}
-
 void mb__rn_load_begin(struct cell *c)
 {
-    mb_hostload_snap(proc_root(), (int)getpid(), &c->load_at);
+    mb_hostload_snap(mb_hostload_root(), (int)getpid(), &c->load_at);
 }
 
 void mb__rn_load_end(struct cell *c, struct job **js, size_t n)
 {
     struct mb_hostload_snap end;
-    mb_hostload_snap(proc_root(), (int)getpid(), &end);
+    mb_hostload_snap(mb_hostload_root(), (int)getpid(), &end);
     double cores = 0;
     bool cores_known = true;
     for (size_t i = 0; i < n; i++) {
@@ -74,5 +67,5 @@ void mb__rn_load_fill(const struct cell *c, struct mb_cell_load *out)
             out->windows[out->n_windows++] = *w;
     }
     all->verdict_ok = all->loaded || every;
-    snprintf(out->source, sizeof(out->source), "%s", proc_root());
+    snprintf(out->source, sizeof(out->source), "%s", mb_hostload_root());
 }

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/hostload.h"
+#include "migbench/hostload.h"
 
 static char root[64];
 

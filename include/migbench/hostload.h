@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Outside load on the host during a measurement window (library-private): CPU steal, the other
- * processes' CPU time and the load average, from /proc deltas between two snapshots, and a
- * verdict against stated thresholds (docs/run.md, "Outside load"). The /proc root is a
- * parameter, so tests read fake `stat`, `loadavg` and `<pid>/stat` files.
+ * Outside load on the host during a measurement window (an internal utility, not installed): CPU
+ * steal, the other processes' CPU time and the load average, from /proc deltas between two
+ * snapshots, and a verdict against stated thresholds (docs/run.md, "Outside load"). The /proc
+ * root is a parameter, so tests read fake `stat`, `loadavg` and `<pid>/stat` files.
  */
 #ifndef MIGBENCH_HOSTLOAD_H
 #define MIGBENCH_HOSTLOAD_H
@@ -50,6 +50,10 @@ struct mb_hostload {
  * cannot be read stays invalid; never fails.
  */
 void mb_hostload_snap(const char *root, int self_pid, struct mb_hostload_snap *out);
+
+/* The /proc to read: MIGBENCH_PROC_ROOT where set and not empty (tests point it at fake files),
+ * else "/proc". */
+const char *mb_hostload_root(void);
 
 /* The window from a to b; job_cores 0 when unknown (the load-average test is then skipped). */
 void mb_hostload_window(const struct mb_hostload_snap *a, const struct mb_hostload_snap *b,
