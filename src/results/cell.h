@@ -13,6 +13,7 @@
 
 struct mb_cell_status {
     bool ok;             /* status "ok" */
+    bool failed;         /* status "failed" (neither: a status this migbench does not write) */
     char reason[512];    /* failure.reason of a failed cell; "" when none */
     char slurm_job[160]; /* slurm.job: the Slurm job that ran it; "" outside Slurm */
 };

@@ -5,6 +5,7 @@
  */
 #include "results/cell_record.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -545,7 +546,7 @@ static int dec_job(const cJSON *o, struct mb_cell_job *j)
     get_str(tp, "unit_per_s", j->tp_unit_per_s, sizeof(j->tp_unit_per_s));
     j->tp_has_reason = cJSON_IsString(get(tp, "reason"));
     get_str(tp, "reason", j->tp_reason, sizeof(j->tp_reason));
-    dec_window(o, &j->window);
+    dec_window(cJSON_IsObject(get(o, "window")) ? o : tp, &j->window); /* older: in throughput */
     j->completion_s = get_opt(o, "completion_s");
     j->started_ns = get_opt(o, "started_ns");
     j->ended_ns = get_opt(o, "ended_ns");
@@ -571,17 +572,69 @@ static void dec_head(const cJSON *root, struct mb_cell_record *r)
     dec_slurm(root, &r->slurm);
 }
 
+/* The device's "sensor" object as "key=value, ..." in the file's order (strings, numbers and
+ * booleans; anything else left out), cut where the text is full. */
+static void sensor_text(const cJSON *sensor, char *out, size_t cap)
+{
+    size_t used = 0;
+    const cJSON *it;
+    out[0] = '\0';
+    const cJSON *obj = cJSON_IsObject(sensor) ? sensor : NULL;
+    cJSON_ArrayForEach(it, obj)
+    {
+        char val[64];
+        if (cJSON_IsString(it))
+            snprintf(val, sizeof(val), "%s", it->valuestring);
+        else if (cJSON_IsNumber(it))
+            snprintf(val, sizeof(val), "%g", it->valuedouble);
+        else if (cJSON_IsBool(it))
+            snprintf(val, sizeof(val), "%s", cJSON_IsTrue(it) ? "true" : "false");
+        else
+            continue;
+        int w = snprintf(out + used, cap - used, "%s%s=%s", used ? ", " : "",
+                         it->string ? it->string : "?", val);
+        if (w < 0 || (size_t)w >= cap - used)
+            break;
+        used += (size_t)w;
+    }
+}
+
+static void dec_seen(const cJSON *root, struct mb_cell_seen *s)
+{
+    get_str(root, "status", s->status, sizeof(s->status));
+    struct mb_opt rep = get_opt(root, "rep");
+    s->rep = rep.valid && rep.v >= 0 && rep.v <= INT_MAX && rep.v == floor(rep.v);
+    const cJSON *jobs = get(root, "jobs");
+    s->n_jobs = cJSON_IsArray(jobs) ? (size_t)cJSON_GetArraySize(jobs) : 0;
+    const cJSON *dev = get(root, "device");
+    const cJSON *gpu = get(dev, "gpu");
+    s->gpu = cJSON_IsBool(gpu) ? cJSON_IsTrue(gpu) : -1;
+    sensor_text(get(dev, "sensor"), s->sensor, sizeof(s->sensor));
+    struct mb_opt samples = get_opt(get(root, "energy"), "samples");
+    s->samples = samples.valid;
+    size_t i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, get(get(dev, "mig"), "instances"))
+    {
+        if (i == MB_EXP_MAX_JOBS)
+            break;
+        struct mb_opt g = get_opt(it, "gi_id");
+        s->gi_id[i++] = g.valid && g.v >= 0 && g.v <= 4294967295.0;
+    }
+}
+
 int mb_cell_record_decode(const cJSON *root, struct mb_cell_record *r, struct mb_error *err)
 {
     memset(r, 0, sizeof(*r));
     if (!cJSON_IsObject(root))
-        return mb_error_set(err, MB_EPARSE, "not a JSON object");
+        return mb_error_set(err, MB_EPARSE, "field '(root)': expected a JSON object");
     struct mb_opt schema = get_opt(root, "schema");
     if (schema.valid && schema.v != MB_RESULTS_SCHEMA)
         return mb_error_set(err, MB_EPARSE,
                             "field 'schema': version %g is not supported (this migbench reads %d)",
                             schema.v, MB_RESULTS_SCHEMA);
     dec_head(root, r);
+    dec_seen(root, &r->seen);
     r->started_unix = get_opt(root, "started_unix").v;
     r->t0_ns = get_opt(root, "t0_ns").v;
     r->start_offset_s = get_opt(root, "start_offset_s").v;

@@ -63,6 +63,20 @@ struct mb_cell_device {
     struct mb_cell_instance inst[MB_EXP_MAX_JOBS];
 };
 
+/*
+ * What a decoded file said that a record the encoder writes never varies in: filled by the
+ * decoder, ignored by the encoder. Readers need it for older, hand-written or damaged cells.
+ */
+struct mb_cell_seen {
+    char status[16];             /* "status" as written; "" absent */
+    bool rep;                    /* "rep" is a whole number in 0..INT_MAX */
+    size_t n_jobs;               /* the entries of the "jobs" list (n_jobs keeps the first) */
+    int gpu;                     /* device.gpu: 1, 0; -1 not recorded (the runner omits it) */
+    char sensor[256];            /* device.sensor as "key=value, ..." in the file's order */
+    bool samples;                /* energy.samples is a number */
+    bool gi_id[MB_EXP_MAX_JOBS]; /* device.mig.instances[i].gi_id is in its field's range */
+};
+
 /* "power_limit": the power-limit axis; null when the run has none (active false). */
 struct mb_cell_power {
     bool active;
@@ -151,6 +165,7 @@ struct mb_cell_record {
     struct mb_cell_load load;
     size_t n_jobs;
     struct mb_cell_job jobs[MB_EXP_MAX_JOBS];
+    struct mb_cell_seen seen; /* decoding only */
 };
 
 /* A known figure / an unknown one (null). */
@@ -171,8 +186,10 @@ cJSON *mb_cell_record_encode(const struct mb_cell_record *r);
 
 /*
  * Reads root (a parsed cell.json) into *r, which it zeroes first: absent or mistyped fields are
- * left unknown, strings are cut to their fields. MB_EPARSE (naming the field) when root is not an
- * object or its schema is not MB_RESULTS_SCHEMA; MB_ENOMEM. Free with mb_cell_record_free.
+ * left unknown, strings are cut to their fields, r->seen says what the file held. A job without
+ * its own "window" takes an older writer's throughput.window. MB_EPARSE (naming the field) when
+ * root is not an object or its schema is not MB_RESULTS_SCHEMA; MB_ENOMEM. Free with
+ * mb_cell_record_free.
  */
 int mb_cell_record_decode(const cJSON *root, struct mb_cell_record *r, struct mb_error *err);
 

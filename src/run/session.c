@@ -22,6 +22,7 @@
 #include "migbench/powercap.h"
 #include "mig/migmode.h"
 #include "run/multirun.h"
+#include "results/cell.h"
 #include "run/selection.h"
 #include "migbench/results.h"
 
@@ -922,13 +923,10 @@ static bool cell_settled(const struct mb_session *s, const char *run, unsigned r
         return true;
     char path[PATH_MAX + 200];
     snprintf(path, sizeof(path), "%s/%s/%u/cell.json", s->dir, run, rep);
-    cJSON *o = NULL;
-    if (mb_results_read_json(path, 64u << 20, &o, NULL) != MB_OK)
+    struct mb_cell_status cs;
+    if (mb__cell_read_status(path, &cs, NULL) != MB_OK)
         return true; /* unreadable: not ours to overwrite */
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
-    bool ok = !cJSON_IsString(st) || strcmp(st->valuestring, "failed") != 0;
-    cJSON_Delete(o);
-    return ok;
+    return !cs.failed;
 }
 
 /*
