@@ -199,6 +199,15 @@ static void axis_x(FILE *out, double x0, double x1, double y0, double y1, double
     }
 }
 
+/* Whether any sharing run has a system throughput (an exclusive baseline to normalise to). */
+static bool any_stp(const struct mb_an_experiment *e)
+{
+    for (size_t i = 0; i < e->nruns; i++)
+        if (strcmp(e->runs[i].mode, "exclusive") != 0 && e->runs[i].stp.valid)
+            return true;
+    return false;
+}
+
 /* Stacked normalised throughput per run: the stack's length is the system throughput. */
 static void chart_stp(FILE *out, const struct mb_an_experiment *e)
 {
@@ -213,7 +222,9 @@ static void chart_stp(FILE *out, const struct mb_an_experiment *e)
         vmax = top > vmax ? top : vmax;
     }
     if (n == 0) {
-        fputs("<p class=\"na\">No run could be normalised to an exclusive baseline.</p>\n", out);
+        fputs("<p class=\"na\">No run could be normalised: the experiment has no exclusive run of "
+              "the same jobs to divide by, so no chart is drawn.</p>\n",
+              out);
         return;
     }
     vmax = nice_max(vmax * 1.05);
@@ -879,15 +890,17 @@ static void experiment(FILE *out, const struct mb_an_experiment *e, size_t idx)
             "successful");
     chart_gains(out, e);
 
-    fputs("<h3>Normalised throughput</h3>\n<p class=\"note\">Each job's throughput divided by "
-          "its throughput alone on the whole device; the stacked length is the system "
-          "throughput (STP).</p>\n",
-          out);
-    for (size_t i = 0; i < e->nruns; i++)
-        if (strcmp(e->runs[i].mode, "exclusive") != 0) {
-            legend(out, e, &e->runs[i]);
-            break;
-        }
+    fputs("<h3>Normalised throughput</h3>\n", out);
+    if (any_stp(e)) {
+        fputs("<p class=\"note\">Each job's throughput divided by its throughput alone on the "
+              "whole device; the stacked length is the system throughput (STP).</p>\n",
+              out);
+        for (size_t i = 0; i < e->nruns; i++)
+            if (strcmp(e->runs[i].mode, "exclusive") != 0) {
+                legend(out, e, &e->runs[i]);
+                break;
+            }
+    }
     chart_stp(out, e);
 
     if (!no_energy) {

@@ -51,6 +51,9 @@ elif name == "mig":
 if name == "axis":
     assert "by power limit" in answers and "No answer" not in answers, answers
     assert "m-2 · mix.cap-40pct" in html, "power-axis bars without job names"
+    # No exclusive baseline: the normalised-throughput section says so, with no legend of bars.
+    sec = html[html.find("<h3>Normalised throughput</h3>"):html.find("<h3>Energy per unit")]
+    assert "No run could be normalised" in sec and 'class="legend"' not in sec, sec
 PY
     timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run \
         --disable-extensions --user-data-dir="$TMP/prof" --screenshot="$TMP/$r.png" \
