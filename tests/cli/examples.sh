@@ -2,6 +2,7 @@
 # The example experiment files (examples/*.yaml): the study files are what make-study.py writes;
 # every job's arguments are accepted by its workload script; and, once `migbench run` is in the
 # build, each file passes `migbench run --dry-run` on the devices it is written for.
+# MB_TEST_TIMEOUT: 900 (one Python process after another; minutes on a loaded 2-core machine)
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 ex=$MB_SOURCE_DIR/examples
 

@@ -2,6 +2,7 @@
 # The reference workloads (workloads/*.py): published parameter counts, a few real training steps
 # per workload on the CPU with a real progress pipe, SIGTERM, closed pipes, bad arguments,
 # checkpoints and fine-tuning. The checks themselves are in workloads_harness.py.
+# MB_TEST_TIMEOUT: 900 (one Python process after another; minutes on a loaded 2-core machine)
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 
 # Debian's /usr/bin/python3 has python3-torch; the python3 first on PATH may be another one.
