@@ -268,11 +268,16 @@ struct mb_plan_cap_result {
 };
 
 /*
- * Chooses the power limit together with the layout and the assignment: solves once per candidate
+ * Chooses the power limits together with the layout and the assignment: solves once per candidate
  * limit caps_w[i] (W; 0 or NaN: the default), each with the profile rows measured under that
- * limit, and returns in *out the plan that is best under opt->objective (least energy, shortest
- * makespan or most throughput; ties go to the earlier candidate). Every GPU of the plan gets the
- * same limit (plan->power_limit_w). results (may be NULL) gets n_caps entries, one per candidate.
+ * limit, and keeps the plan that is best under opt->objective (least energy, shortest makespan or
+ * most throughput; ties go to the earlier candidate). On a fleet of finite jobs it then gives each
+ * GPU its own limit: a local search from each of those plans whose moves change one GPU's limit
+ * (its jobs timed on that limit's rows; a job without a row there moves off the GPU first) and
+ * move or trade jobs; *out is its plan when that beats the best shared limit, which it never
+ * loses to (then gpus[].power_limit_w differ and plan->power_limit_w is NaN), and its bounds hold
+ * for any choice of one candidate per GPU. Deterministic for a given seed and thread count unless
+ * the time limit stops it. results (may be NULL) gets n_caps entries, one per shared candidate.
  * When no candidate yields a plan: the most telling status (bad input over MB_EINFEASIBLE) and a
  * message that names every candidate with its reason, candidates with the same reason grouped.
  */

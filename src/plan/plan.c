@@ -127,7 +127,7 @@ static int pev_cmp(const void *a, const void *b)
  * same moment (every job of a continuous plan runs at once); flagged where it exceeds the
  * GPU's limit. Returns MB_ENOMEM or MB_OK.
  */
-static int peak_power(const struct prob *P, struct mb_plan *pl, double limit_w)
+int mb__plan_peak_power(const struct prob *P, struct mb_plan *pl)
 {
     size_t n = 0;
     struct pev *ev = malloc(2 * P->nj * sizeof(*ev) + 1);
@@ -149,10 +149,9 @@ static int peak_power(const struct prob *P, struct mb_plan *pl, double limit_w)
         ev[n++] = (struct pev){sl->gpu, sl->start_s + sl->time_s, -w};
     }
     qsort(ev, n, sizeof(*ev), pev_cmp);
-    for (unsigned g = 0; g < pl->count; g++) {
-        pl->gpus[g].power_limit_w = limit_w > 0 ? limit_w : NAN;
+    for (unsigned g = 0; g < pl->count; g++)
         pl->gpus[g].peak_power_w = P->idle;
-    }
+    pl->over_limit = 0;
     double cur = 0;
     for (size_t k = 0; k < n; k++) {
         if (k == 0 || ev[k].gpu != ev[k - 1].gpu)
@@ -196,7 +195,9 @@ static int build_plan(const struct prob *P, unsigned G, const size_t *cfg, const
     build_layouts(P, G, cfg, asg, pl, remap, used);
     fill_slots(P, cfg, asg, start, remap, qpos, pl);
     fill_totals(P, G, exact, &m, pl);
-    if (peak_power(P, pl, P->cap_w) != MB_OK)
+    for (unsigned g = 0; g < G; g++)
+        pl->gpus[g].power_limit_w = P->cap_w > 0 ? P->cap_w : NAN;
+    if (mb__plan_peak_power(P, pl) != MB_OK)
         goto nomem;
     pl->nodes = P->nodes;
     free(start);

@@ -78,6 +78,12 @@ static inline bool allowed(const struct prob *P, size_t j, unsigned s)
 int mb__plan_prob_init(struct prob *P, const struct mb_gpu_model *model,
                        const struct mb_plan_profiles *profiles, const struct mb_plan_job *jobs,
                        size_t nj, const struct mb_plan_options *opt, struct mb_error *err);
+/* partial: a job without a usable row is no error (it cannot run on this problem's limit). */
+int mb__plan_prob_init_ex(struct prob *P, const struct mb_gpu_model *model,
+                          const struct mb_plan_profiles *profiles, const struct mb_plan_job *jobs,
+                          size_t nj, const struct mb_plan_options *opt, bool partial,
+                          struct mb_error *err);
+int mb__plan_prob_min(struct prob *out, const struct prob *Pk, size_t n, struct mb_error *err);
 void mb__plan_prob_free(struct prob *P);
 unsigned mb__plan_size_cs(const struct prob *P, unsigned s);
 /*
@@ -129,6 +135,20 @@ int mb__plan_solve_heuristic(struct prob *P, unsigned G, const struct mb_plan_op
 /* plan_cont.c: continuous jobs on a fleet. */
 int mb__plan_solve_cont(struct prob *P, unsigned G, size_t *cfg_out, size_t *asg_out, bool *found,
                         struct mb_error *err);
+
+/* plan.c: each GPU's modelled peak power against its pl->gpus[].power_limit_w (MB_ENOMEM). */
+int mb__plan_peak_power(const struct prob *P, struct mb_plan *pl);
+
+/*
+ * plan_pergpu.c: one power limit per GPU. From each plan of starts[] (a shared-limit plan, NULL
+ * where that limit gave none) a local search over each GPU's limit and the jobs' instances. *best
+ * (one of starts[], owned by the caller) is replaced by the best plan found when that beats it
+ * under the objective; its bounds become those of any plan with one candidate limit per GPU.
+ */
+int mb__plan_per_gpu(const struct mb_gpu_model *model, const struct mb_plan_profiles *profiles,
+                     const struct mb_plan_job *jobs, size_t nj, const struct mb_plan_options *opt,
+                     const double *caps_w, size_t n_caps, struct mb_plan *const *starts,
+                     struct mb_plan **best, struct mb_error *err);
 
 /* plan_bound.c: lower bounds valid for every plan, and the study's baseline. */
 double mb__plan_min_all(const struct prob *P, size_t j, int what);

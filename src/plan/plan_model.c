@@ -168,7 +168,7 @@ static size_t wl_range(const struct wl_row *v, size_t n, const char *w, size_t *
  * wl_rows' answer, n of them).
  */
 static int prob_job(struct prob *P, size_t j, const struct mb_plan_options *opt,
-                    const struct wl_row *rows, size_t n, struct mb_error *err)
+                    const struct wl_row *rows, size_t n, bool partial, struct mb_error *err)
 {
     const struct mb_plan_job *job = &P->jobs[j];
     const struct mb_gpu_model *model = P->model;
@@ -218,6 +218,8 @@ static int prob_job(struct prob *P, size_t j, const struct mb_plan_options *opt,
         }
     }
     int st = MB_OK;
+    if (partial) /* a job without rows here cannot go to a GPU on this limit, nothing more */
+        return MB_OK;
     if (any == 0)
         st = mb_error_set(err, MB_EINVAL,
                           "job '%s': workload '%s' has no profile on %s; profile it "
@@ -277,6 +279,14 @@ static int prob_configs(struct prob *P, const struct mb_gpu_model *model, struct
 int mb__plan_prob_init(struct prob *P, const struct mb_gpu_model *model,
                        const struct mb_plan_profiles *profiles, const struct mb_plan_job *jobs,
                        size_t nj, const struct mb_plan_options *opt, struct mb_error *err)
+{
+    return mb__plan_prob_init_ex(P, model, profiles, jobs, nj, opt, false, err);
+}
+
+int mb__plan_prob_init_ex(struct prob *P, const struct mb_gpu_model *model,
+                          const struct mb_plan_profiles *profiles, const struct mb_plan_job *jobs,
+                          size_t nj, const struct mb_plan_options *opt, bool partial,
+                          struct mb_error *err)
 {
     memset(P, 0, sizeof(*P));
     P->model = model;
@@ -352,7 +362,7 @@ int mb__plan_prob_init(struct prob *P, const struct mb_gpu_model *model,
     if (!rows)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
     for (size_t j = 0; j < nj; j++) {
-        int st = prob_job(P, j, opt, rows, nrows, err);
+        int st = prob_job(P, j, opt, rows, nrows, partial, err);
         if (st != MB_OK) {
             free(rows);
             return st;
@@ -364,9 +374,49 @@ int mb__plan_prob_init(struct prob *P, const struct mb_gpu_model *model,
         st = prob_configs(P, model, err);
     if (st != MB_OK)
         return st;
-    if (P->ncfg == 0)
+    if (P->ncfg == 0 && !partial)
         return mb_error_set(err, MB_EINFEASIBLE, "no layout of %s can run these jobs", model->name);
     return MB_OK;
+}
+
+/*
+ * The relaxation of n problems that differ only in their power limit: each job's time and dynamic
+ * energy on each size the least over the limits that allow it, the configurations of every size
+ * some limit allows. Its bounds are valid for any plan that gives each GPU one of the limits.
+ */
+int mb__plan_prob_min(struct prob *out, const struct prob *Pk, size_t n, struct mb_error *err)
+{
+    const struct prob *P0 = &Pk[0];
+    *out = *P0;
+    size_t cells = P0->nj * P0->ns;
+    out->t = malloc(cells * sizeof(double));
+    out->d = malloc(cells * sizeof(double));
+    out->norm = malloc(cells * sizeof(double));
+    out->row = malloc(cells * sizeof(size_t));
+    out->rank = malloc(P0->nj * sizeof(size_t));
+    out->base_t = malloc(P0->nj * sizeof(double));
+    out->base_d = malloc(P0->nj * sizeof(double));
+    out->cfg = NULL;
+    out->ncfg = 0;
+    out->bounded = false;
+    if (!out->t || !out->d || !out->norm || !out->row || !out->rank || !out->base_t || !out->base_d)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    for (size_t k = 0; k < cells; k++) {
+        out->t[k] = out->d[k] = INFINITY;
+        out->norm[k] = NAN;
+        out->row[k] = SIZE_MAX;
+        for (size_t c = 0; c < n; c++) {
+            if (Pk[c].row[k] == SIZE_MAX)
+                continue;
+            out->row[k] = Pk[c].row[k];
+            out->t[k] = fmin(out->t[k], Pk[c].t[k]);
+            out->d[k] = fmin(out->d[k], Pk[c].d[k]);
+        }
+    }
+    memcpy(out->rank, P0->rank, P0->nj * sizeof(size_t));
+    memcpy(out->base_t, P0->base_t, P0->nj * sizeof(double));
+    memcpy(out->base_d, P0->base_d, P0->nj * sizeof(double));
+    return prob_configs(out, P0->model, err);
 }
 
 /* ---- evaluation -------------------------------------------------------------------------- */

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The planner's power-limit choice: one solve per candidate limit, the best plan kept. */
+/* The planner's power-limit choice: one solve per candidate limit, then one limit per GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "migbench/plan.h"
+#include "plan/plan_internal.h"
 
 /* True when a is a better plan than b under the objective (ties keep b, the earlier one). */
 static bool better(const struct mb_plan *a, const struct mb_plan *b)
@@ -82,8 +83,12 @@ int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_pr
         return mb_error_set(err, MB_EINVAL, "no candidate power limits");
     int first_st = MB_OK;
     char(*why)[MB_ERROR_MSG_MAX] = calloc(n_caps, sizeof(*why));
-    if (!why)
+    struct mb_plan **plans = calloc(n_caps, sizeof(*plans));
+    if (!why || !plans) {
+        free(why);
+        free(plans);
         return mb_error_set(err, MB_ENOMEM, "out of memory");
+    }
     for (size_t i = 0; i < n_caps; i++) {
         struct mb_plan_options o = *opt;
         o.power_limit_w = caps_w[i] > 0 ? caps_w[i] : 0;
@@ -107,14 +112,30 @@ int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_pr
             snprintf(why[i], sizeof(why[i]), "%s", e.msg);
             continue;
         }
-        if (!*out || better(pl, *out)) {
-            mb_plan_destroy(*out);
+        plans[i] = pl;
+        if (!*out || better(pl, *out))
             *out = pl;
-        } else {
-            mb_plan_destroy(pl);
-        }
     }
     int st = MB_OK;
+    if (*out) {
+        /* One limit per GPU, from every shared-limit plan; the best shared one when none beats
+           it. */
+        struct mb_plan *best = *out;
+        *out = NULL;
+        st =
+            mb__plan_per_gpu(model, profiles, jobs, n_jobs, opt, caps_w, n_caps, plans, &best, err);
+        bool a_start = false;
+        for (size_t i = 0; i < n_caps; i++)
+            a_start |= plans[i] == best;
+        if (st == MB_OK)
+            *out = best;
+        else if (!a_start)
+            mb_plan_destroy(best); /* a new plan (the starts are released below) */
+    }
+    for (size_t i = 0; i < n_caps; i++)
+        if (plans[i] != *out)
+            mb_plan_destroy(plans[i]);
+    free(plans);
     if (!*out) {
         /* Only the failed ones: a limit that gave a plan has an empty reason. */
         size_t n = 0;

@@ -116,14 +116,29 @@ static void print_queues(FILE *out, const struct mb_plan_context *c, const struc
     }
 }
 
-/* Each GPU: its layout, its picture and its instances' queues. */
+/* Whether the plan's GPUs have different power limits (one chosen per GPU). */
+static bool limits_differ(const struct mb_plan *p)
+{
+    for (unsigned g = 1; g < p->count; g++) {
+        double a = p->gpus[0].power_limit_w, b = p->gpus[g].power_limit_w;
+        if (isnan(a) != isnan(b) || (!isnan(a) && a != b))
+            return true;
+    }
+    return false;
+}
+
+/* Each GPU: its layout (and its power limit when they differ), its picture, its queues. */
 static void print_gpus(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p)
 {
-    /* Identical GPUs are shown once when there are many. */
+    bool per_gpu = limits_differ(p);
     for (unsigned g = 0; g < p->count; g++) {
-        char names[512];
+        char names[512], lim[48] = "";
         layout_names(c, &p->gpus[g], names, sizeof(names));
-        fprintf(out, "\nGPU %u: %s\n", g, names);
+        if (per_gpu && isnan(p->gpus[g].power_limit_w))
+            snprintf(lim, sizeof(lim), ", default power limit");
+        else if (per_gpu)
+            snprintf(lim, sizeof(lim), ", power limit %g W", p->gpus[g].power_limit_w);
+        fprintf(out, "\nGPU %u: %s%s\n", g, names, lim);
         if (p->gpus[g].mig && p->gpus[g].layout.n) {
             char pic[256];
             mb_layout_picture(c->model, &p->gpus[g].layout, pic, sizeof(pic));
@@ -319,6 +334,7 @@ void mb_plan_caps_text_write(FILE *out, const struct mb_plan *p,
                              const struct mb_plan_cap_result *res, size_t n)
 {
     char a[48], b[48], l[32];
+    bool per_gpu = limits_differ(p);
     fprintf(out, "\npower limit (one per GPU, chosen with the layout):\n");
     fprintf(out, "  %-10s %14s %14s\n", "limit", "energy", "makespan");
     for (size_t i = 0; i < n; i++) {
@@ -327,12 +343,15 @@ void mb_plan_caps_text_write(FILE *out, const struct mb_plan *p,
             snprintf(l, sizeof(l), "default");
         else
             snprintf(l, sizeof(l), "%g W", r->power_limit_w);
-        bool chosen = (isnan(r->power_limit_w) && isnan(p->power_limit_w)) ||
-                      r->power_limit_w == p->power_limit_w;
+        bool chosen = !per_gpu && ((isnan(r->power_limit_w) && isnan(p->power_limit_w)) ||
+                                   r->power_limit_w == p->power_limit_w);
         if (r->status != MB_OK)
             fprintf(out, "  %-10s %14s %14s  (%s)\n", l, "-", "-", mb_status_str(r->status));
         else
             fprintf(out, "  %-10s %14s %14s%s\n", l, fmt_energy(r->energy_j, a, sizeof(a)),
                     fmt_time(r->makespan_s, b, sizeof(b)), chosen ? "  <- chosen" : "");
     }
+    if (per_gpu)
+        fprintf(out, "  %-10s %14s %14s  <- chosen (each GPU's limit above)\n", "per GPU",
+                fmt_energy(p->energy_j, a, sizeof(a)), fmt_time(p->makespan_s, b, sizeof(b)));
 }
