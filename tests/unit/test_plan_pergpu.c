@@ -170,6 +170,30 @@ static void test_job_without_row(void **state)
     mb_plan_profiles_destroy(p);
 }
 
+/* Deadlines instead of a cap: every job due by 210 s. The kick breaks them until the jobs move. */
+static void test_deadlines(void **state)
+{
+    (void)state;
+    struct mb_plan_profiles *p = two_kinds(true);
+    struct mb_plan_job jobs[6];
+    six_jobs(jobs);
+    for (size_t j = 0; j < 6; j++)
+        jobs[j].deadline_s = 210;
+    const double caps[] = {0, 280};
+    struct mb_plan_options opt = {.objective = MB_PLAN_ENERGY, .count = 2, .threads = 1};
+    struct mb_plan_cap_result res[2];
+    struct mb_plan *pl = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_plan_solve_caps(h100, p, jobs, 6, &opt, caps, 2, res, &pl, &err), MB_OK);
+    assert_int_equal(res[1].status, MB_EINFEASIBLE);
+    assert_split(pl, jobs);
+    for (size_t j = 0; j < 6; j++)
+        assert_true(pl->slots[j].start_s + pl->slots[j].time_s <= 210);
+    assert_true(pl->energy_j < res[0].energy_j);
+    mb_plan_destroy(pl);
+    mb_plan_profiles_destroy(p);
+}
+
 /* The emulator-like DVFS model of test_plan_power.c, with a per-workload sensitivity. */
 static void dvfs(double load, double limit_w, double vf, double *speed, double *power)
 {
@@ -316,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_energy_under_makespan_cap),
         cmocka_unit_test(test_makespan_under_energy_cap),
         cmocka_unit_test(test_job_without_row),
+        cmocka_unit_test(test_deadlines),
         cmocka_unit_test(test_never_worse),
         cmocka_unit_test(test_deterministic),
     };
