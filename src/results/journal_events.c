@@ -81,6 +81,31 @@ static void dec_experiment_finished(const cJSON *o, struct mb_jev *e)
     e->n_skipped = num_of(o, "skipped", -1);
 }
 
+static void enc_experiment_started(cJSON *o, const struct mb_jev *e)
+{
+    cJSON_AddStringToObject(o, "experiment", e->experiment ? e->experiment : "");
+    cJSON_AddStringToObject(o, "experiment_sha", e->experiment_sha ? e->experiment_sha : "");
+    cJSON_AddStringToObject(o, "file", e->file ? e->file : "");
+    cJSON *ov = cJSON_AddArrayToObject(o, "overrides");
+    for (size_t i = 0; ov && i < e->n_overrides; i++)
+        cJSON_AddItemToArray(ov, cJSON_CreateString(e->overrides[i]));
+    cJSON_AddStringToObject(o, "device", e->device ? e->device : "");
+    cJSON *gl = cJSON_AddArrayToObject(o, "gpus");
+    for (size_t g = 0; gl && g < e->n_gpus; g++)
+        cJSON_AddItemToArray(gl, cJSON_CreateString(e->gpus[g]));
+    cJSON_AddBoolToObject(o, "manage_mig_mode", e->manage_mig_mode);
+    cJSON_AddStringToObject(o, "backend", e->backend ? e->backend : "");
+    cJSON_AddNumberToObject(o, "cells", e->cells);
+    if (e->cell_indices) {
+        cJSON *arr = cJSON_AddArrayToObject(o, "cell_indices");
+        for (size_t i = 0; arr && i < e->n_cell_indices; i++)
+            cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)e->cell_indices[i]));
+    }
+    cJSON_AddBoolToObject(o, "resume", e->resume);
+    cJSON_AddNumberToObject(o, "pid", (double)e->pid);
+    cJSON_AddStringToObject(o, "migbench_version", e->version ? e->version : "");
+}
+
 static void dec_experiment_started(const cJSON *o, struct mb_jev *e)
 {
     e->experiment_sha = str_of(o, "experiment_sha");
@@ -221,11 +246,12 @@ typedef void (*dec_fn)(const cJSON *o, struct mb_jev *e);
 /* The kinds, their names and codecs (docs/results.md lists the fields). */
 static const struct {
     const char *name;
-    enc_fn enc; /* NULL: written by its module (fields nobody reads back) */
+    enc_fn enc; /* NULL: MB_JEV_OTHER (an event nobody reads back, named by its writer) */
     dec_fn dec;
 } kinds[MB_JEV_KINDS] = {
     [MB_JEV_OTHER] = {"", NULL, NULL},
-    [MB_JEV_EXPERIMENT_STARTED] = {"experiment_started", NULL, dec_experiment_started},
+    [MB_JEV_EXPERIMENT_STARTED] = {"experiment_started", enc_experiment_started,
+                                   dec_experiment_started},
     [MB_JEV_EXPERIMENT_FINISHED] = {"experiment_finished", enc_experiment_finished,
                                     dec_experiment_finished},
     [MB_JEV_INTERRUPTED] = {"interrupted", enc_interrupted, dec_interrupted},

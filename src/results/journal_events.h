@@ -4,9 +4,8 @@
  * that migbench reads back (docs/results.md, "journal.jsonl"). Every reader of the journal
  * decodes an event with mb_jev_decode and switches on its kind; every writer of those kinds
  * fills a struct mb_jev and encodes it with mb_jev_encode, so a field is named in one place.
- * Events nobody reads back (job_started, cooldown, power_limit_*, experiment_started's
- * descriptive fields) are written by their module and decode as their kind with the common
- * fields only.
+ * Events nobody reads back (job_started, cooldown, power_limit_*) are written by their module
+ * and decode as MB_JEV_OTHER with the common fields only.
  */
 #ifndef MIGBENCH_JOURNAL_EVENTS_H
 #define MIGBENCH_JOURNAL_EVENTS_H
@@ -47,8 +46,18 @@ struct mb_jev {
     const char *slurm_job; /* "slurm": {"job"} of a cell event in a Slurm job; NULL outside */
     bool with_slurm;       /* encoding: add the "slurm" block of this process's environment */
     const char *gpu_uuid;
-    /* experiment_started */
+    /* experiment_started (read back: experiment_sha; the rest is written for people) */
     const char *experiment_sha;
+    const char *experiment, *file, *backend; /* and device: the --device spec as given */
+    char *const *overrides;                  /* n_overrides "key=value" */
+    size_t n_overrides;
+    char *const *gpus; /* n_gpus device specs, one per GPU */
+    size_t n_gpus;
+    bool manage_mig_mode, resume;
+    double cells;
+    const size_t *cell_indices; /* a selection's cell numbers (n_cells_given); NULL: the whole */
+    size_t n_cell_indices;
+    const char *version; /* migbench_version */
     /* cell_started */
     const char *mode_name;
     /* experiment_finished */
@@ -66,7 +75,7 @@ struct mb_jev {
     long pid; /* -1 unknown */
     const char *pipe_dir, *log_dir;
     bool ok;
-    /* mig_mode_* */
+    /* mig_mode_*, experiment_started */
     const char *device;
     int original_current, original_pending, mode; /* 0/1; -1 when absent */
     /* interrupted */

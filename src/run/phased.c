@@ -114,7 +114,8 @@ static int read_gpus(struct phased *p, struct mb_error *err)
         p->gh[g] = (struct gpu_hooks){p, g};
         st->current = -1;
         struct mb_mig_mode mode;
-        if (mb_device_caps(p->o->gpus[g]) & MB_CAP_MIG) {
+        /* The mode now matters only to phases (ensure_mode, build_order). */
+        if (p->o->manage_mig_mode && (mb_device_caps(p->o->gpus[g]) & MB_CAP_MIG)) {
             int rc = mb_device_mig_mode(p->o->gpus[g], &mode, err);
             if (rc != MB_OK)
                 return rc;

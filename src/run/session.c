@@ -72,6 +72,11 @@ struct mb_session {
     struct mb_runner_opts gro[MB_MAX_DEVICES];
     struct gpu_ev gev[MB_MAX_DEVICES];
     pthread_mutex_t lock; /* the callbacks, from the workers */
+    /* run_node on one GPU without MIG-mode phases (serial): a progress event per cell with the
+     * estimate of the cells after it, errors and the interruption named by cell. */
+    bool serial;
+    const double *est, *est_after; /* per selected cell, while run_node runs */
+    size_t last_cell;              /* serial: the cell the queue took last */
 };
 
 static void say(struct mb_session *s, enum mb_session_event_kind kind, const char *fmt, ...)
@@ -710,31 +715,26 @@ int mb_session_select(struct mb_session *s, const char *list, const char *shard,
 
 static int journal_started(struct mb_session *s, struct mb_error *err)
 {
-    cJSON *ev = cJSON_CreateObject();
+    struct mb_jev e = mb_jev_init(MB_JEV_EXPERIMENT_STARTED);
+    e.experiment = s->exp->name;
+    e.experiment_sha = s->exp->sha;
+    e.file = s->exp->path;
+    e.overrides = s->exp->overrides;
+    e.n_overrides = s->exp->n_overrides;
+    e.device = s->o.device_spec;
+    e.gpus = s->specs.specs;
+    e.n_gpus = s->n_gpus;
+    e.manage_mig_mode = s->o.manage_mig_mode;
+    e.backend = s->info.backend;
+    e.cells = (double)s->n_sel;
+    e.cell_indices = s->selected ? s->sel_index : NULL;
+    e.n_cell_indices = s->n_sel;
+    e.resume = s->o.resume;
+    e.pid = (long)getpid();
+    e.version = MB_VERSION_STRING;
+    cJSON *ev = mb_jev_encode(&e);
     if (!ev)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
-    cJSON_AddStringToObject(ev, "event", "experiment_started");
-    cJSON_AddStringToObject(ev, "experiment", s->exp->name);
-    cJSON_AddStringToObject(ev, "experiment_sha", s->exp->sha);
-    cJSON_AddStringToObject(ev, "file", s->exp->path);
-    cJSON *ov = cJSON_AddArrayToObject(ev, "overrides");
-    for (size_t i = 0; ov && i < s->exp->n_overrides; i++)
-        cJSON_AddItemToArray(ov, cJSON_CreateString(s->exp->overrides[i]));
-    cJSON_AddStringToObject(ev, "device", s->o.device_spec);
-    cJSON *gl = cJSON_AddArrayToObject(ev, "gpus");
-    for (size_t g = 0; gl && g < s->n_gpus; g++)
-        cJSON_AddItemToArray(gl, cJSON_CreateString(s->specs.specs[g]));
-    cJSON_AddBoolToObject(ev, "manage_mig_mode", s->o.manage_mig_mode);
-    cJSON_AddStringToObject(ev, "backend", s->info.backend);
-    cJSON_AddNumberToObject(ev, "cells", (double)s->n_sel);
-    if (s->selected) {
-        cJSON *arr = cJSON_AddArrayToObject(ev, "cell_indices");
-        for (size_t i = 0; arr && i < s->n_sel; i++)
-            cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)s->sel_index[i]));
-    }
-    cJSON_AddBoolToObject(ev, "resume", s->o.resume);
-    cJSON_AddNumberToObject(ev, "pid", (double)getpid());
-    cJSON_AddStringToObject(ev, "migbench_version", MB_VERSION_STRING);
     int rc = mb_journal_append(s->journal, ev, err);
     cJSON_Delete(ev);
     return rc;
@@ -1028,13 +1028,6 @@ int mb_session_run_cell(struct mb_session *s, size_t i, bool *failed, bool *skip
     return MB_OK;
 }
 
-/* A worker's cell (mb_multirun's run_cell hook): the one cell step on that GPU's runner. */
-static int node_run_cell(void *ctx, struct mb_runner_opts *ro, size_t cell, bool *failed,
-                         bool *skipped, struct mb_error *err)
-{
-    return claim_and_run(ctx, ro, cell, failed, skipped, err);
-}
-
 static void cell_event(struct mb_session *s, size_t i, double est, double after)
 {
     if (!s->o.on_event)
@@ -1051,6 +1044,31 @@ static void cell_event(struct mb_session *s, size_t i, double est, double after)
         .remaining_after_s = after,
     };
     s->o.on_event(s->o.ctx, &ev);
+}
+
+/*
+ * A worker's cell (mb_multirun's run_cell hook): the one cell step on that GPU's runner. A serial
+ * run announces the cell first (a settled one is skipped unannounced) and names a failure by it.
+ */
+static int node_run_cell(void *ctx, struct mb_runner_opts *ro, size_t cell, bool *failed,
+                         bool *skipped, struct mb_error *err)
+{
+    struct mb_session *s = ctx;
+    if (!s->serial)
+        return claim_and_run(s, ro, cell, failed, skipped, err);
+    const struct mb_cell *c = &s->sel[cell];
+    const struct mb_exp_run *r = &s->exp->runs[c->run];
+    s->last_cell = cell;
+    *failed = *skipped = false;
+    if ((s->o.resume || s->selected) && cell_settled(s, r->name, c->rep)) {
+        *skipped = true;
+        return MB_OK;
+    }
+    cell_event(s, cell, s->est[cell], s->est_after[cell]);
+    int rc = claim_and_run(s, ro, cell, failed, skipped, err);
+    if (rc != MB_OK && rc != MB_EINTR)
+        return mb_error_prefix(err, "%s %u: ", r->name, c->rep);
+    return rc;
 }
 
 /* The workers' notes and cell ends reach the caller under the lock its runner events take. */
@@ -1082,22 +1100,58 @@ static void node_cell_done(void *ctx, size_t gpu, size_t cell, int status, bool 
     pthread_mutex_unlock(&s->lock);
 }
 
-/*
- * The selected cells on every GPU at once, in MIG-mode phases with manage_mig_mode; an
- * interruption restores the switched GPUs and is journaled.
- */
-static int run_node(struct mb_session *s, struct mb_session_summary *sum, struct mb_error *err)
+/* Each selected cell's estimate (est[i]) and the estimate of the cells after it in the
+ * selection (est[n_sel + i]); NULL when out of memory. */
+static double *cell_estimates(const struct mb_session *s)
 {
-    double *est = calloc(s->n_sel ? s->n_sel : 1, sizeof(*est));
+    double *est = calloc(s->n_sel ? 2 * s->n_sel : 1, sizeof(*est));
     if (!est)
-        return mb_error_set(err, MB_ENOMEM, "out of memory");
+        return NULL;
     bool unknown = false;
     for (size_t i = 0; i < s->n_sel; i++)
         est[i] = mb_session_cell_estimate(s->exp, &s->exp->runs[s->sel[i].run], &unknown);
+    double after = 0;
+    for (size_t i = s->n_sel; i-- > 0;) {
+        est[s->n_sel + i] = after;
+        after += est[i];
+    }
+    return est;
+}
+
+/* The interruption: journaled with the cell it came in (or after), said with the signal. */
+static int node_interrupted(struct mb_session *s, const struct mb_multirun_result *res,
+                            struct mb_session_summary *sum, struct mb_error *err)
+{
+    int sig = *s->o.stop ? *s->o.stop : SIGINT;
+    const struct mb_cell *c = &s->sel[s->serial ? s->last_cell : res->interrupted_cell];
+    journal_interrupted(s, sig, c);
+    sum->signal = sig;
+    if (s->serial)
+        return mb_error_set(err, MB_EINTR, "interrupted by signal %d during %s %u", sig,
+                            s->exp->runs[c->run].name, c->rep);
+    return mb_error_set(err, MB_EINTR, "interrupted by signal %d%s", sig,
+                        res->phased.restores ? " (MIG modes restored)" : "");
+}
+
+/*
+ * The one cell driver: the selected cells through the GPU queue (mb_multirun), on every GPU at
+ * once, in MIG-mode phases with manage_mig_mode. One GPU without phases is the same queue with
+ * one worker on this thread, the cells in selection order (serial). An interruption restores
+ * the switched GPUs and is journaled.
+ */
+static int run_node(struct mb_session *s, struct mb_session_summary *sum, struct mb_error *err)
+{
+    double *est = cell_estimates(s);
+    if (!est)
+        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    s->serial = s->n_gpus == 1 && !s->o.manage_mig_mode;
+    s->est = est;
+    s->est_after = est + s->n_sel;
+    s->last_cell = 0;
     struct mb_multirun_opts mo = {.exp = s->exp,
                                   .cells = s->sel,
                                   .n_cells = s->n_sel,
-                                  .gpus = s->gro,
+                                  .gpus = s->serial ? &s->ro : s->gro,
                                   .n_gpus = s->n_gpus,
                                   .journal = s->journal,
                                   .old_journal = s->events,
@@ -1111,22 +1165,17 @@ static int run_node(struct mb_session *s, struct mb_session_summary *sum, struct
                                   .ctx = s};
     struct mb_multirun_result res;
     int rc = mb_multirun(&mo, NULL, &res);
+    s->est = s->est_after = NULL;
     free(est);
     sum->ok = res.ok;
     sum->failed = res.failed;
     sum->skipped = res.skipped;
-    if (res.interrupted) {
-        int sig = *s->o.stop ? *s->o.stop : SIGINT;
-        const struct mb_cell *c = &s->sel[res.interrupted_cell];
-        journal_interrupted(s, sig, c);
-        sum->signal = sig;
-        return mb_error_set(err, MB_EINTR, "interrupted by signal %d%s", sig,
-                            res.phased.restores ? " (MIG modes restored)" : "");
-    }
+    if (res.interrupted)
+        return node_interrupted(s, &res, sum, err);
     if (rc != MB_OK) {
         if (err)
             *err = res.phased.err;
-        return mb_error_prefix(err, "gpu %zu: ", res.phased.failed_gpu);
+        return s->serial ? rc : mb_error_prefix(err, "gpu %zu: ", res.phased.failed_gpu);
     }
     return MB_OK;
 }
@@ -1146,48 +1195,8 @@ static void journal_finished(struct mb_session *s, const struct mb_session_summa
 int mb_session_run(struct mb_session *s, struct mb_session_summary *sum, struct mb_error *err)
 {
     memset(sum, 0, sizeof(*sum));
-    if (s->n_gpus > 1 || s->o.manage_mig_mode) {
-        int rc = run_node(s, sum, err);
-        if (rc == MB_OK)
-            journal_finished(s, sum);
-        return rc;
-    }
-    double total = 0;
-    for (size_t i = 0; i < s->n_sel; i++) {
-        bool unknown = false;
-        total += mb_session_cell_estimate(s->exp, &s->exp->runs[s->sel[i].run], &unknown);
-    }
-    for (size_t i = 0; i < s->n_sel; i++) {
-        bool unknown = false, failed = false, skipped = false;
-        double est = mb_session_cell_estimate(s->exp, &s->exp->runs[s->sel[i].run], &unknown);
-        total -= est;
-        if ((s->o.resume || s->selected) &&
-            cell_settled(s, s->exp->runs[s->sel[i].run].name, s->sel[i].rep)) {
-            sum->skipped++;
-            continue;
-        }
-        cell_event(s, i, est, total);
-        int rc = mb_session_run_cell(s, i, &failed, &skipped, err);
-        if (rc == MB_EINTR)
-            sum->signal = *s->o.stop ? *s->o.stop : SIGINT;
-        if (rc != MB_OK)
-            return rc;
-        if (skipped) { /* running in another invocation, or finished by it meanwhile */
-            sum->skipped++;
-            continue;
-        }
-        sum->failed += failed;
-        sum->ok += !failed;
-        if (s->o.on_event) {
-            struct mb_session_event ev = {.kind = MB_SESSION_CELL_DONE,
-                                          .cell = i,
-                                          .n_cells = s->n_sel,
-                                          .run = s->exp->runs[s->sel[i].run].name,
-                                          .rep = s->sel[i].rep,
-                                          .failed = failed};
-            s->o.on_event(s->o.ctx, &ev);
-        }
-    }
-    journal_finished(s, sum);
-    return MB_OK;
+    int rc = run_node(s, sum, err);
+    if (rc == MB_OK)
+        journal_finished(s, sum);
+    return rc;
 }

@@ -513,6 +513,51 @@ static void test_event_codecs(void **state)
     cJSON_Delete(o);
 }
 
+/* experiment_started through its encoder: the keys in the order the session always wrote them,
+ * cell_indices only for a selection; its experiment_sha read back by the decoder. */
+static void test_experiment_started(void **state)
+{
+    (void)state;
+    struct mb_jev e = mb_jev_init(MB_JEV_EXPERIMENT_STARTED);
+    char *ov[] = {"reps=2", "measure.window_s=5"};
+    char *gpus[] = {"emu:h100,0", "emu:h100,1"};
+    size_t idx[] = {3, 5};
+    e.experiment = "mix";
+    e.experiment_sha = "0123456789abcdef";
+    e.file = "/x/mix.yaml";
+    e.overrides = ov;
+    e.n_overrides = 2;
+    e.device = "emu:h100,0-1";
+    e.gpus = gpus;
+    e.n_gpus = 2;
+    e.manage_mig_mode = true;
+    e.backend = "emu";
+    e.cells = 2;
+    e.cell_indices = idx;
+    e.n_cell_indices = 2;
+    e.pid = 4242;
+    e.version = "1.2.3";
+    cJSON *o = mb_jev_encode(&e);
+    char *text = cJSON_PrintUnformatted(o);
+    assert_string_equal(
+        text, "{\"event\":\"experiment_started\",\"experiment\":\"mix\",\"experiment_sha\":"
+              "\"0123456789abcdef\",\"file\":\"/x/mix.yaml\",\"overrides\":[\"reps=2\","
+              "\"measure.window_s=5\"],\"device\":\"emu:h100,0-1\",\"gpus\":[\"emu:h100,0\","
+              "\"emu:h100,1\"],\"manage_mig_mode\":true,\"backend\":\"emu\",\"cells\":2,"
+              "\"cell_indices\":[3,5],\"resume\":false,\"pid\":4242,\"migbench_version\":"
+              "\"1.2.3\"}");
+    free(text);
+    struct mb_jev d;
+    assert_true(mb_jev_decode(o, &d));
+    assert_int_equal(d.kind, MB_JEV_EXPERIMENT_STARTED);
+    assert_string_equal(d.experiment_sha, "0123456789abcdef");
+    cJSON_Delete(o);
+    e.cell_indices = NULL; /* the whole experiment */
+    o = mb_jev_encode(&e);
+    assert_null(cJSON_GetObjectItemCaseSensitive(o, "cell_indices"));
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,7 +565,7 @@ int main(void)
         cmocka_unit_test(test_event_codecs),      cmocka_unit_test(test_write_failure),
         cmocka_unit_test(test_leftovers),         cmocka_unit_test(test_atomic_cell),
         cmocka_unit_test(test_shared_journal),    cmocka_unit_test(test_cell_claim),
-        cmocka_unit_test(test_shared_by_threads),
+        cmocka_unit_test(test_shared_by_threads), cmocka_unit_test(test_experiment_started),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

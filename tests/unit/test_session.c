@@ -24,14 +24,25 @@ static volatile sig_atomic_t stop_flag;
 
 struct seen {
     size_t cells, notes, n_cells;
+    size_t order[8], done[8], n_done; /* the cells announced, and those ended, in order */
+    double est[8], after[8];
 };
 
 static void on_event(void *ctx, const struct mb_session_event *ev)
 {
     struct seen *s = ctx;
     if (ev->kind == MB_SESSION_CELL) {
+        if (s->cells < 8) {
+            s->order[s->cells] = ev->cell;
+            s->est[s->cells] = ev->cell_estimate_s;
+            s->after[s->cells] = ev->remaining_after_s;
+        }
         s->cells++;
         s->n_cells = ev->n_cells;
+    } else if (ev->kind == MB_SESSION_CELL_DONE) {
+        if (s->n_done < 8)
+            s->done[s->n_done] = ev->cell;
+        s->n_done++;
     } else if (ev->kind == MB_SESSION_NOTE) {
         s->notes++;
     }
@@ -253,6 +264,61 @@ static void test_stop(void **state)
     mb_experiment_destroy(exp);
 }
 
+/*
+ * One GPU runs through the same queue as several (one worker, on this thread): the cells in
+ * selection order, each announced with its estimate and the estimate of the cells after it,
+ * each ended before the next is announced; one cell_started per cell in the journal, in order.
+ */
+static void test_one_gpu_queue(void **state)
+{
+    (void)state;
+    struct mb_experiment *exp = load(NULL, 0);
+    char res[128];
+    snprintf(res, sizeof(res), "%s/queue", dir);
+    struct seen seen = {0};
+    struct mb_session *s = open_session(exp, res, &seen);
+    struct mb_error err;
+    assert_int_equal(mb_session_select(s, "3,0,2", NULL, &err), MB_OK);
+    assert_int_equal(mb_session_gpus(s), 1);
+    assert_int_equal(mb_session_start(s, &err), MB_OK);
+    struct mb_session_summary sum;
+    if (mb_session_run(s, &sum, &err) != MB_OK)
+        fail_msg("run: %s", err.msg);
+    assert_int_equal(sum.ok, 3);
+    assert_int_equal(seen.cells, 3);
+    assert_int_equal(seen.n_done, 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(seen.order[i], i); /* selection order: alone 0, mix 0, mix 1 */
+        assert_int_equal(seen.done[i], i);
+        assert_true(seen.est[i] > 0);
+    }
+    assert_true(seen.after[0] == seen.est[1] + seen.est[2]);
+    assert_true(seen.after[1] == seen.est[2]);
+    assert_true(seen.after[2] == 0);
+    cJSON *events = NULL;
+    size_t skipped = 0;
+    char jpath[160];
+    snprintf(jpath, sizeof(jpath), "%s/journal.jsonl", res);
+    assert_int_equal(mb_journal_read(jpath, &events, &skipped, &err), MB_OK);
+    const char *want[] = {"alone0", "mix0", "mix1"};
+    size_t k = 0;
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, events)
+    {
+        if (strcmp(cJSON_GetObjectItemCaseSensitive(ev, "event")->valuestring, "cell_started"))
+            continue;
+        char got[64];
+        snprintf(got, sizeof(got), "%s%d", cJSON_GetObjectItemCaseSensitive(ev, "run")->valuestring,
+                 cJSON_GetObjectItemCaseSensitive(ev, "rep")->valueint);
+        assert_true(k < 3);
+        assert_string_equal(got, want[k++]);
+    }
+    assert_int_equal(k, 3);
+    cJSON_Delete(events);
+    mb_session_close(s);
+    mb_experiment_destroy(exp);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -280,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_mig_mode_cells),
         cmocka_unit_test(test_two_sessions_merge),
         cmocka_unit_test(test_stop),
+        cmocka_unit_test(test_one_gpu_queue),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
