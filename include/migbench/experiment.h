@@ -330,10 +330,6 @@ void mb_notes_free(char **notes, size_t n);
  */
 unsigned mb_experiment_repetitions(const struct mb_experiment *exp, uint32_t caps);
 
-/* FNV-1a 64 over bytes, continuing from h (start with MB_FNV1A_INIT). */
-#define MB_FNV1A_INIT 0xcbf29ce484222325ULL
-uint64_t mb_fnv1a64(uint64_t h, const void *data, size_t len);
-
 /*
  * The MIG mode a run needs on a GPU: 1 for mig runs (and exclusive runs `on: mig-SIZE`), 0 for
  * the whole-GPU modes (exclusive, timeslice, mps), -1 when the mode does not matter (partition,

@@ -61,4 +61,12 @@ enum mb_measure_stage {
 int mb_measure_run(const struct mb_measure_opts *o, struct mb_measure_report *r,
                    enum mb_measure_stage *stage, struct mb_error *err);
 
+/* The energy a window used: its counter's, else its power integral's; false when it has neither. */
+bool mb_energy_best(const struct mb_energy *e, double *j);
+
+/* Fills r's energy per unit (steady mean power over steady throughput, both after the warm-up)
+ * and its static/dynamic split (idle power x duration, the rest), each only when its inputs are
+ * known: epu_valid and split_valid say so. */
+void mb_measure_report_derive(struct mb_measure_report *r);
+
 #endif

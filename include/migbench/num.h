@@ -41,4 +41,8 @@ int mb_num_to_i64(double v, int64_t lo, int64_t hi, int64_t *out);
  */
 char *mb_num_fmt_sig(char *buf, size_t cap, double v, int sig);
 
+/* FNV-1a 64 over bytes, continuing from h (start with MB_FNV1A_INIT). */
+#define MB_FNV1A_INIT 0xcbf29ce484222325ULL
+uint64_t mb_fnv1a64(uint64_t h, const void *data, size_t len);
+
 #endif

@@ -165,14 +165,6 @@ struct mb_measure_report {
 /* The `measure --json` document. */
 char *mb_measure_json(const struct mb_measure_report *r);
 
-/* The energy a window used: its counter's, else its power integral's; false when it has neither. */
-bool mb_energy_best(const struct mb_energy *e, double *j);
-
-/* Fills r's energy per unit (steady mean power over steady throughput, both after the warm-up)
- * and its static/dynamic split (idle power x duration, the rest), each only when its inputs are
- * known: epu_valid and split_valid say so. */
-void mb_measure_report_derive(struct mb_measure_report *r);
-
 /* The human summary `measure` prints (on stderr): device, sensor, energy, power, work,
  * throughput, energy per unit; unknown figures as "n/a". */
 void mb_measure_text_write(FILE *f, const struct mb_measure_report *r);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Progress lines from inside a job (migbench/api.h): the writer's half of the protocol that
- * run/progress.c reads. One write per line, so lines from several threads never interleave
+ * power/progress.c reads. One write per line, so lines from several threads never interleave
  * (a pipe write of at most PIPE_BUF bytes is atomic).
  */
 #include <errno.h>

@@ -131,3 +131,13 @@ char *mb_num_fmt_sig(char *buf, size_t cap, double v, int sig)
     }
     return buf;
 }
+
+uint64_t mb_fnv1a64(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}

@@ -15,6 +15,32 @@
 #include "migbench/progress.h"
 #include "power/window_wait.h"
 
+bool mb_energy_best(const struct mb_energy *e, double *j)
+{
+    if (e->counter_valid)
+        *j = e->counter_j;
+    else if (e->integral_valid)
+        *j = e->integral_j;
+    else
+        return false;
+    return true;
+}
+
+void mb_measure_report_derive(struct mb_measure_report *r)
+{
+    /* Energy per unit: steady mean power over steady throughput (both after the warm-up). */
+    if (r->tp.valid && r->tp.rate.mean > 0 && r->have_steady && r->steady.mean_power_valid) {
+        r->epu_valid = true;
+        r->epu_j = r->steady.mean_power_w / r->tp.rate.mean;
+    }
+    double job_j;
+    if (r->have_idle && r->idle.mean_power_valid && mb_energy_best(&r->job, &job_j)) {
+        r->split_valid = true;
+        r->static_j = r->idle.mean_power_w * r->job.duration_s;
+        r->dynamic_j = job_j - r->static_j;
+    }
+}
+
 /* The command being measured: its progress, its meter and the steady window. */
 struct job {
     struct mb_progress *pipe_prog;

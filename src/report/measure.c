@@ -142,32 +142,6 @@ char *mb_measure_json(const struct mb_measure_report *r)
     return text;
 }
 
-bool mb_energy_best(const struct mb_energy *e, double *j)
-{
-    if (e->counter_valid)
-        *j = e->counter_j;
-    else if (e->integral_valid)
-        *j = e->integral_j;
-    else
-        return false;
-    return true;
-}
-
-void mb_measure_report_derive(struct mb_measure_report *r)
-{
-    /* Energy per unit: steady mean power over steady throughput (both after the warm-up). */
-    if (r->tp.valid && r->tp.rate.mean > 0 && r->have_steady && r->steady.mean_power_valid) {
-        r->epu_valid = true;
-        r->epu_j = r->steady.mean_power_w / r->tp.rate.mean;
-    }
-    double job_j;
-    if (r->have_idle && r->idle.mean_power_valid && mb_energy_best(&r->job, &job_j)) {
-        r->split_valid = true;
-        r->static_j = r->idle.mean_power_w * r->job.duration_s;
-        r->dynamic_j = job_j - r->static_j;
-    }
-}
-
 /* The host's outside load over the job's window: the verdict, then the figures read. */
 static void load_text_write(FILE *f, const struct mb_hostload *w)
 {

@@ -57,16 +57,6 @@ const char *mb_exp_mode_str(enum mb_exp_mode m)
     return "unknown";
 }
 
-uint64_t mb_fnv1a64(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 /* ---- overrides --------------------------------------------------------------------------- */
 
 static int apply_override(struct mb__yread *c, struct mb__ynode *root, const char *ov)

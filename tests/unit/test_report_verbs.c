@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "migbench/measure.h"
 #include "migbench/report_verbs.h"
 
 static void test_device_report_emu(void **state)
