@@ -518,7 +518,8 @@ static int pg_plan(const struct pgs *s, const double *caps_w, struct mb_plan *pl
     for (unsigned g = 0; g < s->G; g++) {
         double w = caps_w[s->lim[g]];
         pl->gpus[g].power_limit_w = w > 0 ? w : NAN;
-        same &= s->lim[g] == s->lim[0] || caps_w[s->lim[g]] == caps_w[s->lim[0]];
+        double w0 = caps_w[s->lim[0]];
+        same &= s->lim[g] == s->lim[0] || w == w0 || (!(w > 0) && !(w0 > 0)); /* 0, NaN: default */
     }
     pl->power_limit_w = same ? pl->gpus[0].power_limit_w : NAN;
     pl->makespan_s = s->M;
