@@ -56,16 +56,20 @@ void mb_cell_slurm_from_env(struct mb_cell_slurm *s)
     snprintf(s->node, sizeof(s->node), "%s", node ? node : "");
 }
 
-static cJSON *cooldown_json(const struct mb_cell_cooldown *cd)
+void mb_cell_cooldown_json_add(cJSON *o, const struct mb_cell_cooldown *cd)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
     put_opt(o, "seconds", cd->seconds);
     mb__json_str_or_null(o, "ended", cd->ended);
     mb__json_str_or_null(o, "reference", cd->reference);
     put_opt(o, "reference_w", cd->reference_w);
     put_opt(o, "power_w", cd->power_w);
+}
+
+static cJSON *cooldown_json(const struct mb_cell_cooldown *cd)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o)
+        mb_cell_cooldown_json_add(o, cd);
     return o;
 }
 
@@ -326,7 +330,7 @@ static bool get_true(const cJSON *o, const char *k)
     return cJSON_IsTrue(get(o, k));
 }
 
-static void dec_cooldown(const cJSON *o, struct mb_cell_cooldown *cd)
+void mb_cell_cooldown_json_read(const cJSON *o, struct mb_cell_cooldown *cd)
 {
     cd->seconds = get_opt(o, "seconds");
     get_str(o, "ended", cd->ended, sizeof(cd->ended));
@@ -535,7 +539,7 @@ static int dec_job(const cJSON *o, struct mb_cell_job *j)
     int rc = dec_job_setup(o, j);
     if (rc != MB_OK)
         return rc;
-    dec_cooldown(get(o, "cooldown"), &j->cooldown);
+    mb_cell_cooldown_json_read(get(o, "cooldown"), &j->cooldown);
     j->exit_code = get_opt(get(o, "exit"), "code");
     j->exit_signal = get_opt(get(o, "exit"), "signal");
     j->steps = get_opt(o, "steps");
@@ -638,7 +642,7 @@ int mb_cell_record_decode(const cJSON *root, struct mb_cell_record *r, struct mb
     r->started_unix = get_opt(root, "started_unix").v;
     r->t0_ns = get_opt(root, "t0_ns").v;
     r->start_offset_s = get_opt(root, "start_offset_s").v;
-    dec_cooldown(get(root, "cooldown"), &r->cooldown);
+    mb_cell_cooldown_json_read(get(root, "cooldown"), &r->cooldown);
     dec_window(root, &r->window);
     dec_device(get(root, "device"), &r->device);
     dec_power(get(root, "power_limit"), &r->power);

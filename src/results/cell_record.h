@@ -181,6 +181,11 @@ void mb_cell_slurm_from_env(struct mb_cell_slurm *s);
 /* Adds s as the "slurm" block to o (nothing when !s->present): cell.json and cell events. */
 void mb_cell_slurm_json_add(cJSON *o, const struct mb_cell_slurm *s);
 
+/* A cool-down's fields (seconds .. power_w) added to o / read from o: cell.json's "cooldown"
+ * blocks and the journal's cooldown event. */
+void mb_cell_cooldown_json_add(cJSON *o, const struct mb_cell_cooldown *cd);
+void mb_cell_cooldown_json_read(const cJSON *o, struct mb_cell_cooldown *cd);
+
 /* cell.json's document for r; NULL when out of memory. The caller owns it (cJSON_Delete). */
 cJSON *mb_cell_record_encode(const struct mb_cell_record *r);
 

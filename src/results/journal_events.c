@@ -17,7 +17,7 @@ struct mb_jev mb_jev_init(enum mb_jev_kind k)
     e.rep = -1;
     e.pid = -1;
     e.original_current = e.original_pending = e.mode = -1;
-    e.seconds = e.removed = -1;
+    e.seconds = e.removed = e.limit_mw = -1;
     return e;
 }
 
@@ -240,13 +240,62 @@ static void dec_cleanup(const cJSON *o, struct mb_jev *e)
     e->reason = str_of(o, "reason");
 }
 
+static void enc_job_started(cJSON *o, const struct mb_jev *e)
+{
+    cJSON_AddStringToObject(o, "job", e->job ? e->job : "");
+    cJSON_AddNumberToObject(o, "pid", (double)e->pid);
+}
+
+static void dec_job_started(const cJSON *o, struct mb_jev *e)
+{
+    e->job = str_of(o, "job");
+    double pid = num_of(o, "pid", -1);
+    e->pid = pid >= 1 && pid <= INT_MAX ? (long)pid : -1;
+}
+
+/* A cool-down: cell.json's cooldown fields, after the exclusive job it came before. */
+static void enc_cooldown(cJSON *o, const struct mb_jev *e)
+{
+    if (e->job)
+        cJSON_AddStringToObject(o, "before_job", e->job);
+    mb_cell_cooldown_json_add(o, &e->cooldown);
+}
+
+static void dec_cooldown(const cJSON *o, struct mb_jev *e)
+{
+    e->job = str_of(o, "before_job");
+    mb_cell_cooldown_json_read(o, &e->cooldown);
+}
+
+static void enc_power_limit_set(cJSON *o, const struct mb_jev *e)
+{
+    cJSON_AddStringToObject(o, "requested", e->requested ? e->requested : "");
+    cJSON_AddNumberToObject(o, "limit_mw", e->limit_mw);
+    if (e->ledger) /* none where limits are set without one */
+        cJSON_AddStringToObject(o, "ledger", e->ledger);
+}
+
+static void dec_power_limit(const cJSON *o, struct mb_jev *e)
+{
+    e->requested = str_of(o, "requested");
+    e->limit_mw = num_of(o, "limit_mw", -1);
+    e->ledger = str_of(o, "ledger");
+    e->outcome = str_of(o, "outcome");
+}
+
+static void enc_power_limit_restored(cJSON *o, const struct mb_jev *e)
+{
+    if (e->outcome)
+        cJSON_AddStringToObject(o, "outcome", e->outcome);
+}
+
 typedef void (*enc_fn)(cJSON *o, const struct mb_jev *e);
 typedef void (*dec_fn)(const cJSON *o, struct mb_jev *e);
 
 /* The kinds, their names and codecs (docs/results.md lists the fields). */
 static const struct {
     const char *name;
-    enc_fn enc; /* NULL: MB_JEV_OTHER (an event nobody reads back, named by its writer) */
+    enc_fn enc; /* NULL: MB_JEV_OTHER (only the common fields) */
     dec_fn dec;
 } kinds[MB_JEV_KINDS] = {
     [MB_JEV_OTHER] = {"", NULL, NULL},
@@ -266,6 +315,11 @@ static const struct {
     [MB_JEV_MIG_MODE_SWITCHED] = {"mig_mode_switched", enc_mig_mode, dec_mig_mode},
     [MB_JEV_MIG_MODE_RESTORED] = {"mig_mode_restored", enc_mig_mode, dec_mig_mode},
     [MB_JEV_CLEANUP] = {"cleanup", enc_cleanup, dec_cleanup},
+    [MB_JEV_JOB_STARTED] = {"job_started", enc_job_started, dec_job_started},
+    [MB_JEV_COOLDOWN] = {"cooldown", enc_cooldown, dec_cooldown},
+    [MB_JEV_POWER_LIMIT_SET] = {"power_limit_set", enc_power_limit_set, dec_power_limit},
+    [MB_JEV_POWER_LIMIT_RESTORED] = {"power_limit_restored", enc_power_limit_restored,
+                                     dec_power_limit},
 };
 
 enum mb_jev_kind mb_jev_kind_of(const char *name)

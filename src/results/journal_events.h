@@ -4,8 +4,8 @@
  * that migbench reads back (docs/results.md, "journal.jsonl"). Every reader of the journal
  * decodes an event with mb_jev_decode and switches on its kind; every writer of those kinds
  * fills a struct mb_jev and encodes it with mb_jev_encode, so a field is named in one place.
- * Events nobody reads back (job_started, cooldown, power_limit_*) are written by their module
- * and decode as MB_JEV_OTHER with the common fields only.
+ * Every kind migbench writes has its codec here, those nobody reads back (job_started,
+ * cooldown, power_limit_*) included; a name not listed decodes as MB_JEV_OTHER.
  */
 #ifndef MIGBENCH_JOURNAL_EVENTS_H
 #define MIGBENCH_JOURNAL_EVENTS_H
@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "migbench/layout.h"
+#include "results/cell_record.h"
 
 enum mb_jev_kind {
     MB_JEV_OTHER = 0, /* a well-formed event of a kind not listed (decoded: event, run, rep) */
@@ -31,6 +32,10 @@ enum mb_jev_kind {
     MB_JEV_MIG_MODE_SWITCHED,
     MB_JEV_MIG_MODE_RESTORED,
     MB_JEV_CLEANUP,
+    MB_JEV_JOB_STARTED, /* written for people: no reader needs them back */
+    MB_JEV_COOLDOWN,
+    MB_JEV_POWER_LIMIT_SET,
+    MB_JEV_POWER_LIMIT_RESTORED,
     MB_JEV_KINDS
 };
 
@@ -83,9 +88,15 @@ struct mb_jev {
     /* cleanup */
     const char *what;
     double removed; /* mig_ledger: instances removed; -1 absent */
+    /* job_started (and pid), cooldown */
+    const char *job; /* job_started: the job; cooldown: before_job (exclusive runs), or NULL */
+    struct mb_cell_cooldown cooldown;
+    /* power_limit_set (and ledger) / power_limit_restored */
+    const char *requested, *outcome;
+    double limit_mw;
 };
 
-/* An event of kind k with every field absent (rep -1, pid -1, ...). */
+/* An event of kind k with every field absent (rep -1, pid -1, limit_mw -1, ...). */
 struct mb_jev mb_jev_init(enum mb_jev_kind k);
 
 /* The kind named name (MB_JEV_OTHER for a name not listed); its name. */

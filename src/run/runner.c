@@ -98,16 +98,6 @@ void mb__rn_emit(struct cell *c, enum mb_runner_event_kind kind, const char *fmt
     c->o->on_event(c->o->ctx, &ev);
 }
 
-cJSON *mb__rn_num_or_null(bool ok, double v)
-{
-    return ok && isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
-
-cJSON *mb__rn_str_or_null(const char *s)
-{
-    return s && s[0] ? cJSON_CreateString(s) : cJSON_CreateNull();
-}
-
 int mb__rn_jappend(struct cell *c, cJSON *o)
 {
     struct mb_error e;
@@ -128,13 +118,6 @@ struct mb_jev mb__rn_jev(enum mb_jev_kind kind, const struct cell *c)
         e.gpu_uuid = c->info.uuid;
     }
     return e;
-}
-
-cJSON *mb__rn_jevent(const char *name, const struct cell *c)
-{
-    struct mb_jev e = mb__rn_jev(MB_JEV_OTHER, c);
-    e.event = name;
-    return mb_jev_encode(&e);
 }
 
 void mb__rn_cell_fail(struct cell *c, int job, const char *fmt, ...)
@@ -249,44 +232,20 @@ static void cool_down(struct cell *c, struct cooldown *out)
     out->seconds = (double)(mb_clock_monotonic_ns() - t0) / 1e9;
 }
 
-cJSON *mb__rn_cooldown_json(const struct cooldown *cd)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    cJSON_AddItemToObject(o, "seconds", mb__rn_num_or_null(cd->done, cd->seconds));
-    cJSON_AddItemToObject(o, "ended", mb__rn_str_or_null(cd->done ? cd->ended : NULL));
-    cJSON_AddItemToObject(o, "reference", mb__rn_str_or_null(cd->done ? cd->reference : NULL));
-    cJSON_AddItemToObject(o, "reference_w",
-                          mb__rn_num_or_null(cd->done && cd->reference, cd->reference_w));
-    cJSON_AddItemToObject(o, "power_w", mb__rn_num_or_null(cd->done && cd->last_ok, cd->last_w));
-    return o;
-}
-
 /* Journals a cool-down that happened ("cooldown" event; job names the exclusive job after it). */
 static int journal_cooldown(struct cell *c, const struct cooldown *cd, const char *job)
 {
     if (!cd->done || *c->o->stop)
         return MB_OK; /* stopped: the interruption is what the journal records */
-    cJSON *o = mb__rn_jevent("cooldown", c);
-    cJSON *d = mb__rn_cooldown_json(cd);
-    if (o && d) {
-        if (job)
-            cJSON_AddStringToObject(o, "before_job", job);
-        for (cJSON *it = d->child; it; it = it->next)
-            cJSON_AddItemToObject(o, it->string, cJSON_Duplicate(it, true));
-    }
-    cJSON_Delete(d);
-    if (!d) {
-        cJSON_Delete(o);
-        o = NULL;
-    }
+    struct mb_jev ev = mb__rn_jev(MB_JEV_COOLDOWN, c);
+    ev.job = job;
+    mb__rn_fill_cooldown(&ev.cooldown, cd);
     if (cd->ended && strcmp(cd->ended, "no_power_reading") != 0)
         mb__rn_emit(c, MB_RUNNER_NOTE,
                     "cool-down: %.1f s, ended %s (power %.1f W, reference %s %.1f W)", cd->seconds,
                     cd->ended, cd->last_ok ? cd->last_w : -1.0,
                     cd->reference ? cd->reference : "none", cd->reference ? cd->reference_w : -1.0);
-    return mb__rn_jappend(c, o);
+    return mb__rn_jappend(c, mb_jev_encode(&ev));
 }
 
 static int start_meter(struct cell *c)
@@ -557,12 +516,10 @@ static int spawn_jobs(struct cell *c, struct job **js, size_t n,
             break;
         }
         procs[i] = j->proc;
-        cJSON *o = mb__rn_jevent("job_started", c);
-        if (o) {
-            cJSON_AddStringToObject(o, "job", j->name);
-            cJSON_AddNumberToObject(o, "pid", (double)mb_proc_pid(j->proc));
-        }
-        if ((rc = mb__rn_jappend(c, o)) != MB_OK)
+        struct mb_jev ev = mb__rn_jev(MB_JEV_JOB_STARTED, c);
+        ev.job = j->name;
+        ev.pid = (long)mb_proc_pid(j->proc);
+        if ((rc = mb__rn_jappend(c, mb_jev_encode(&ev))) != MB_OK)
             return rc;
     }
     return MB_OK;
@@ -779,15 +736,13 @@ static int power_prepare(struct cell *c)
     }
     if (!c->pw.set)
         return MB_OK;
-    cJSON *o = mb__rn_jevent("power_limit_set", c);
-    if (o) {
-        cJSON_AddStringToObject(o, "requested", c->pw.requested.text);
-        cJSON_AddNumberToObject(o, "limit_mw", c->pw.requested_mw);
-        cJSON_AddStringToObject(o, "ledger", c->o->power_ledger);
-    }
+    struct mb_jev ev = mb__rn_jev(MB_JEV_POWER_LIMIT_SET, c);
+    ev.requested = c->pw.requested.text;
+    ev.limit_mw = c->pw.requested_mw;
+    ev.ledger = c->o->power_ledger;
     mb__rn_emit(c, MB_RUNNER_NOTE, "power limit %s (%.0f W) set", c->pw.requested.text,
                 c->pw.requested_mw / 1000.0);
-    return mb__rn_jappend(c, o);
+    return mb__rn_jappend(c, mb_jev_encode(&ev));
 }
 
 /* Restores what power_prepare set and journals it; a failed restore fails the cell (the ledger
@@ -803,10 +758,9 @@ static int power_restore(struct cell *c, bool interrupted)
     }
     if (!c->pw.restored)
         return MB_OK;
-    cJSON *o = mb__rn_jevent("power_limit_restored", c);
-    if (o)
-        cJSON_AddStringToObject(o, "outcome", mb_powercap_outcome_str(c->pw.outcome));
-    return mb__rn_jappend(c, o);
+    struct mb_jev ev = mb__rn_jev(MB_JEV_POWER_LIMIT_RESTORED, c);
+    ev.outcome = mb_powercap_outcome_str(c->pw.outcome);
+    return mb__rn_jappend(c, mb_jev_encode(&ev));
 }
 
 static double random_offset_s(uint64_t seed, unsigned rep)

@@ -133,16 +133,13 @@ void mb__rn_emit(struct cell *c, enum mb_runner_event_kind kind, const char *fmt
 void mb__rn_cell_fail(struct cell *c, int job, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* JSON helpers: a number or null, a string or null (NULL or ""). */
-cJSON *mb__rn_num_or_null(bool ok, double v);
-cJSON *mb__rn_str_or_null(const char *s);
-/* A journal event of the cell (c NULL: of none) and its append (o is consumed; c->err set). */
-cJSON *mb__rn_jevent(const char *name, const struct cell *c);
-/* A typed journal event of the cell (run, rep, its Slurm job, its GPU) to fill and encode. */
+/* A typed journal event of the cell (run, rep, its Slurm job, its GPU) to fill and encode, and
+ * an encoded event's append (o is consumed; c->err set). */
 struct mb_jev mb__rn_jev(enum mb_jev_kind kind, const struct cell *c);
 int mb__rn_jappend(struct cell *c, cJSON *o);
 
-cJSON *mb__rn_cooldown_json(const struct cooldown *cd);
+/* A cool-down as cell.json and the journal's cooldown event record it (null when none). */
+void mb__rn_fill_cooldown(struct mb_cell_cooldown *out, const struct cooldown *cd);
 
 /* Outside load (runner_load.c): a /proc snapshot as a window opens; the window's figures when it
  * closes (js: the phase's jobs), with a note when it was loaded; cell.json's "outside_load". */

@@ -66,7 +66,7 @@ static void read_tail(const char *path, char *out, size_t cap)
     snprintf(out, cap, "%s", p);
 }
 
-static void fill_cooldown(struct mb_cell_cooldown *out, const struct cooldown *cd)
+void mb__rn_fill_cooldown(struct mb_cell_cooldown *out, const struct cooldown *cd)
 {
     out->seconds = mb_cell_num(cd->done, cd->seconds);
     snprintf(out->ended, sizeof(out->ended), "%s", cd->done && cd->ended ? cd->ended : "");
@@ -285,7 +285,7 @@ static int fill_job(const struct cell *c, const struct job *j, struct mb_cell_jo
     o->cores = mb_cell_num(j->cores > 0, j->cores);
     o->omp_num_threads = mb_cell_num(j->cores > 0, j->cores);
     o->thread_percentage = mb_cell_num(j->thread_pct >= 0, j->thread_pct);
-    fill_cooldown(&o->cooldown, &j->cool);
+    mb__rn_fill_cooldown(&o->cooldown, &j->cool);
     fill_job_outcome(j, o);
     snprintf(o->log, sizeof(o->log), "jobs/%s.log", j->name);
     return rc;
@@ -358,7 +358,7 @@ static int fill_record(struct cell *c, double started_unix, double offset_s,
     r->started_unix = started_unix;
     r->t0_ns = (double)c->t0_ns;
     r->start_offset_s = offset_s;
-    fill_cooldown(&r->cooldown, &c->cool);
+    mb__rn_fill_cooldown(&r->cooldown, &c->cool);
     fill_window(c, &r->window);
     fill_device(c, &r->device);
     fill_power(c, &r->power);

@@ -1110,10 +1110,12 @@ static double *cell_estimates(const struct mb_session *s)
     bool unknown = false;
     for (size_t i = 0; i < s->n_sel; i++)
         est[i] = mb_session_cell_estimate(s->exp, &s->exp->runs[s->sel[i].run], &unknown);
-    double after = 0;
-    for (size_t i = s->n_sel; i-- > 0;) {
-        est[s->n_sel + i] = after;
-        after += est[i];
+    double total = 0;
+    for (size_t i = 0; i < s->n_sel; i++)
+        total += est[i];
+    for (size_t i = 0; i < s->n_sel; i++) {
+        total -= est[i];
+        est[s->n_sel + i] = total;
     }
     return est;
 }

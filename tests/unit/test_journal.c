@@ -501,16 +501,95 @@ static void test_event_codecs(void **state)
     assert_true(d.seconds == 1.5);
     cJSON_Delete(o);
 
-    /* A line that is not an event, and an event of a kind nobody reads back. */
+    /* A line that is not an event, and an event of a kind this migbench does not know. */
     o = cJSON_Parse("{\"run\":\"x\"}");
     assert_false(mb_jev_decode(o, &d));
     cJSON_Delete(o);
     o = cJSON_Parse(
-        "{\"event\":\"job_started\",\"run\":\"x\",\"rep\":1,\"slurm\":{\"job\":\"7_1\"}}");
+        "{\"event\":\"job_paused\",\"run\":\"x\",\"rep\":1,\"slurm\":{\"job\":\"7_1\"}}");
     assert_true(mb_jev_decode(o, &d));
     assert_int_equal(d.kind, MB_JEV_OTHER);
     assert_string_equal(d.slurm_job, "7_1");
     cJSON_Delete(o);
+}
+
+/* An event as one line of text (the caller frees it). */
+static char *encode_line(const struct mb_jev *e)
+{
+    cJSON *o = mb_jev_encode(e);
+    assert_non_null(o);
+    char *t = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    assert_non_null(t);
+    return t;
+}
+
+static void decode_line(const char *line, struct mb_jev *d, cJSON **keep)
+{
+    *keep = cJSON_Parse(line);
+    assert_true(mb_jev_decode(*keep, d));
+}
+
+/* The events written for people (job_started, cooldown, power_limit_*): their documents as the
+ * runner always wrote them, and each read back as its kind. */
+static void test_written_kinds(void **state)
+{
+    (void)state;
+    struct mb_jev e = mb_jev_init(MB_JEV_JOB_STARTED), d;
+    e.run = "mix", e.rep = 1, e.job = "a-1", e.pid = 321, e.gpu_uuid = "GPU-1";
+    char *t = encode_line(&e);
+    assert_string_equal(t, "{\"event\":\"job_started\",\"run\":\"mix\",\"rep\":1,"
+                           "\"job\":\"a-1\",\"pid\":321}");
+    cJSON *o;
+    decode_line(t, &d, &o);
+    assert_int_equal(d.kind, MB_JEV_JOB_STARTED);
+    assert_true(strcmp(d.job, "a-1") == 0 && d.pid == 321);
+    cJSON_Delete(o);
+    free(t);
+
+    e = mb_jev_init(MB_JEV_COOLDOWN);
+    e.run = "alone", e.rep = 0, e.job = "b";
+    e.cooldown = (struct mb_cell_cooldown){.seconds = {1, 2.5},
+                                           .ended = "near_idle",
+                                           .reference = "idle_baseline",
+                                           .reference_w = {1, 60},
+                                           .power_w = {0, 0}};
+    t = encode_line(&e);
+    assert_string_equal(t, "{\"event\":\"cooldown\",\"run\":\"alone\",\"rep\":0,"
+                           "\"before_job\":\"b\",\"seconds\":2.5,\"ended\":\"near_idle\","
+                           "\"reference\":\"idle_baseline\",\"reference_w\":60,\"power_w\":null}");
+    decode_line(t, &d, &o);
+    assert_int_equal(d.kind, MB_JEV_COOLDOWN);
+    assert_string_equal(d.job, "b");
+    assert_true(d.cooldown.seconds.valid && d.cooldown.seconds.v == 2.5);
+    assert_false(d.cooldown.power_w.valid);
+    assert_string_equal(d.cooldown.ended, "near_idle");
+    cJSON_Delete(o);
+    free(t);
+
+    e = mb_jev_init(MB_JEV_POWER_LIMIT_SET);
+    e.run = "r.cap-80pct", e.rep = 0, e.requested = "80%", e.limit_mw = 560000;
+    e.ledger = "/s/power.json";
+    t = encode_line(&e);
+    assert_string_equal(t,
+                        "{\"event\":\"power_limit_set\",\"run\":\"r.cap-80pct\",\"rep\":0,"
+                        "\"requested\":\"80%\",\"limit_mw\":560000,\"ledger\":\"/s/power.json\"}");
+    decode_line(t, &d, &o);
+    assert_int_equal(d.kind, MB_JEV_POWER_LIMIT_SET);
+    assert_true(strcmp(d.requested, "80%") == 0 && d.limit_mw == 560000);
+    cJSON_Delete(o);
+    free(t);
+
+    e = mb_jev_init(MB_JEV_POWER_LIMIT_RESTORED);
+    e.run = "r.cap-80pct", e.rep = 0, e.outcome = "restored";
+    t = encode_line(&e);
+    assert_string_equal(t, "{\"event\":\"power_limit_restored\",\"run\":\"r.cap-80pct\","
+                           "\"rep\":0,\"outcome\":\"restored\"}");
+    decode_line(t, &d, &o);
+    assert_int_equal(d.kind, MB_JEV_POWER_LIMIT_RESTORED);
+    assert_string_equal(d.outcome, "restored");
+    cJSON_Delete(o);
+    free(t);
 }
 
 /* experiment_started through its encoder: the keys in the order the session always wrote them,
@@ -566,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_leftovers),         cmocka_unit_test(test_atomic_cell),
         cmocka_unit_test(test_shared_journal),    cmocka_unit_test(test_cell_claim),
         cmocka_unit_test(test_shared_by_threads), cmocka_unit_test(test_experiment_started),
+        cmocka_unit_test(test_written_kinds),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
