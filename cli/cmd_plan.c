@@ -526,21 +526,10 @@ static int parse_power_limits(const char *arg, const struct mb_plan_profiles *pr
     return MB_EXIT_OK;
 }
 
-/* Whether the plan's GPUs have different power limits (one chosen per GPU). */
-static bool limits_differ(const struct mb_plan *p)
-{
-    for (unsigned g = 1; g < p->count; g++) {
-        double a = p->gpus[0].power_limit_w, b = p->gpus[g].power_limit_w;
-        if (isnan(a) != isnan(b) || (!isnan(a) && a != b))
-            return true;
-    }
-    return false;
-}
-
 static int emit_fleet(const struct mb_plan_context *c, const struct mb_plan *p,
                       const struct opts *o)
 {
-    if (limits_differ(p)) {
+    if (mb_plan_limits_differ(p)) {
         /* The node hook sets one limit for every GPU of a node, and a node holds several. */
         mb_cli_error(NAME,
                      "%s: the plan gives its GPUs different power limits, which a fleet "
@@ -648,7 +637,7 @@ static int print_plan(const struct opts *o, const struct mb_plan_context *c,
                     "the plan's %.0f W power limit is not part of a mig-parted "
                     "configuration; --emit-experiment writes an experiment that sets it",
                     plan->power_limit_w);
-    else if (o->emit_mig_parted && limits_differ(plan))
+    else if (o->emit_mig_parted && mb_plan_limits_differ(plan))
         mb_cli_info(NAME, "the plan's power limits (one per GPU) are not part of a mig-parted "
                           "configuration; --emit-experiment writes an experiment that sets them");
     if (exit_code == MB_EXIT_OK && o->emit_experiment &&

@@ -287,6 +287,10 @@ int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_pr
                        struct mb_plan_cap_result *results, struct mb_plan **out,
                        struct mb_error *err);
 
+/* Whether the plan's GPUs were given different power limits (mb_plan_solve_caps chose one per
+ * GPU); a GPU without a limit (NaN, or not above 0) is on the default. */
+bool mb_plan_limits_differ(const struct mb_plan *plan);
+
 /* Releases a plan; NULL is a no-op. */
 void mb_plan_destroy(struct mb_plan *plan);
 

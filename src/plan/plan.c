@@ -403,3 +403,15 @@ int mb_plan_pareto(const struct mb_gpu_model *model, const struct mb_plan_profil
         mb_error_clear(err);
     return MB_OK;
 }
+
+bool mb_plan_limits_differ(const struct mb_plan *plan)
+{
+    double a = plan->count ? plan->gpus[0].power_limit_w : NAN;
+    for (unsigned g = 1; g < plan->count; g++) {
+        double b = plan->gpus[g].power_limit_w;
+        bool da = !(a > 0), db = !(b > 0); /* NaN or 0: the default limit */
+        if (da != db || (!da && a != b))
+            return true;
+    }
+    return false;
+}

@@ -93,22 +93,11 @@ static void write_workloads(FILE *f, const struct mb_plan_context *c, const stru
     }
 }
 
-/* Whether the plan's GPUs have different power limits (one chosen per GPU). */
-static bool limits_differ(const struct mb_plan *p)
-{
-    for (unsigned g = 1; g < p->count; g++) {
-        double a = p->gpus[0].power_limit_w, b = p->gpus[g].power_limit_w;
-        if (isnan(a) != isnan(b) || (!isnan(a) && a != b))
-            return true;
-    }
-    return false;
-}
-
 /* One run per GPU and queue position (with its GPU's power limit when the limits differ). */
 static void write_runs(FILE *f, const struct mb_plan_context *c, const struct mb_plan *p)
 {
     const struct mb_plan_jobset *js = c->js;
-    bool per_gpu = limits_differ(p);
+    bool per_gpu = mb_plan_limits_differ(p);
     fprintf(f, "runs:\n");
     for (unsigned g = 0; g < p->count; g++) {
         for (unsigned k = 0;; k++) {
@@ -176,7 +165,7 @@ int mb_plan_write_experiment(FILE *f, const struct mb_plan_context *c, const str
                 "# The planned power limit of every GPU (set before each cell, restored after).\n"
                 "power_limits: [%gW]\n",
                 p->power_limit_w);
-    else if (limits_differ(p))
+    else if (mb_plan_limits_differ(p))
         fprintf(f, "# The planned power limits differ per GPU: each run sets its GPU's.\n");
     fprintf(f, "workloads:\n");
     write_workloads(f, c, p, an);

@@ -240,6 +240,17 @@ static double max_without(const struct top3 *t, size_t a, size_t b)
     return 0;
 }
 
+/* A move or trade kept: instances x and y now carry lx and ly, and the plan's makespan, energy
+ * and sum of squared loads are msq[0..2]. */
+static void keep_move(struct pgs *s, size_t x, size_t y, double lx, double ly, const double *msq)
+{
+    s->load[x] = lx;
+    s->load[y] = ly;
+    s->M = msq[0];
+    s->D = msq[1];
+    s->sq = msq[2];
+}
+
 /* Job j goes to the first instance that makes the plan better, if any. */
 static bool try_moves(struct pgs *s, size_t j)
 {
@@ -270,11 +281,7 @@ static bool try_moves(struct pgs *s, size_t j)
             recompute(s);
             continue;
         }
-        s->load[x] = lx;
-        s->load[y] = ly;
-        s->M = M;
-        s->D = D;
-        s->sq = sq;
+        keep_move(s, x, y, lx, ly, (double[]){M, D, sq});
         return true;
     }
     return false;
@@ -317,11 +324,7 @@ static bool try_swaps(struct pgs *s, size_t j)
             recompute(s);
             continue;
         }
-        s->load[x] = lx;
-        s->load[y] = ly;
-        s->M = M;
-        s->D = D;
-        s->sq = sq;
+        keep_move(s, x, y, lx, ly, (double[]){M, D, sq});
         return true;
     }
     return false;

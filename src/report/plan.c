@@ -116,21 +116,10 @@ static void print_queues(FILE *out, const struct mb_plan_context *c, const struc
     }
 }
 
-/* Whether the plan's GPUs have different power limits (one chosen per GPU). */
-static bool limits_differ(const struct mb_plan *p)
-{
-    for (unsigned g = 1; g < p->count; g++) {
-        double a = p->gpus[0].power_limit_w, b = p->gpus[g].power_limit_w;
-        if (isnan(a) != isnan(b) || (!isnan(a) && a != b))
-            return true;
-    }
-    return false;
-}
-
 /* Each GPU: its layout (and its power limit when they differ), its picture, its queues. */
 static void print_gpus(FILE *out, const struct mb_plan_context *c, const struct mb_plan *p)
 {
-    bool per_gpu = limits_differ(p);
+    bool per_gpu = mb_plan_limits_differ(p);
     for (unsigned g = 0; g < p->count; g++) {
         char names[512], lim[48] = "";
         layout_names(c, &p->gpus[g], names, sizeof(names));
@@ -334,7 +323,7 @@ void mb_plan_caps_text_write(FILE *out, const struct mb_plan *p,
                              const struct mb_plan_cap_result *res, size_t n)
 {
     char a[48], b[48], l[32];
-    bool per_gpu = limits_differ(p);
+    bool per_gpu = mb_plan_limits_differ(p);
     fprintf(out, "\npower limit (one per GPU, chosen with the layout):\n");
     fprintf(out, "  %-10s %14s %14s\n", "limit", "energy", "makespan");
     for (size_t i = 0; i < n; i++) {
