@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "migbench/clock.h"
 #include "migbench/plan.h"
 #include "plan/plan_internal.h"
 
@@ -89,9 +90,14 @@ int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_pr
         free(plans);
         return mb_error_set(err, MB_ENOMEM, "out of memory");
     }
+    /* One time budget for the whole choice: with several candidates each shared-limit solve
+       gets an equal share of it and the per-GPU search what is left. */
+    double budget = opt->time_limit_s > 0 ? opt->time_limit_s : 5;
+    double t0 = (double)mb_clock_monotonic_ns() * 1e-9;
     for (size_t i = 0; i < n_caps; i++) {
         struct mb_plan_options o = *opt;
         o.power_limit_w = caps_w[i] > 0 ? caps_w[i] : 0;
+        o.time_limit_s = n_caps > 1 ? budget / (double)(n_caps + 1) : budget;
         struct mb_plan *pl = NULL;
         struct mb_error e;
         mb_error_clear(&e);
@@ -122,8 +128,11 @@ int mb_plan_solve_caps(const struct mb_gpu_model *model, const struct mb_plan_pr
            it. */
         struct mb_plan *best = *out;
         *out = NULL;
-        st =
-            mb__plan_per_gpu(model, profiles, jobs, n_jobs, opt, caps_w, n_caps, plans, &best, err);
+        struct mb_plan_options o = *opt;
+        double left = budget - ((double)mb_clock_monotonic_ns() * 1e-9 - t0);
+        o.time_limit_s =
+            left > budget / (double)(n_caps + 1) ? left : budget / (double)(n_caps + 1);
+        st = mb__plan_per_gpu(model, profiles, jobs, n_jobs, &o, caps_w, n_caps, plans, &best, err);
         bool a_start = false;
         for (size_t i = 0; i < n_caps; i++)
             a_start |= plans[i] == best;
