@@ -7,15 +7,20 @@
 OBJECT_DIR is the build's CMakeFiles/migbench_obj.dir. Each object's defined and undefined
 symbols (nm) give the calls between source files; a file's subsystem is its folder under src/
 (device, mig, run, ...). Fails (exit 1) when calls between subsystems go round in a circle
-(A calls B calls ... calls A), naming the calls on the circle. Circles among the files of one
-folder (a module split into private halves that share helpers) are listed with --print, not
-failed. Objects whose source file no longer exists (left behind by a move) are ignored.
+(A calls B calls ... calls A), naming the calls on the circle, and when the files of one folder
+call each other in a circle, except in the folders of INNER_CIRCLES_LEFT (still to be split;
+--print lists their circles). Objects whose source file no longer exists (left behind by a move)
+are ignored.
 """
 import collections
 import glob
 import os
 import subprocess
 import sys
+
+# Folders whose files still call each other in a circle: device/ (the dispatcher and its
+# backends; the emulator's and the NVML backend's files). Issue 23 wants none.
+INNER_CIRCLES_LEFT = {"device"}
 
 
 def symbols(obj):
@@ -112,16 +117,25 @@ def main():
             for b in comp:
                 for c in calls[a].get(b, [])[:3]:
                     print("  " + c, file=sys.stderr)
+    inner = circles(set(files), {f: set(t) for f, t in graph.items()})
+    inner_bad = [c for c in inner if folder(c[0]) not in INNER_CIRCLES_LEFT]
+    for comp in inner_bad:
+        print("call circle between the files of %s: %s" % (folder(comp[0]), ", ".join(comp)),
+              file=sys.stderr)
+        for a in comp:
+            for b, syms in sorted(graph[a].items()):
+                if b in comp:
+                    print("  %s -> %s (%s)" % (a, b, syms[0]), file=sys.stderr)
     if show:
         for a in sorted(calls):
             print("%s -> %s" % (a, ", ".join(sorted(calls[a]))))
-        inner = circles(set(files), {f: set(t) for f, t in graph.items()})
         for comp in inner:
-            print("within %s (one subsystem's files): %s"
-                  % (folder(comp[0]), ", ".join(os.path.basename(c) for c in comp)))
-    print("call-graph: %d files in %d subsystems, %d circle(s) between subsystems"
-          % (len(files), len(folders), len(bad)))
-    sys.exit(1 if bad else 0)
+            if comp not in inner_bad:
+                print("within %s (still to split): %s"
+                      % (folder(comp[0]), ", ".join(os.path.basename(c) for c in comp)))
+    print("call-graph: %d files in %d subsystems, %d circle(s) between subsystems, %d within one"
+          % (len(files), len(folders), len(bad), len(inner_bad)))
+    sys.exit(1 if bad or inner_bad else 0)
 
 
 main()

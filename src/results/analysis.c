@@ -23,7 +23,6 @@
 #include "base/text_internal.h"
 
 /* Bounds on outside input: a cell.json is small; telemetry is read line by line. */
-#define CELL_JSON_MAX (16u << 20)
 #define RUNS_MAX 256
 #define CELLS_MAX 1024
 #define MB_MAX_GPUS_NOTED 64
@@ -150,14 +149,6 @@ static int join(char *out, size_t cap, const char *a, const char *b)
 {
     int n = snprintf(out, cap, "%s/%s", a, b);
     return n >= 0 && (size_t)n < cap;
-}
-
-int mb__an_read_file(const char *path, char **out, struct mb_error *err)
-{
-    int rc = mb_file_read(path, CELL_JSON_MAX, out, NULL, err);
-    if (rc == MB_ERANGE) /* a cell that large is not one migbench wrote */
-        rc = mb_error_restatus(err, MB_EPARSE);
-    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -51,7 +51,6 @@ struct mb_opt mb__an_json_num(const cJSON *obj, const char *key);
 const char *mb__an_json_str(const cJSON *obj, const char *key);
 int mb__an_load_experiment(struct mb_an_experiment *e, const char *dir, struct mb_error *err);
 int mb__an_opt_int(struct mb_opt o, int dflt);
-int mb__an_read_file(const char *path, char **out, struct mb_error *err);
 
 /* telemetry.c */
 int mb__an_build_timeline(struct mb_an_cell *c, const struct tel_row *rows, size_t n);

@@ -30,6 +30,17 @@
 #include "results/cell.h"
 #include "results/cell_record.h"
 
+/* The largest cell.json read (a cell that large is not one migbench wrote). */
+#define CELL_JSON_MAX (16u << 20)
+
+static int read_cell_file(const char *path, char **out, struct mb_error *err)
+{
+    int rc = mb_file_read(path, CELL_JSON_MAX, out, NULL, err);
+    if (rc == MB_ERANGE)
+        rc = mb_error_restatus(err, MB_EPARSE);
+    return rc;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Cells                                                                                      */
 
@@ -283,7 +294,7 @@ static int cell_read(const char *path, struct mb_cell_record **out, struct mb_er
 {
     *out = NULL;
     char *text = NULL;
-    int st = mb__an_read_file(path, &text, err);
+    int st = read_cell_file(path, &text, err);
     if (st != MB_OK)
         return st;
     cJSON *root;

@@ -126,6 +126,9 @@ struct cell {
     struct mb__cell_power pw; /* the run's power limit */
 };
 
+/* runner_events.c: the helpers every runner file calls (and which call none of them). */
+/* Keeps the lowest power reading of the experiment (the cool-down's fallback reference). */
+void mb__rn_power_seen(struct cell *c, double w);
 /* Reports a runner event (note, progress) to the caller's on_event; keeps the lowest power. */
 void mb__rn_emit(struct cell *c, enum mb_runner_event_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -216,7 +216,7 @@ static struct mb_plan_profiles *random_profiles(unsigned *rng, const double *cap
     struct mb_error err;
     assert_int_equal(mb_plan_profiles_create(&p, &err), MB_OK);
     for (int w = 0; w < 4; w++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof(name), "w%d", w);
         double util = 0.4 + 0.15 * (rand_r(rng) % 5), vf = 0.5 + 0.1 * (rand_r(rng) % 4);
         double rate = 10 + rand_r(rng) % 30;
@@ -247,7 +247,7 @@ static void test_never_worse(void **state)
         size_t n = 6 + rand_r(&rng) % 20;
         struct mb_plan_job jobs[32];
         for (size_t j = 0; j < n; j++) {
-            char name[16], w[8];
+            char name[32], w[32];
             snprintf(name, sizeof(name), "j%zu", j);
             snprintf(w, sizeof(w), "w%d", rand_r(&rng) % 4);
             job(&jobs[j], name, w, 1000.0 * (1 + rand_r(&rng) % 8));
@@ -303,7 +303,7 @@ static void test_deterministic(void **state)
     struct mb_plan_profiles *p = random_profiles(&rng, caps, 3);
     struct mb_plan_job jobs[40];
     for (size_t j = 0; j < 40; j++) {
-        char name[16], w[8];
+        char name[32], w[32];
         snprintf(name, sizeof(name), "j%zu", j);
         snprintf(w, sizeof(w), "w%zu", j % 4);
         job(&jobs[j], name, w, 500.0 * (double)(1 + j % 7));
