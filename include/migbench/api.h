@@ -70,6 +70,15 @@ MB_API int mb_report_json(const char *dir, const char *power_rule, char **json,
                           struct mb_error *err);
 
 /*
+ * One cell's own record (a results directory's <run>/<rep>/cell.json, docs/results.md) as the
+ * report reads it: decoded by the library's one cell.json decoder and written back by its encoder,
+ * as JSON text in *json (caller frees with mb_free). Fields this migbench does not know are left
+ * out. MB_ENOTFOUND when there is no file at path, MB_EPARSE naming the file and field when it is
+ * damaged or of another schema.
+ */
+MB_API int mb_cell_json(const char *path, char **json, struct mb_error *err);
+
+/*
  * The progress descriptor migbench gave this process (MIGBENCH_PROGRESS_FD, read once), or -1
  * when the process does not run under `migbench run`/`measure` (or after a write failed).
  */

@@ -88,6 +88,7 @@ def _declare(lib):
         "mb_wmeter_end": (c.c_int, [c.c_void_p, c.c_char_p, out, err]),
         "mb_wmeter_info": (c.c_int, [c.c_void_p, out, err]),
         "mb_report_json": (c.c_int, [c.c_char_p, c.c_char_p, out, err]),
+        "mb_cell_json": (c.c_int, [c.c_char_p, out, err]),
         "mb_progress_fd": (c.c_int, []),
         "mb_progress_report": (c.c_int, [c.c_uint64, c.c_double, c.c_char_p, err]),
         "mb_free": (None, [c.c_void_p]),

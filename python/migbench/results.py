@@ -126,9 +126,17 @@ class Results:
         return os.path.join(base, run, str(int(rep)))
 
     def cell_record(self, run, rep=0, experiment=0):
-        """One cell's own record (<dir>/<run>/<rep>/cell.json, docs/results.md) as a dict."""
-        with open(os.path.join(self._cell_dir(run, rep, experiment), "cell.json")) as f:
-            return json.load(f)
+        """One cell's own record (<dir>/<run>/<rep>/cell.json, docs/results.md) as a dict, read by
+        the C library's one cell.json decoder (mb_cell_json): the fields it knows, as the report
+        reads them. Raises NotFound or MigbenchError (MB_EPARSE, naming file and field)."""
+        path = os.path.join(self._cell_dir(run, rep, experiment), "cell.json")
+        err = _lib.Error()
+        out = ctypes.c_void_p()
+        status = _lib.lib().mb_cell_json(_lib.encode(path, "cell record"), ctypes.byref(out),
+                                         ctypes.byref(err))
+        text = _lib.take_text(out)
+        _lib.check(status, err)
+        return json.loads(text)
 
     def telemetry(self, run, rep=0, experiment=0):
         """The meter's raw samples of one cell (<dir>/<run>/<rep>/telemetry.csv) as rows of

@@ -83,3 +83,27 @@ def test_load_malformed(tmp_path):
     with pytest.raises(migbench.MigbenchError) as exc:
         migbench.load(str(tmp_path))
     assert exc.value.status_name.startswith("MB_E")
+
+
+def test_cell_record_through_the_decoder(golden, tmp_path):
+    r = migbench.load(golden)
+    cell = r.cell_record("exclusive", 0)
+    with open(os.path.join(golden, "exclusive", "0", "cell.json")) as f:
+        raw = json.load(f)
+    # The library's decoder read it: the fields the report uses arrive as written.
+    assert cell["schema"] == raw["schema"] and cell["status"] == raw["status"]
+    assert cell["window"] == raw["window"] and cell["t0_ns"] == raw["t0_ns"]
+    assert [j["name"] for j in cell["jobs"]] == [j["name"] for j in raw["jobs"]]
+    # A field the decoder does not know is not passed through: no second reader of the file.
+    odd = tmp_path / "exclusive" / "0"
+    odd.mkdir(parents=True)
+    (odd / "cell.json").write_text(json.dumps(dict(raw, not_a_field=1)))
+    other = migbench.Results(r.data, str(tmp_path))
+    assert "not_a_field" not in other.cell_record("exclusive", 0)
+    (odd / "cell.json").write_text("{\"schema\": 1, \"run\": ")
+    with pytest.raises(migbench.MigbenchError) as exc:
+        other.cell_record("exclusive", 0)
+    assert exc.value.status_name == "MB_EPARSE" and "cell.json" in exc.value.message
+    with pytest.raises(migbench.MigbenchError) as exc:
+        other.cell_record("missing", 0)
+    assert exc.value.status_name == "MB_ENOTFOUND"

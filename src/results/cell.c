@@ -325,6 +325,23 @@ static void cell_done(struct mb_cell_record *r)
     free(r);
 }
 
+int mb__cell_read_json(const char *path, char **json, struct mb_error *err)
+{
+    *json = NULL;
+    struct mb_cell_record *r = NULL;
+    int st = cell_read(path, &r, err);
+    if (st != MB_OK)
+        return st;
+    cJSON *doc = mb_cell_record_encode(r);
+    cell_done(r);
+    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    cJSON_Delete(doc);
+    if (!text)
+        return mb_error_set(err, MB_ENOMEM, "%s: out of memory", path);
+    *json = text;
+    return MB_OK;
+}
+
 int mb__cell_read_status(const char *path, struct mb_cell_status *out, struct mb_error *err)
 {
     memset(out, 0, sizeof(*out));

@@ -21,4 +21,9 @@ struct mb_cell_status {
 /* Reads the cell.json at path: MB_ENOTFOUND when there is none, MB_EPARSE when it is damaged. */
 int mb__cell_read_status(const char *path, struct mb_cell_status *out, struct mb_error *err);
 
+/* The cell.json at path as its one decoder reads it, encoded again by its one encoder
+ * (cell_record.c), as JSON text in *json (caller frees); errors as mb__cell_read_status. Used by
+ * the stable API's mb_cell_json. */
+int mb__cell_read_json(const char *path, char **json, struct mb_error *err);
+
 #endif
