@@ -8,20 +8,15 @@ OBJECT_DIR is the build's CMakeFiles/migbench_obj.dir. Each object's defined and
 symbols (nm) give the calls between source files; a file's subsystem is its folder under src/
 (device, mig, run, ...). Fails (exit 1) when calls between subsystems go round in a circle
 (A calls B calls ... calls A), naming the calls on the circle, and when the files of one folder
-call each other in a circle, except in the folders of INNER_CIRCLES_LEFT (still to be split;
---print lists their circles). Objects whose source file no longer exists (left behind by a move)
-are ignored.
+call each other in a circle (device/: the dispatcher calls the backends, which call only
+device_spec.c below both). --print lists the calls between subsystems. Objects whose source file
+no longer exists (left behind by a move) are ignored.
 """
 import collections
 import glob
 import os
 import subprocess
 import sys
-
-# Folders whose files still call each other in a circle: device/ (the dispatcher and its
-# backends; the emulator's and the NVML backend's files). Issue 23 wants none.
-INNER_CIRCLES_LEFT = {"device"}
-
 
 def symbols(obj):
     """(defined, undefined) global symbols of one object file."""
@@ -117,8 +112,7 @@ def main():
             for b in comp:
                 for c in calls[a].get(b, [])[:3]:
                     print("  " + c, file=sys.stderr)
-    inner = circles(set(files), {f: set(t) for f, t in graph.items()})
-    inner_bad = [c for c in inner if folder(c[0]) not in INNER_CIRCLES_LEFT]
+    inner_bad = circles(set(files), {f: set(t) for f, t in graph.items()})
     for comp in inner_bad:
         print("call circle between the files of %s: %s" % (folder(comp[0]), ", ".join(comp)),
               file=sys.stderr)
@@ -129,10 +123,6 @@ def main():
     if show:
         for a in sorted(calls):
             print("%s -> %s" % (a, ", ".join(sorted(calls[a]))))
-        for comp in inner:
-            if comp not in inner_bad:
-                print("within %s (still to split): %s"
-                      % (folder(comp[0]), ", ".join(os.path.basename(c) for c in comp)))
     print("call-graph: %d files in %d subsystems, %d circle(s) between subsystems, %d within one"
           % (len(files), len(folders), len(bad), len(inner_bad)))
     sys.exit(1 if bad or inner_bad else 0)

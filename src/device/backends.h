@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Private to the device layer: the backends' operation tables and the spec-option tokenizer they
- * share. Backends are listed in one static array in device.c (no self-registration).
+ * share (device_spec.c, below the dispatcher and the backends). Backends are listed in one static
+ * array in device.c (no self-registration).
  */
 #ifndef MIGBENCH_DEVICE_BACKENDS_H
 #define MIGBENCH_DEVICE_BACKENDS_H

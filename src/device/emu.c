@@ -16,8 +16,10 @@
  * the throttle reason "sw power cap" is set, and the jobs' rates follow s. The default and maximum
  * limit is max_w; the minimum is min_limit_w (default 30% of max_w). With trace= the trace is
  * played as given and the limit cannot be set. Files: emu.c (options, open, ops table),
- * emu_state.c (ids, state file, operation framing), emu_power.c (power, telemetry, limit),
- * emu_mig.c (MIG, processes), emu_model.c (the link to the GPU model).
+ * emu_entry.c (emu.h's entry points for tests and the fake NVML), emu_mig.c (MIG, processes),
+ * emu_telemetry.c (telemetry, sensor, limit), emu_state.c (ids, state file, operation framing),
+ * emu_power.c (the power model over time), emu_model.c (the link to the GPU model); each calls
+ * only the ones after it (emu_internal.h).
  */
 #include "device/emu_internal.h"
 
@@ -624,16 +626,6 @@ fail:
 static int emu_open(const char *args, struct mb_device **out, struct mb_error *err)
 {
     return mb__emu_open(args, out, err);
-}
-
-bool mb__emu_is(const struct mb_device *dev)
-{
-    return dev && dev->ops == &mb__emu_ops;
-}
-
-const struct mb_gpu_model *mb__emu_model(const struct mb_device *dev)
-{
-    return mb__emu_is(dev) ? ((const struct emu *)dev)->model : NULL;
 }
 
 static int state_for(const char *path, unsigned i, char *out, size_t cap, struct mb_error *err)

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Private to the emulated GPU's files (emu.c options and open, emu_state.c state file and
- * operation framing, emu_power.c power model and telemetry, emu_mig.c MIG and processes): the
- * emulator's structures and the functions they share. Nothing outside src/device/emu*.c
- * includes it; the entry points for tests and the fake NVML are in emu.h.
+ * Private to the emulated GPU's files: the emulator's structures and the functions they share.
+ * Calls go one way, from the top: emu_entry.c (emu.h's entry points for tests and the fake NVML)
+ * -> emu.c (options, open, the ops table) -> emu_mig.c (MIG and processes), emu_telemetry.c
+ * (telemetry, sensor, power limit) -> emu_state.c (state file, operation framing) -> emu_power.c
+ * (the power model over time) -> emu_model.c (the link to the GPU model) -> gpumodel.c. Nothing
+ * outside src/device/emu*.c includes it; the entry points for tests and the fake NVML are in
+ * emu.h.
  */
 #ifndef MIGBENCH_DEVICE_EMU_INTERNAL_H
 #define MIGBENCH_DEVICE_EMU_INTERNAL_H
@@ -180,7 +183,6 @@ void mb__emu_make_uuid(const char *prefix, const char *text, char *out, size_t c
 /* The emulated GPU's UUID, from its state file's absolute path or its spec (args). */
 void mb__emu_gpu_uuid(const struct emu *e, const char *args, char *out, size_t cap);
 void mb__emu_mig_uuid(const struct emu *e, unsigned gi, unsigned ci, char *out, size_t cap);
-const struct mb_gi_profile *mb__emu_profile_by_id(const struct emu *e, unsigned driver_id);
 void mb__emu_state_init(struct emu_state *st, int mig);
 int mb__emu_state_load(struct emu *e, bool *found, struct mb_error *err);
 int mb__emu_state_save(struct emu *e, struct mb_error *err);
@@ -188,13 +190,20 @@ int mb__emu_op_begin(struct emu *e, enum emu_op op, struct mb_error *err);
 int mb__emu_op_end(struct emu *e, int rc, bool changed, struct mb_error *err);
 int mb__emu_need_mig(const struct emu *e, const char *what, struct mb_error *err);
 
-/* emu_power.c */
+/* emu_power.c: the power model over time (the GPU model's segments or a trace). */
 int64_t mb__emu_now(const struct emu *e);
+double mb__emu_energy_at(const struct emu *e, int64_t t_ns);
+double mb__emu_power_at(const struct emu *e, int64_t t_ns);
 double mb__emu_model_power(const struct emu *e);
+double mb__emu_speed_now(const struct emu *e);
 void mb__emu_update_load(struct emu *e);
+double mb__emu_sensor_reading(const struct emu *e, int64_t now_ns, unsigned long long window_ms);
+uint32_t mb__emu_mw(double w);
 double mb__emu_current_load(const struct emu *e, int64_t now);
-int mb__emu_info(struct mb_device *dev, struct mb_device_info *out, struct mb_error *err);
 uint64_t mb__emu_procs_mem(const struct emu *e, int gi);
+
+/* emu_telemetry.c: the operations that report the power model. */
+int mb__emu_info(struct mb_device *dev, struct mb_device_info *out, struct mb_error *err);
 int mb__emu_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct mb_error *err);
 uint32_t mb__emu_caps(struct mb_device *dev);
 int mb__emu_sensor(struct mb_device *dev, struct mb_sensor_info *out, struct mb_error *err);
@@ -224,16 +233,18 @@ int mb__emu_processes(struct mb_device *dev, struct mb_process *out, size_t cap,
 int mb__emu_mig_activity(struct mb_device *dev, unsigned gi_id, struct mb_mig_activity *out,
                          struct mb_error *err);
 
-/* emu_model.c */
+/* emu_model.c: the catalog profile of a driver id, and the link to the GPU model. */
+const struct mb_gi_profile *mb__emu_profile_by_id(const struct emu *e, unsigned driver_id);
 size_t mb__emu_jobs(const struct emu *e, struct mb_gm_job *jobs, bool from_procs);
 double mb__emu_limit_w(const struct emu *e);
 size_t mb__emu_solve(const struct emu *e, struct mb_gm_job *jobs, bool from_procs,
                      struct mb_gm_result *r);
 double mb__emu_jobs_util(const struct emu *e, const struct mb_gm_job *jobs, size_t n);
 
-/* emu_mig.c: attaches a process with the modelled-job fields of extra (NULL: unmodelled). */
-int mb__emu_attach_with(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
-                        uint64_t mem_bytes, const char *name, bool live,
-                        const struct emu_proc *extra, struct mb_error *err);
+/* emu_mig.c: attaches a process with the modelled-job fields of extra (NULL: unmodelled); the
+ * entry points of emu.h (emu_entry.c) check the device first. */
+int mb__emu_attach_with(struct emu *e, unsigned pid, int gi_id, int ci_id, uint64_t mem_bytes,
+                        const char *name, bool live, const struct emu_proc *extra,
+                        struct mb_error *err);
 
 #endif

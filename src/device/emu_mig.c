@@ -66,25 +66,6 @@ int mb__emu_mig_set_mode(struct mb_device *dev, int enable, struct mb_error *err
     return mb__emu_op_end(e, rc, changed, err);
 }
 
-int mb__emu_reset(struct mb_device *dev, struct mb_error *err)
-{
-    if (!mb__emu_is(dev))
-        return mb_error_set(err, MB_EINVAL, "not an emulated device");
-    struct emu *e = as_emu(dev);
-    int rc = mb__emu_op_begin(e, OP_reset, err);
-    if (rc)
-        return rc;
-    if (e->st.n_procs)
-        return mb__emu_op_end(e,
-                              mb_error_set(err, MB_EBUSY,
-                                           "emu: cannot reset the GPU: %zu processes run",
-                                           e->st.n_procs),
-                              false, err);
-    e->st.mig_current = e->st.mig_pending;
-    memset(e->st.gi, 0, sizeof(e->st.gi));
-    return mb__emu_op_end(e, MB_OK, true, err);
-}
-
 /* "12, 34": the PIDs of the clients that hold the GPU, then of its compute processes. */
 static void pid_list(const struct emu *e, char *out, size_t cap)
 {
@@ -716,15 +697,12 @@ int mb__emu_mig_activity(struct mb_device *dev, unsigned gi_id, struct mb_mig_ac
     return mb__emu_op_end(e, MB_OK, false, err);
 }
 
-/* ---- test and fake-NVML entry points --------------------------------------------------- */
+/* ---- attached processes ---------------------------------------------------------------- */
 
-int mb__emu_attach_with(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
-                        uint64_t mem_bytes, const char *name, bool live,
-                        const struct emu_proc *extra, struct mb_error *err)
+int mb__emu_attach_with(struct emu *e, unsigned pid, int gi_id, int ci_id, uint64_t mem_bytes,
+                        const char *name, bool live, const struct emu_proc *extra,
+                        struct mb_error *err)
 {
-    if (!mb__emu_is(dev))
-        return mb_error_set(err, MB_EINVAL, "not an emulated device");
-    struct emu *e = as_emu(dev);
     int rc = mb__emu_op_begin(e, OP_attach_process, err);
     if (rc)
         return rc;
@@ -771,36 +749,4 @@ int mb__emu_attach_with(struct mb_device *dev, unsigned pid, int gi_id, int ci_i
     p->live = live;
     snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
     return mb__emu_op_end(e, MB_OK, true, err);
-}
-
-int mb__emu_attach_process(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
-                           uint64_t mem_bytes, const char *name, struct mb_error *err)
-{
-    return mb__emu_attach_with(dev, pid, gi_id, ci_id, mem_bytes, name, false, NULL, err);
-}
-
-int mb__emu_attach_live(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
-                        uint64_t mem_bytes, const char *name, struct mb_error *err)
-{
-    return mb__emu_attach_with(dev, pid, gi_id, ci_id, mem_bytes, name, true, NULL, err);
-}
-
-int mb__emu_detach_process(struct mb_device *dev, unsigned pid, struct mb_error *err)
-{
-    if (!mb__emu_is(dev))
-        return mb_error_set(err, MB_EINVAL, "not an emulated device");
-    struct emu *e = as_emu(dev);
-    int rc = mb__emu_op_begin(e, OP_detach_process, err);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < e->st.n_procs; i++) {
-        if (e->st.procs[i].pid != pid)
-            continue;
-        memmove(&e->st.procs[i], &e->st.procs[i + 1],
-                (e->st.n_procs - i - 1) * sizeof(e->st.procs[0]));
-        e->st.n_procs--;
-        return mb__emu_op_end(e, MB_OK, true, err);
-    }
-    return mb__emu_op_end(e, mb_error_set(err, MB_ENOTFOUND, "emu: no process %u", pid), false,
-                          err);
 }

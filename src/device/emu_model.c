@@ -12,6 +12,13 @@
 #include <stdio.h>
 #include <string.h>
 
+const struct mb_gi_profile *mb__emu_profile_by_id(const struct emu *e, unsigned driver_id)
+{
+    if (driver_id > 0x7fffffffu)
+        return NULL;
+    return mb_model_profile_by_driver_id(e->model, (int)driver_id);
+}
+
 /* SMs of a process's MIG compute instance and its bandwidth share. */
 static void mig_place(const struct emu *e, const struct emu_proc *p, double *n_sm, double *beta)
 {
@@ -118,46 +125,4 @@ double mb__emu_jobs_util(const struct emu *e, const struct mb_gm_job *jobs, size
     for (size_t i = 0; i < n; i++)
         u += jobs[i].duty * jobs[i].power_share * fmin(1.0, jobs[i].n_sm / e->gm.sm_full);
     return u > 1 ? 1 : u;
-}
-
-int mb__emu_attach_job(struct mb_device *dev, unsigned pid, int gi_id, int ci_id,
-                       const struct mb__emu_job *job, const char *name, struct mb_error *err)
-{
-    const struct mb_gm_workload *w = mb__gm_workload(job->workload);
-    if (!w)
-        return mb_error_set(err, MB_EINVAL, "emu: no workload preset '%s'",
-                            job->workload ? job->workload : "(none)");
-    if (job->batch < 0 || job->mps_pct < 0 || job->mps_pct > 100)
-        return mb_error_set(err, MB_EINVAL, "emu: batch or MPS share out of range");
-    double batch = job->batch > 0 ? job->batch : w->batch;
-    uint64_t mem = (uint64_t)(mb__gm_mem_mib(w, batch) * 1024.0 * 1024.0);
-    struct emu_proc extra = {0};
-    snprintf(extra.workload, sizeof(extra.workload), "%s", w->name);
-    extra.batch = batch;
-    extra.mps_pct = job->mps_pct;
-    return mb__emu_attach_with(dev, pid, gi_id, ci_id, mem, name, job->live, &extra, err);
-}
-
-int mb__emu_job_rate(struct mb_device *dev, unsigned pid, double *rate, double *speed,
-                     struct mb_error *err)
-{
-    if (!mb__emu_is(dev))
-        return mb_error_set(err, MB_EINVAL, "not an emulated device");
-    struct emu *e = as_emu(dev);
-    int rc = mb__emu_op_begin(e, OP_speed, err);
-    if (rc)
-        return rc;
-    struct mb_gm_job jobs[MB_MAX_PROCESSES];
-    struct mb_gm_result r;
-    size_t n = mb__emu_solve(e, jobs, true, &r);
-    if (e->trace)
-        r.s = 1.0; /* a trace plays as given: no clock model */
-    rc = mb_error_set(err, MB_ENOTFOUND, "emu: no modelled process %u", pid);
-    for (size_t i = 0; i < n; i++)
-        if (e->st.procs[i].pid == pid && jobs[i].w) {
-            *rate = jobs[i].rate;
-            *speed = r.s;
-            rc = MB_OK;
-        }
-    return mb__emu_op_end(e, rc, false, err);
 }

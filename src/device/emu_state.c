@@ -82,13 +82,6 @@ void mb__emu_mig_uuid(const struct emu *e, unsigned gi, unsigned ci, char *out, 
     mb__emu_make_uuid("MIG-", text, out, cap);
 }
 
-const struct mb_gi_profile *mb__emu_profile_by_id(const struct emu *e, unsigned driver_id)
-{
-    if (driver_id > 0x7fffffffu)
-        return NULL;
-    return mb_model_profile_by_driver_id(e->model, (int)driver_id);
-}
-
 /* ---- the state file -------------------------------------------------------------------- */
 
 void mb__emu_state_init(struct emu_state *st, int mig)

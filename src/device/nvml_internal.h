@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Private to the nvml backend (src/device/nvml*.c): the resolved function table, the open
- * device, and the helpers the files share. nvml.c loads the library and names the device,
- * nvml_telemetry.c reads power and sensors, nvml_mig.c manages MIG, nvml_procs.c lists
- * processes and GPM activity.
+ * device, and the helpers the files share. nvml.c loads the library, names the device and holds
+ * the ops table, nvml_telemetry.c reads power and sensors, nvml_mig.c manages MIG, nvml_procs.c
+ * lists processes and GPM activity; all of them call nvml_common.c (NVML codes, the MIG device
+ * walk), which calls none of them.
  */
 #ifndef MIGBENCH_NVML_INTERNAL_H
 #define MIGBENCH_NVML_INTERNAL_H
@@ -86,7 +87,7 @@ static inline struct nvml_dev *to_nv(struct mb_device *dev)
     return (struct nvml_dev *)dev;
 }
 
-/* Shared helpers (nvml.c, nvml_mig.c), with library-private names. */
+/* Shared helpers (nvml_common.c), with library-private names. */
 #define nv_str mb__nv_str
 #define nv_fail mb__nv_fail
 #define nv_missing mb__nv_missing

@@ -115,30 +115,6 @@ int nvml_mig_switch_mode(struct mb_device *dev, int enable, struct mb_error *err
     return MB_OK;
 }
 
-/*
- * Explains a MIG operation that failed because MIG is off or only pending; otherwise maps r as
- * usual. NVML answers NOT_SUPPORTED both for "no MIG on this GPU" and "MIG not enabled (yet)".
- */
-int mig_fail(struct nvml_dev *d, nvmlReturn_t r, const char *what, struct mb_error *err)
-{
-    unsigned cur, pend;
-    if (r == NVML_ERROR_NOT_SUPPORTED && d->f.get_mig_mode &&
-        d->f.get_mig_mode(d->h, &cur, &pend) == NVML_SUCCESS) {
-        if (cur != NVML_DEVICE_MIG_ENABLE && pend == NVML_DEVICE_MIG_ENABLE)
-            return mb_error_set(err, MB_ERESET_REQUIRED,
-                                "nvml:%u: %s: MIG mode change is pending a GPU reset (migbench "
-                                "never resets a GPU): run nvidia-smi -r -i %u yourself when the "
-                                "GPU is idle",
-                                d->index, what, d->index);
-        if (cur != NVML_DEVICE_MIG_ENABLE)
-            return mb_error_set(err, MB_ESTATE,
-                                "nvml:%u: %s: MIG mode is disabled on this GPU (enable it with "
-                                "migbench mig apply --enable-mig, then reset the GPU yourself)",
-                                d->index, what);
-    }
-    return nv_fail(d, r, what, err);
-}
-
 /* ---- profiles ------------------------------------------------------------------------------- */
 
 /* Turns NVML's profile name ("MIG 1g.10gb") into the catalog form ("1g.10gb"). */
@@ -555,50 +531,6 @@ int nvml_mig_destroy_gi(struct mb_device *dev, unsigned gi_id, struct mb_error *
 }
 
 /* ---- MIG instances --------------------------------------------------------------------------- */
-
-/* Walks the MIG device handles; sparse indices (NOT_FOUND, INVALID_ARGUMENT) are skipped. */
-int list_mig_devices(struct nvml_dev *d, struct mig_dev *out, size_t cap, size_t *n,
-                     struct mb_error *err)
-{
-    *n = 0;
-    if (!d->f.max_mig_devices || !d->f.mig_handle_by_index || !d->f.mig_gi_id || !d->f.mig_ci_id)
-        return MB_OK;
-    unsigned max = 0;
-    nvmlReturn_t r = d->f.max_mig_devices(d->h, &max);
-    if (r == NVML_ERROR_NOT_SUPPORTED)
-        return MB_OK;
-    if (r != NVML_SUCCESS)
-        return nv_fail(d, r, "count MIG devices", err);
-    for (unsigned i = 0; i < max && *n < cap; i++) {
-        nvmlDevice_t h;
-        r = d->f.mig_handle_by_index(d->h, i, &h);
-        if (r == NVML_ERROR_NOT_FOUND || r == NVML_ERROR_INVALID_ARGUMENT)
-            continue;
-        if (r != NVML_SUCCESS)
-            return nv_fail(d, r, "get MIG device handle", err);
-        struct mig_dev *m = &out[*n];
-        memset(m, 0, sizeof(*m));
-        m->h = h;
-        if (d->f.mig_gi_id(h, &m->gi) != NVML_SUCCESS || d->f.mig_ci_id(h, &m->ci) != NVML_SUCCESS)
-            continue;
-        if (d->f.uuid(h, m->uuid, sizeof(m->uuid)) != NVML_SUCCESS)
-            m->uuid[0] = '\0';
-        m->uuid[sizeof(m->uuid) - 1] = '\0';
-        nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
-        nvmlMemory_t m1;
-        if (d->f.memory_v2 && d->f.memory_v2(h, &m2) == NVML_SUCCESS) {
-            m->mem_total = m2.total;
-            m->mem_used = m2.used;
-            m->mem_valid = true;
-        } else if (d->f.memory && d->f.memory(h, &m1) == NVML_SUCCESS) {
-            m->mem_total = m1.total;
-            m->mem_used = m1.used;
-            m->mem_valid = true;
-        }
-        (*n)++;
-    }
-    return MB_OK;
-}
 
 static int append_instance(struct mb_mig_instance *out, size_t cap, size_t *n,
                            const struct mb_mig_instance *inst, const struct nvml_dev *d,
