@@ -59,7 +59,8 @@ int mb__emu_telemetry(struct mb_device *dev, struct mb_telemetry *out, struct mb
     out->power_instant_mw = mb__emu_mw(inst);
     out->valid |= MB_TEL_POWER_INSTANT;
     if (e->sensor == MB_POWER_AVERAGED || e->sens.average_field == 1) {
-        double avg = mb__emu_sensor_reading(e, now, e->sensor == MB_POWER_AVERAGED ? e->avg_ms : 1000);
+        double avg =
+            mb__emu_sensor_reading(e, now, e->sensor == MB_POWER_AVERAGED ? e->avg_ms : 1000);
         out->power_avg_mw = mb__emu_mw(avg);
         out->valid |= MB_TEL_POWER_AVG;
     }
