@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The planner against CBC's proven optimum on the issue's random small fleets (issue 29): 2-4
 # H100s, 6-20 jobs (tests/cli/plan_milp.py --large), CBC under a time limit per solve instead of
-# the CI test's node limit; only fleets CBC proves are compared (which ones depends on the
+# the CI test's node limit; only fleets CBC decides are compared (which ones depends on the
 # machine's speed and load). Not run in CI (tests/cli/plan_cbc.sh runs a small version); the
 # results go to BENCHMARKS.md. Needs python3-pulp and coinor-cbc (scripts/install-deps.sh --test).
 # Usage: bench/plan_cbc.sh [BUILD_DIR] [FLEETS] [CBC_SECONDS]
