@@ -15,16 +15,16 @@ Usage: plan_cbc_pergpu.py MIGBENCH TMPDIR [FLEETS] [CBC_SECONDS]
 """
 import json
 import math
-import random
+import os
 import statistics
 import subprocess
 import sys
 
 import pulp
 
-SIZES = [("1g.10gb", 1, 10240), ("2g.20gb", 2, 20480), ("3g.40gb", 3, 40960), ("4g.40gb", 4, 40960),
-         ("7g.80gb", 7, 81920), ("full", 7, 81920)]
-IDLE = 70.0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "cli"))
+from plan_milp import IDLE, SIZES, configs, draw, write_jobs  # noqa: E402  (the same fleets)
+
 CAPS = [None, 300.0]  # None: the default limit
 
 
@@ -38,49 +38,21 @@ def dvfs(thr, pw, cap):
 
 
 def fleet(seed, d):
-    r = random.Random(seed)
+    """plan_milp.py's fleet `seed` (2-3 GPUs, 6-10 jobs) with each row also under 300 W."""
+    base, count, jobs = draw(seed, (2, 3), (6, 10))
     rows = {}
-    for w in range(4):
-        base, a, dyn = r.uniform(100, 1000), r.uniform(0.3, 1.0), r.uniform(150, 450)
-        mem = 30000 if w == 0 else 6000
-        for name, cs, _ in SIZES:
-            if name != "full" and name != "7g.80gb" and r.random() < 0.2:
-                continue
-            thr, pw = base * (cs / 7) ** a, IDLE + dyn * (cs / 7) ** 0.6
-            for k, cap in enumerate(CAPS):
-                t, p = dvfs(thr, pw, cap)
-                rows[(f"w{w}", name, k)] = (t, p, mem)
-    count = r.randint(2, 3)
-    jobs = [(f"j{j}", f"w{r.randrange(4)}", round(r.uniform(2e4, 2e5))) for j in range(r.randint(6, 10))]
+    for (w, name), (thr, pw, mem) in base.items():
+        for k, cap in enumerate(CAPS):
+            t, p = dvfs(thr, pw, cap)
+            rows[(w, name, k)] = (t, p, mem)
     with open(f"{d}/p{seed}.csv", "w") as f:
         f.write("workload,gpu,partition,throughput,unit,power_w,idle_power_w,peak_mem_mib,source,proxy,"
                 "power_limit_w\n")
         for (w, p, k), (thr, pw, mem) in rows.items():
             cap = "" if CAPS[k] is None else f"{CAPS[k]:g}"
             f.write(f"{w},H100-80GB,{p},{thr:.6f},u,{pw:.6f},{IDLE},{mem},t,false,{cap}\n")
-    with open(f"{d}/j{seed}.yaml", "w") as f:
-        f.write(f"gpu: H100-80GB\ncount: {count}\njobs:\n")
-        for n, w, work in jobs:
-            f.write(f"  - {{name: {n}, workload: {w}, work: {work}}}\n")
+    write_jobs(d, seed, count, jobs)
     return rows, jobs, count
-
-
-def configs(migbench, usable):
-    mig = [s for s, _, _ in SIZES if s in usable and s != "full"]
-    out = []
-    if mig:
-        lay = json.loads(subprocess.run([migbench, "layouts", "--gpu", "H100-80GB", "--profiles",
-                                         ",".join(mig), "--json"], check=True,
-                                        capture_output=True, text=True).stdout)
-        for l in lay:
-            c = {}
-            for p in l["profiles"]:
-                c[p] = c.get(p, 0) + 1
-            if c not in out:
-                out.append(c)
-    if "full" in usable:
-        out.append({"full": 1})
-    return out
 
 
 def milp(rows, jobs, count, cfgs, objective, mcap, ecap, shared, secs):

@@ -42,8 +42,10 @@ SECONDS = None
 SPARSE = False
 
 
-def fleet(seed, d):
-    """Writes the profiles and the jobs of fleet `seed`; returns (rows, jobs, count)."""
+def draw(seed, gpus, njobs, sparse=False):
+    """Fleet `seed`'s rows {(workload, size): (throughput, power, memory)}, GPU count and jobs
+    [(name, workload, work)]: gpus and njobs are (least, most). Shared with
+    bench/plan_cbc_pergpu.py, which adds a power-limit axis to the same fleets."""
     r = random.Random(seed)
     rows = {}
     for w in range(4):
@@ -51,23 +53,33 @@ def fleet(seed, d):
         mem = 30000 if w == 0 else 6000
         kept = 0
         for i, (name, cs, _) in enumerate(SIZES):
-            if SPARSE:  # any size may be missing, the big ones included; one is kept
+            if sparse:  # any size may be missing, the big ones included; one is kept
                 if r.random() < 0.55 and (kept or i < len(SIZES) - 1):
                     continue
             elif name != "full" and name != "7g.80gb" and r.random() < 0.2:
                 continue  # not profiled there
             rows[(f"w{w}", name)] = (base * (cs / 7) ** a, IDLE + dyn * (cs / 7) ** 0.6, mem)
             kept += 1
-    count = r.randint(GPUS[0], GPUS[1])
-    jobs = [(f"j{j}", f"w{r.randrange(4)}", round(r.uniform(2e4, 2e5))) for j in range(r.randint(JOBS[0], JOBS[1]))]
-    with open(f"{d}/p{seed}.csv", "w") as f:
-        f.write("workload,gpu,partition,throughput,unit,power_w,idle_power_w,peak_mem_mib,source,proxy\n")
-        for (w, p), (thr, pw, mem) in rows.items():
-            f.write(f"{w},H100-80GB,{p},{thr:.6f},u,{pw:.6f},{IDLE},{mem},t,false\n")
+    count = r.randint(gpus[0], gpus[1])
+    jobs = [(f"j{j}", f"w{r.randrange(4)}", round(r.uniform(2e4, 2e5))) for j in range(r.randint(njobs[0], njobs[1]))]
+    return rows, count, jobs
+
+
+def write_jobs(d, seed, count, jobs):
     with open(f"{d}/j{seed}.yaml", "w") as f:
         f.write(f"gpu: H100-80GB\ncount: {count}\njobs:\n")
         for n, w, work in jobs:
             f.write(f"  - {{name: {n}, workload: {w}, work: {work}}}\n")
+
+
+def fleet(seed, d):
+    """Writes the profiles and the jobs of fleet `seed`; returns (rows, jobs, count)."""
+    rows, count, jobs = draw(seed, GPUS, JOBS, SPARSE)
+    with open(f"{d}/p{seed}.csv", "w") as f:
+        f.write("workload,gpu,partition,throughput,unit,power_w,idle_power_w,peak_mem_mib,source,proxy\n")
+        for (w, p), (thr, pw, mem) in rows.items():
+            f.write(f"{w},H100-80GB,{p},{thr:.6f},u,{pw:.6f},{IDLE},{mem},t,false\n")
+    write_jobs(d, seed, count, jobs)
     return rows, jobs, count
 
 
