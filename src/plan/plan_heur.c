@@ -374,6 +374,30 @@ static size_t least_of(const struct hs *h, unsigned s, size_t a)
     return sless(h, v[1], v[2]) ? v[1] : v[2];
 }
 
+/*
+ * Among the least-loaded instances of each size job j may use, the one where j takes the least
+ * area (seconds x compute slices) and still ends within target (NONE if none does).
+ */
+static size_t least_area_within(const struct hs *h, size_t j, double target)
+{
+    const struct prob *P = h->P;
+    double ba = INFINITY;
+    size_t bi = NONE;
+    for (unsigned s = 0; s < P->ns; s++) {
+        if (!allowed(P, j, s))
+            continue;
+        size_t inst = least_of(h, s, NONE);
+        if (inst == NONE || h->B[inst] + T(P, j, s) > target)
+            continue;
+        double a = T(P, j, s) * mb__plan_size_cs(P, s);
+        if (a < ba * (1 - 1e-9)) {
+            ba = a;
+            bi = inst;
+        }
+    }
+    return bi;
+}
+
 bool mb__hs_place(struct hs *h, size_t j)
 {
     const struct prob *P = h->P;
@@ -402,6 +426,8 @@ bool mb__hs_place(struct hs *h, size_t j)
     }
     if (bi == NONE)
         return false;
+    if (h->target > 0 && best_end <= h->target)
+        bi = least_area_within(h, j, h->target);
     mb__hs_put(h, j, bi);
     return true;
 }

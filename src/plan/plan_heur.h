@@ -28,6 +28,9 @@ struct hs {
     const size_t *order;   /* jobs, longest first (shared) */
     const size_t *rk;      /* rk[j]: j's position in order (shared) */
     double D;
+    /* mb__hs_place under the makespan objective: when > 0 and the job can end within it, the
+       size where it takes the least area among those ending within it (else the earliest end) */
+    double target;
     size_t nodes;
     uint64_t rng;
     /* Undo log of puts, takes and layout changes while logging is on (mb__hs_undo). */
@@ -56,7 +59,8 @@ double mb__hs_cur(const struct hs *h);
 unsigned mb__hs_size(const struct hs *h, size_t inst);
 void mb__hs_put(struct hs *h, size_t j, size_t inst);
 void mb__hs_take(struct hs *h, size_t j);
-/* Puts job j on the fleet where the objective's greedy rule says; false if it fits nowhere. */
+/* Puts job j on the fleet where the objective's greedy rule says (and h->target); false if it
+   fits nowhere. */
 bool mb__hs_place(struct hs *h, size_t j);
 /* Changes GPU g's configuration (g must hold no job). */
 void mb__hs_set_cfg(struct hs *h, unsigned g, size_t c);

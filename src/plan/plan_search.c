@@ -18,6 +18,9 @@
 
 #define DEFAULT_TIME_LIMIT_S 5.0
 #define MAX_THREADS 64
+/* The share of the makespan objective's budget that its first search, the energy objective's,
+   may use. */
+#define ENERGY_SHARE 0.3
 
 static double now_s(void)
 {
@@ -214,11 +217,17 @@ static size_t n_starts(const struct shared *S)
     return (S->given_cfg ? 1 : 0) + 1 + 6;
 }
 
-/* Ruin and recreate: empties a few GPUs (one of them the busiest), gives them other layouts and
- * puts their jobs back, longest first, wherever the greedy rule says; then local steps. */
+/*
+ * Ruin and recreate: empties a few GPUs (one of them the busiest), gives them other layouts and
+ * puts their jobs back, longest first, wherever the greedy rule says; then local steps. Under the
+ * makespan objective a job goes, among the sizes where it still ends within the makespan before
+ * the ruin, to the one where it takes the least area (earliest end only when none): the plan's
+ * instances are all near the makespan, so what lowers it is less area for the same work.
+ */
 static bool perturb(struct hs *h, size_t *mine, double deadline)
 {
     const struct prob *P = h->P;
+    double target = h->obj == MB_PLAN_MAKESPAN ? mb__hs_makespan(h) : 0;
     unsigned k = h->G < 3 ? h->G : 2 + (unsigned)(mb__hs_rand(h) % 2);
     unsigned gs[4];
     size_t n = 0;
@@ -256,9 +265,13 @@ static bool perturb(struct hs *h, size_t *mine, double deadline)
         }
         mine[y] = v;
     }
-    for (size_t q = 0; q < n; q++)
-        if (!mb__hs_place(h, mine[q]))
-            return false;
+    h->target = target;
+    bool placed = true;
+    for (size_t q = 0; q < n && placed; q++)
+        placed = mb__hs_place(h, mine[q]);
+    h->target = 0;
+    if (!placed)
+        return false;
     for (int pass = 0; pass < 5; pass++)
         if (mb__hs_moves(h, mine, n) == 0)
             break;
@@ -283,6 +296,10 @@ static bool accept(const struct hs *h, double cur)
 static void ils(struct worker *w, struct hs *h, size_t *buf, size_t *mine)
 {
     const struct shared *S = w->S;
+    /* A whole-fleet improvement pass costs many steps; under the makespan objective the steps
+       themselves do the work (at 1,000 jobs / 64 GPUs, one pass per 256 steps: the same plan
+       quality at a third of the CPU time of one per 16). */
+    size_t improve_every = S->obj == MB_PLAN_MAKESPAN ? 256 : 16;
     for (size_t it = 0; it < S->iters; it++) {
         if ((it & 7) == 0 && past(S->deadline)) {
             w->stopped = true;
@@ -291,7 +308,7 @@ static void ils(struct worker *w, struct hs *h, size_t *buf, size_t *mine)
         double cur = mb__hs_cur(h);
         mb__hs_mark(h);
         bool ok = perturb(h, mine, S->deadline);
-        if (ok && it % 16 == 15)
+        if (ok && it % improve_every == improve_every - 1)
             improve(h, buf, S->deadline);
         if (!ok || !accept(h, cur)) {
             if (!mb__hs_undo(h))
@@ -489,8 +506,9 @@ int mb__plan_solve_heuristic(struct prob *P, unsigned G, const struct mb_plan_op
     info->threads = S.threads;
     info->cover = COVER_UNKNOWN;
     if (P->obj == MB_PLAN_MAKESPAN) {
-        /* The energy objective's plan first: the makespan plan is never longer than it. */
-        S.deadline = t0 + limit / 2;
+        /* The energy objective's plan first: the makespan plan is never longer than it. It gets
+           30 % of the budget (its own search converges to the same plan when not stopped). */
+        S.deadline = t0 + limit * ENERGY_SHARE;
         bool efound = false;
         st = search(&S, ecfg, easg, &efound, info);
         if (st == MB_OK && efound) {
