@@ -220,9 +220,10 @@ static size_t n_starts(const struct shared *S)
 /*
  * Ruin and recreate: empties a few GPUs (one of them the busiest), gives them other layouts and
  * puts their jobs back, longest first, wherever the greedy rule says; then local steps. Under the
- * makespan objective a job goes, among the sizes where it still ends within the makespan before
- * the ruin, to the one where it takes the least area (earliest end only when none): the plan's
- * instances are all near the makespan, so what lowers it is less area for the same work.
+ * makespan objective half the emptied GPUs take the layout of a random GPU of the fleet, and a
+ * job goes, among the sizes where it still ends within the makespan before the ruin, to the one
+ * where it takes the least area (earliest end only when none): the plan's instances are all near
+ * the makespan, so what lowers it is less area for the same work.
  */
 static bool perturb(struct hs *h, size_t *mine, double deadline)
 {
@@ -252,7 +253,9 @@ static bool perturb(struct hs *h, size_t *mine, double deadline)
                 j = nx;
             }
         size_t c = (size_t)(mb__hs_rand(h) % P->ncfg);
-        if (mb__hs_rand(h) % 4 == 0)
+        if (h->obj == MB_PLAN_MAKESPAN && mb__hs_rand(h) % 2 == 0)
+            c = h->cfg[mb__hs_rand(h) % h->G]; /* a layout the fleet already uses */
+        else if (mb__hs_rand(h) % 4 == 0)
             c = h->cfg[gs[q]];
         mb__hs_set_cfg(h, gs[q], c);
     }

@@ -85,8 +85,8 @@ static struct mb_plan *solve(const struct mb_plan_profiles *p, const struct mb_p
 }
 
 /*
- * 160 jobs on 8 GPUs, three fleets: the makespan plan is within 1.9 % of the bound on each (1.74-
- * 1.77 %; without the area rule of ruin and recreate 1.97-2.61 %), and never longer than the
+ * 160 jobs on 8 GPUs, three fleets: the makespan plan is within 1.9 % of the bound on each (1.15-
+ * 1.63 %; without the area rule of ruin and recreate 2.10-3.21 %), and never longer than the
  * energy objective's plan.
  */
 static void test_makespan_near_bound(void **state)
