@@ -3,6 +3,8 @@
 #ifndef MIGBENCH_FLEET_INTERNAL_H
 #define MIGBENCH_FLEET_INTERNAL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -77,5 +79,37 @@ int mb__fleet_migparted_entries(FILE *f, const struct mb_gpu_model *model,
  */
 int mb__cells_tsv_parse(char *text, const char *path, struct mb_slurm_cell **out, size_t *n,
                         struct mb_error *err);
+
+/*
+ * One line of slurm/submissions.jsonl: a job array submitted (by `slurm submit`, or by the
+ * generated submit.sh, which says so in `by`) with its report job and the cells it holds.
+ * fleet_submissions.c has its one encoder and one decoder.
+ */
+struct mb__submission {
+    char array_job[64], report_job[64];
+    long long submitted_unix;
+    unsigned max_attempts; /* the attempt cap recorded; 0: none (then not written) */
+    char by[32];           /* "submit.sh" for its lines; "" (not written) for `slurm submit` */
+    const size_t *cells;   /* the cell indices */
+    size_t n_cells;
+    size_t *owned; /* what mb__submission_decode allocated for cells */
+};
+
+/*
+ * The line of s (no newline) into *line (the caller frees it). With shell_template the line is a
+ * printf format for a shell script instead: array_job, report_job, submitted_unix and the cells
+ * (comma-separated) are "%s" conversions filled in that order, the rest as in s (by must be a
+ * plain word). MB_EINVAL, MB_ENOMEM.
+ */
+int mb__submission_encode(const struct mb__submission *s, bool shell_template, char **line,
+                          struct mb_error *err);
+
+/*
+ * Reads one line: MB_EPARSE unless it is a JSON object; fields missing or of another type are
+ * left empty (max_attempts: 0 unless 1..1e6), cells that are not whole numbers are skipped.
+ * mb__submission_free releases the cells, also after an error (MB_ENOMEM).
+ */
+int mb__submission_decode(const char *line, struct mb__submission *out, struct mb_error *err);
+void mb__submission_free(struct mb__submission *s);
 
 #endif

@@ -369,11 +369,19 @@ static int write_submit_sh(const struct mb_slurm_array_opts *o, const size_t *id
           "report=$(sbatch --parsable --dependency=afterany:\"$array\" \"$here/report.sbatch\")\n"
           "report=${report%%;*}\necho \"report job $report\"\n",
           f);
-    fprintf(f,
-            "printf '{\"array_job\":\"%%s\",\"report_job\":\"%%s\",\"submitted_unix\":%%s,"
-            "\"max_attempts\":%u,\"by\":\"submit.sh\",\"cells\":[%%s]}\\n' \\\n"
-            "    \"$array\" \"$report\" \"$(date +%%s)\" '",
-            o->max_attempts ? o->max_attempts : MB_SLURM_MAX_ATTEMPTS_DEFAULT);
+    /* The line comes from submissions.jsonl's one encoder, as a printf format that the shell
+     * fills with the job ids, the time and the cells. */
+    struct mb__submission sub = {.max_attempts = o->max_attempts ? o->max_attempts
+                                                                 : MB_SLURM_MAX_ATTEMPTS_DEFAULT};
+    snprintf(sub.by, sizeof(sub.by), "submit.sh");
+    char *format = NULL;
+    rc = mb__submission_encode(&sub, true, &format, err);
+    if (rc != MB_OK) {
+        mb__ftext_abort(&t);
+        return rc;
+    }
+    fprintf(f, "printf '%s\\n' \\\n    \"$array\" \"$report\" \"$(date +%%s)\" '", format);
+    free(format);
     for (size_t i = 0; i < n; i++)
         fprintf(f, "%s%zu", i ? "," : "", idx[i]);
     fputs("' >>\"$out/submissions.jsonl\"\n", f);

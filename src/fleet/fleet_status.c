@@ -228,50 +228,78 @@ static bool started_unfinished(const cJSON *events, const struct mb_slurm_cell *
     return open;
 }
 
+/* Every line of submissions.jsonl, decoded by its one decoder (fleet_submissions.c). */
+struct submissions {
+    size_t n;
+    struct mb__submission *v;
+};
+
 /*
  * From submissions.jsonl: the array task that last had this cell ("<array job>_<index>"), how
  * many submissions held it, and the attempt cap the last submission recorded.
  */
-static void submitted_job(const cJSON *subs, struct mb_slurm_cell *c, char *job, size_t cap)
+static void submitted_job(const struct submissions *subs, struct mb_slurm_cell *c, char *job,
+                          size_t cap)
 {
-    const cJSON *s;
     c->attempts = 0;
-    cJSON_ArrayForEach(s, subs)
-    {
-        const cJSON *aj = cJSON_GetObjectItemCaseSensitive(s, "array_job");
-        const cJSON *cells = cJSON_GetObjectItemCaseSensitive(s, "cells");
-        const cJSON *max = cJSON_GetObjectItemCaseSensitive(s, "max_attempts");
-        if (cJSON_IsNumber(max) && max->valuedouble >= 1 && max->valuedouble <= 1e6)
-            c->max_attempts = (unsigned)max->valuedouble;
-        const cJSON *i;
-        cJSON_ArrayForEach(i, cells)
-        {
-            if (!cJSON_IsNumber(i) || i->valuedouble != (double)c->index)
+    for (size_t k = 0; k < subs->n; k++) {
+        const struct mb__submission *s = &subs->v[k];
+        if (s->max_attempts)
+            c->max_attempts = s->max_attempts;
+        for (size_t i = 0; i < s->n_cells; i++) {
+            if (s->cells[i] != c->index)
                 continue;
             c->attempts++;
-            if (cJSON_IsString(aj) && job)
-                snprintf(job, cap, "%s_%zu", aj->valuestring, c->index);
+            if (s->array_job[0] && job)
+                snprintf(job, cap, "%s_%zu", s->array_job, c->index);
         }
     }
 }
 
-static cJSON *read_submissions(const char *results)
+static void free_submissions(struct submissions *subs)
+{
+    for (size_t k = 0; k < subs->n; k++)
+        mb__submission_free(&subs->v[k]);
+    free(subs->v);
+    subs->v = NULL;
+    subs->n = 0;
+}
+
+/* MB_OK with what the file holds (nothing when there is none; lines that are no object are
+ * skipped), or MB_ENOMEM. */
+static int read_submissions(const char *results, struct submissions *subs, struct mb_error *err)
 {
     char path[4200];
     snprintf(path, sizeof(path), "%s/slurm/submissions.jsonl", results);
-    cJSON *arr = cJSON_CreateArray();
+    subs->n = 0;
+    subs->v = NULL;
     char *text = NULL;
-    if (!arr || mb_file_read(path, SUBMISSIONS_MAX, &text, NULL, NULL) != MB_OK)
-        return arr;
-    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        cJSON *o = cJSON_Parse(l);
-        if (cJSON_IsObject(o))
-            cJSON_AddItemToArray(arr, o);
-        else
-            cJSON_Delete(o);
+    if (mb_file_read(path, SUBMISSIONS_MAX, &text, NULL, NULL) != MB_OK)
+        return MB_OK;
+    size_t lines = 1;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    int rc = MB_OK;
+    if (!(subs->v = calloc(lines, sizeof(*subs->v))))
+        rc = mb_error_set(err, MB_ENOMEM, "out of memory");
+    for (char *save = NULL, *l = rc == MB_OK ? strtok_r(text, "\n", &save) : NULL; l;
+         l = strtok_r(NULL, "\n", &save)) {
+        struct mb_error e;
+        int drc = mb__submission_decode(l, &subs->v[subs->n], &e);
+        if (drc == MB_OK) {
+            subs->n++;
+            continue;
+        }
+        mb__submission_free(&subs->v[subs->n]);
+        if (drc == MB_ENOMEM) {
+            rc = mb_error_set(err, MB_ENOMEM, "out of memory");
+            break;
+        }
     }
     free(text);
-    return arr;
+    if (rc != MB_OK)
+        free_submissions(subs);
+    return rc;
 }
 
 static bool live_state(const char *st)
@@ -390,12 +418,13 @@ static int fleet_status(const char *results, const char *sub, mb_slurm_job_state
     if (rc != MB_OK)
         return rc;
     cJSON *events = read_journals(results);
-    cJSON *subs = read_submissions(results);
-    if (!events || !subs)
+    struct submissions subs;
+    rc = read_submissions(results, &subs, err);
+    if (rc == MB_OK && !events)
         rc = mb_error_set(err, MB_ENOMEM, "out of memory");
     for (size_t i = 0; rc == MB_OK && i < nc; i++) {
         char sub_job[64] = "";
-        submitted_job(subs, &cells[i], sub_job, sizeof(sub_job));
+        submitted_job(&subs, &cells[i], sub_job, sizeof(sub_job));
         cells[i].job[0] = '\0';
         if (!from_cell_json(results, &cells[i])) {
             mb__copy_str(cells[i].job, sizeof(cells[i].job), sub_job);
@@ -409,7 +438,7 @@ static int fleet_status(const char *results, const char *sub, mb_slurm_job_state
         note_attempts(&cells[i]);
     }
     cJSON_Delete(events);
-    cJSON_Delete(subs);
+    free_submissions(&subs);
     if (rc != MB_OK) {
         free(cells);
         return rc;

@@ -96,27 +96,19 @@ static int record_submission(const char *results, const char *array_job, const c
                              const size_t *indices, size_t n, unsigned max_attempts,
                              struct mb_error *err)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON *arr = o ? cJSON_AddArrayToObject(o, "cells") : NULL;
-    if (!arr) {
-        cJSON_Delete(o);
-        return mb_error_set(err, MB_ENOMEM, "out of memory");
-    }
-    cJSON_AddStringToObject(o, "array_job", array_job);
-    cJSON_AddStringToObject(o, "report_job", report_job);
-    cJSON_AddNumberToObject(o, "submitted_unix", (double)time(NULL));
-    if (max_attempts)
-        cJSON_AddNumberToObject(o, "max_attempts", max_attempts);
-    for (size_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)indices[i]));
-    char *line = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (!line)
-        return mb_error_set(err, MB_ENOMEM, "out of memory");
+    struct mb__submission sub = {.submitted_unix = (long long)time(NULL),
+                                 .max_attempts = max_attempts,
+                                 .cells = indices,
+                                 .n_cells = n};
+    mb__copy_str(sub.array_job, sizeof(sub.array_job), array_job);
+    mb__copy_str(sub.report_job, sizeof(sub.report_job), report_job);
+    char *line = NULL;
+    int rc = mb__submission_encode(&sub, false, &line, err);
+    if (rc != MB_OK)
+        return rc;
     char path[4200];
     snprintf(path, sizeof(path), "%s/slurm/submissions.jsonl", results);
     FILE *f = fopen(path, "a");
-    int rc = MB_OK;
     if (!f || fprintf(f, "%s\n", line) < 0 || fflush(f) != 0)
         rc = mb_error_set(err, MB_EIO, "%s: %s", path, strerror(errno));
     if (f && fclose(f) != 0 && rc == MB_OK)

@@ -4,7 +4,8 @@
 # runs it again, keeping the failed record; a requeued task is told from a queued one; a second
 # submitter on the same results directory is refused while the first holds the lock (the first
 # is held inside sbatch on a FIFO); the by-hand path (--emit, then bash submit.sh) records its
-# submission so that status and a later submit know it; the report job's script exits 0 when
+# submission so that status and a later submit know it, in a line from the same encoder as
+# submit's; the report job's script exits 0 when
 # cells failed but the report was written. The interrupted task's message says to resubmit.
 . "$MB_SOURCE_DIR/tests/cli/lib.sh"
 PY=/usr/bin/python3
@@ -155,6 +156,19 @@ run 1 "$MIGBENCH" slurm status "$R3"
 expect_out $'^1\tblock\t0\trunning\t'"${ARR}_1"
 run 0 "$MIGBENCH" slurm submit "$TMP/exp.yaml" --results "$R3"
 expect_out '^array job [0-9]+ \(1 cells, 0-0\)'
+# The line submit.sh printed and the one `slurm submit` wrote come from the one encoder: the
+# same keys in the same order, submit.sh's line saying so in "by" (status read both above).
+"$PY" - "$R3" <<'PYEOF' || fail "submissions.jsonl: two encoders"
+import json, sys
+lines = open(f"{sys.argv[1]}/slurm/submissions.jsonl").read().splitlines()
+assert len(lines) == 2, lines
+by_hand, submit = (json.loads(l) for l in lines)
+assert list(by_hand) == ["array_job", "report_job", "submitted_unix", "max_attempts", "by",
+                         "cells"], lines
+assert by_hand["by"] == "submit.sh" and "by" not in submit, lines
+assert list(submit) == [k for k in by_hand if k != "by"], lines
+assert by_hand["cells"] == [0, 1] and submit["cells"] == [0], lines
+PYEOF
 # submit.sh takes the same lock.
 exec 9>>"$R3/slurm/submit.lock"
 flock -n 9 || fail "cannot take the lock"
