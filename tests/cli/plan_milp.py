@@ -146,6 +146,8 @@ def milp(rows, jobs, count, cfgs, objective, below=None):
                 thr, pw, _ = rows[(w, s)]
                 allowed[(j, s)] = (work / thr, (pw - IDLE) * work / thr)
     kmax = {s: count * max([c.get(s, 0) for c in cfgs] + [0]) for s, _, _ in SIZES}
+    if any(all((j, s) not in allowed for s, _, _ in SIZES) for j in range(len(jobs))):
+        return None, True  # a job fits no size it has a row for: no plan, proven by that job
     up = greedy(allowed, jobs, count, cfgs)
     if below is not None:
         up = (below, below)

@@ -232,6 +232,34 @@ static struct mb_progress *bursty_job(const char *re, int steps, int per_read, b
     return p;
 }
 
+/*
+ * A reader scheduled late at the start: the job's first 10 steps (10 ms apart) arrive in one read
+ * at 100 ms, then one step per read. Timed from the first record, the window would count 9 steps
+ * in no time (100 steps/s measured as 109); it opens on the first read's last record instead.
+ */
+static void test_late_first_read(void **state)
+{
+    (void)state;
+    struct mb_progress *p = make(NULL, 0, 0, 0);
+    char first[256] = "", line[64];
+    for (int s = 1; s <= 10; s++) {
+        snprintf(line, sizeof(line), "step=%d\n", s);
+        strcat(first, line);
+    }
+    feed_str(p, first, 10 * (S / 100));
+    for (int s = 11; s <= 100; s++) {
+        snprintf(line, sizeof(line), "step=%d\n", s);
+        feed_str(p, line, (int64_t)s * (S / 100));
+    }
+    struct mb_throughput tp;
+    mb_progress_throughput(p, 0, 0, 0, 10, &tp);
+    assert_true(tp.valid);
+    assert_false(tp.job_clock);
+    assert_float_equal(tp.rate.mean, 100, 1e-6);
+    assert_int_equal(tp.records, 100); /* the counts still start at the first record */
+    mb_progress_destroy(p);
+}
+
 static void test_bursts_refused_or_job_clock(void **state)
 {
     (void)state;
@@ -318,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_regex_mode),
         cmocka_unit_test(test_throughput_and_bounded_memory),
         cmocka_unit_test(test_bursts_refused_or_job_clock),
+        cmocka_unit_test(test_late_first_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
