@@ -88,9 +88,9 @@ static void read_device(struct mb_an_experiment *e, const struct mb_cell_record 
     mb__copy_str(e->driver_version, sizeof(e->driver_version), d->driver_version);
     /* Every cell.json since the first runner records "emulated". */
     e->emulated = d->emulated;
-    /* "gpu": the device's MB_CAP_GPU bit as recorded; where it is not recorded the host
+    /* "gpu": the device's MB_CAP_GPU bit as recorded; in cells from before it the host
      * backend is the one CPU device. */
-    e->cpu_device = r->seen.gpu >= 0 ? r->seen.gpu == 0 : strcmp(e->backend, "host") == 0;
+    e->cpu_device = d->has_gpu ? !d->gpu : strcmp(e->backend, "host") == 0;
     if (d->power_limit_mw.valid) {
         e->power_limit_w.valid = 1;
         e->power_limit_w.v = d->power_limit_mw.v / 1000.0;

@@ -107,6 +107,10 @@ static cJSON *device_json(const struct mb_cell_device *d)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "backend", d->backend);
     cJSON_AddBoolToObject(o, "emulated", d->emulated);
+    if (d->has_gpu)
+        cJSON_AddBoolToObject(o, "gpu", d->gpu);
+    else
+        cJSON_AddNullToObject(o, "gpu");
     mb__json_str_or_null(o, "name", d->name);
     mb__json_str_or_null(o, "model", d->model);
     mb__json_str_or_null(o, "uuid", d->uuid);
@@ -397,6 +401,9 @@ static void dec_device(const cJSON *o, struct mb_cell_device *d)
 {
     get_str(o, "backend", d->backend, sizeof(d->backend));
     d->emulated = get_true(o, "emulated");
+    const cJSON *gpu = get(o, "gpu");
+    d->has_gpu = cJSON_IsBool(gpu);
+    d->gpu = cJSON_IsTrue(gpu);
     get_str(o, "name", d->name, sizeof(d->name));
     get_str(o, "model", d->model, sizeof(d->model));
     get_str(o, "uuid", d->uuid, sizeof(d->uuid));
@@ -611,8 +618,6 @@ static void dec_seen(const cJSON *root, struct mb_cell_seen *s)
     const cJSON *jobs = get(root, "jobs");
     s->n_jobs = cJSON_IsArray(jobs) ? (size_t)cJSON_GetArraySize(jobs) : 0;
     const cJSON *dev = get(root, "device");
-    const cJSON *gpu = get(dev, "gpu");
-    s->gpu = cJSON_IsBool(gpu) ? cJSON_IsTrue(gpu) : -1;
     sensor_text(get(dev, "sensor"), s->sensor, sizeof(s->sensor));
     struct mb_opt samples = get_opt(get(root, "energy"), "samples");
     s->samples = samples.valid;

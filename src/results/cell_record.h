@@ -52,6 +52,8 @@ struct mb_cell_instance {
 struct mb_cell_device {
     char backend[32];
     bool emulated;
+    bool has_gpu; /* "gpu" recorded (the runner always does; cells from before it did not) */
+    bool gpu;     /* the device's MB_CAP_GPU bit: false for the host's CPU */
     char name[MB_DEVICE_NAME_MAX], model[MB_MODEL_NAME_MAX], uuid[MB_UUID_MAX];
     char driver_version[MB_VERSION_MAX], nvml_version[MB_VERSION_MAX];
     struct mb_opt power_limit_mw;
@@ -71,7 +73,6 @@ struct mb_cell_seen {
     char status[16];             /* "status" as written; "" absent */
     bool rep;                    /* "rep" is a whole number in 0..INT_MAX */
     size_t n_jobs;               /* the entries of the "jobs" list (n_jobs keeps the first) */
-    int gpu;                     /* device.gpu: 1, 0; -1 not recorded (the runner omits it) */
     char sensor[256];            /* device.sensor as "key=value, ..." in the file's order */
     bool samples;                /* energy.samples is a number */
     bool gi_id[MB_EXP_MAX_JOBS]; /* device.mig.instances[i].gi_id is in its field's range */

@@ -101,6 +101,8 @@ static void fill_device(struct cell *c, struct mb_cell_device *d)
     const struct mb_device_info *di = &c->info;
     snprintf(d->backend, sizeof(d->backend), "%s", mb_device_backend(c->o->dev));
     d->emulated = c->info_ok && di->emulated;
+    d->has_gpu = true;
+    d->gpu = (mb_device_caps(c->o->dev) & MB_CAP_GPU) != 0;
     if (c->info_ok) {
         snprintf(d->name, sizeof(d->name), "%s", di->name);
         snprintf(d->model, sizeof(d->model), "%s", di->model);

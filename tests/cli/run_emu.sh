@@ -35,7 +35,7 @@ bad = []
 for rep in (0, 1):
     c = json.load(open(f"{res}/mix/{rep}/cell.json"))
     d = c["device"]
-    if not (d["backend"] == "emu" and d["emulated"] is True):
+    if not (d["backend"] == "emu" and d["emulated"] is True and d["gpu"] is True):
         bad.append(f"device {d['backend']} {d['emulated']}")
     inst = d["mig"]["instances"]
     if [i["profile"] for i in inst] != ["4g.40gb", "1g.10gb", "2g.20gb"]:

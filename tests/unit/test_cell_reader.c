@@ -60,6 +60,7 @@ static void set_device(struct mb_cell_device *d)
 {
     snprintf(d->backend, sizeof(d->backend), "emu");
     d->emulated = true;
+    d->has_gpu = d->gpu = true;
     snprintf(d->name, sizeof(d->name), "Emulated H100");
     snprintf(d->model, sizeof(d->model), "H100-80GB");
     snprintf(d->uuid, sizeof(d->uuid), "GPU-7");

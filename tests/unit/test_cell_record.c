@@ -67,6 +67,7 @@ static void fill_device(struct mb_cell_device *d)
 {
     snprintf(d->backend, sizeof(d->backend), "emu");
     d->emulated = true;
+    d->has_gpu = d->gpu = true;
     snprintf(d->name, sizeof(d->name), "NVIDIA H100 80GB HBM3 (emulated)");
     snprintf(d->model, sizeof(d->model), "H100-80GB");
     snprintf(d->uuid, sizeof(d->uuid), "GPU-1");
@@ -228,6 +229,7 @@ static void test_round_trip(void **state)
     assert_true(d->t0_ns == r->t0_ns && d->started_unix == r->started_unix);
     assert_opt(d->window.end_ns, r->window.end_ns);
     assert_string_equal(d->device.model, "H100-80GB");
+    assert_true(d->device.has_gpu && d->device.gpu);
     assert_int_equal(d->device.sensor.power_kind, MB_POWER_AVERAGED);
     assert_int_equal(d->device.sensor.power_avg_window_ms, 1000);
     assert_int_equal(d->device.n_inst, 1);
@@ -261,7 +263,9 @@ static void test_round_trip(void **state)
     r->ok = true;
     mb_cell_slurm_from_env(&r->slurm);
     r->has_on = r->has_mps = r->device.has_mig = r->device.has_sensor = r->power.active = false;
+    r->device.has_gpu = false; /* a cell from before "gpu": null, and read back so */
     text = encode_text(r);
+    assert_non_null(strstr(text, "\"gpu\":\tnull"));
     assert_non_null(strstr(text, "\"failure\":\tnull"));
     assert_non_null(strstr(text, "\"mps\":\tnull"));
     assert_non_null(strstr(text, "\"power_limit\":\tnull"));
@@ -269,6 +273,7 @@ static void test_round_trip(void **state)
     assert_null(strstr(text, "\"on\""));
     d = decode_text(text);
     assert_true(d->ok && !d->slurm.present && !d->has_on && !d->has_mps && !d->power.active);
+    assert_false(d->device.has_gpu);
     again = encode_text(d);
     assert_string_equal(text, again);
     free(again);
