@@ -5,6 +5,8 @@
  * barely slow on a low limit together on one GPU, jobs that need the default on the other), a
  * job without a row under a limit kept off GPUs on that limit, never worse than the best shared
  * limit on random fleets, and the same plan twice for a given seed and thread count.
+ *
+ * MB_TEST_TIMEOUT: 600 (tens of CPU seconds under ASan: the searches run to their budgets)
  */
 #include <setjmp.h>
 #include <stdarg.h>

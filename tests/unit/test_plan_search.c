@@ -4,6 +4,8 @@
  * bench_plan_fleet's (a few jobs per instance, every instance near the makespan), the ruin and
  * recreate step must trade area for makespan, which single moves and swaps cannot. One thread and
  * a time limit far beyond the iteration budget: the plans are deterministic.
+ *
+ * MB_TEST_TIMEOUT: 600 (tens of CPU seconds under ASan: the searches run to their budgets)
  */
 #include <setjmp.h>
 #include <stdarg.h>
