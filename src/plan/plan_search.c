@@ -235,6 +235,32 @@ static size_t start_order(const struct shared *S, size_t x)
     return mk[x];
 }
 
+/* The compute-slice seconds GPU g's instances stand idle before the makespan M. */
+static double gpu_slack(const struct hs *h, unsigned g, double M)
+{
+    const struct config *cf = &h->P->cfg[h->cfg[g]];
+    double idle = 0;
+    for (size_t i = 0; i < cf->n; i++)
+        idle += (M - h->B[(size_t)g * MAXI + i]) * cf->cs[i];
+    return idle;
+}
+
+/* Of a few random GPUs, the one with the most idle compute before the makespan M. */
+static unsigned slack_gpu(struct hs *h, double M)
+{
+    unsigned best = (unsigned)(mb__hs_rand(h) % h->G);
+    double bv = gpu_slack(h, best, M);
+    for (int t = 0; t < 3; t++) {
+        unsigned g = (unsigned)(mb__hs_rand(h) % h->G);
+        double v = gpu_slack(h, g, M);
+        if (v > bv) {
+            bv = v;
+            best = g;
+        }
+    }
+    return best;
+}
+
 /*
  * Ruin and recreate: empties a few GPUs (one of them the busiest), gives them other layouts and
  * puts their jobs back, longest first, wherever the greedy rule says; then local steps. Under the
@@ -250,9 +276,15 @@ static bool perturb(struct hs *h, size_t *mine, double deadline)
     unsigned k = h->G < 3 ? h->G : 2 + (unsigned)(mb__hs_rand(h) % 2);
     unsigned gs[4];
     size_t n = 0;
+    /* Under the makespan objective, every other step ruins, next to the busiest GPU, the one with
+       the most idle compute of a few (its small instances that end early): its new layout and
+       the busiest GPU's jobs are placed together. */
+    bool pull = h->obj == MB_PLAN_MAKESPAN && mb__hs_rand(h) % 2 == 0;
     for (unsigned q = 0; q < k; q++) {
         unsigned g =
             q == 0 && h->mn ? (unsigned)(h->mh[0] / MAXI) : (unsigned)(mb__hs_rand(h) % h->G);
+        if (q == 1 && pull)
+            g = slack_gpu(h, target);
         bool dup = false;
         for (unsigned r = 0; r < q; r++)
             dup |= gs[r] == g;
