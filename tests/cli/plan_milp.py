@@ -187,7 +187,15 @@ def milp(rows, jobs, count, cfgs, objective, below=None):
         m += pulp.lpSum(allowed[(j, s)][0] * v for (jj, s, q), v in x.items() if jj == j) <= M
     # Debian's python3-pulp uses the coinor-cbc binary on PATH (it bundles none).
     limit = [f"sec {SECONDS}"] if SECONDS else [f"maxNodes {NODES}"]
-    st = m.solve(pulp.COIN_CMD(msg=0, threads=1, options=limit))
+    try:
+        st = m.solve(pulp.COIN_CMD(msg=0, threads=1, options=limit))
+    except pulp.PulpSolverError:
+        # CBC 2.10.8 can stop on an assertion in its simplex (seen once in 60 fleets, on a
+        # bounded makespan question): once more without scaling, then undecided.
+        try:
+            st = m.solve(pulp.COIN_CMD(msg=0, threads=1, options=limit + ["scaling off"]))
+        except pulp.PulpSolverError:
+            return None, False
     if pulp.LpStatus[st] == "Infeasible":
         return None, True
     proven = m.sol_status == pulp.LpSolutionOptimal
