@@ -90,15 +90,21 @@ static int fail_at(const struct ctx *c, const char *field, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    char where[256];
-    int n = snprintf(where, sizeof(where), "%s: ", c->source);
-    if (c->model && n >= 0 && (size_t)n < sizeof(where))
+    char where[256] = "";
+    int n = 0;
+    if (c->model)
         n += snprintf(where + n, sizeof(where) - (size_t)n, "model '%.64s': ", c->model);
     if (c->profile && n >= 0 && (size_t)n < sizeof(where))
         n += snprintf(where + n, sizeof(where) - (size_t)n, "profile '%.40s': ", c->profile);
     if (field && n >= 0 && (size_t)n < sizeof(where))
-        snprintf(where + n, sizeof(where) - (size_t)n, "field '%s': ", field);
-    return mb_error_set(c->err, MB_EPARSE, "%s%s", where, what);
+        snprintf(where + n, sizeof(where) - (size_t)n, "field '%.64s': ", field);
+    /* A long path gives up its beginning, never the model, profile and field after it. */
+    const char *src = c->source;
+    size_t len = strlen(src), used = strlen(where) + strlen(what) + 2;
+    size_t room = used + 4 < MB_ERROR_MSG_MAX ? MB_ERROR_MSG_MAX - 1 - used : 0;
+    if (len > room && room > 3)
+        return mb_error_set(c->err, MB_EPARSE, "...%s: %s%s", src + len - (room - 3), where, what);
+    return mb_error_set(c->err, MB_EPARSE, "%s: %s%s", src, where, what);
 }
 
 /* Reads an integer field. Missing or null: *out = dflt when !required. */

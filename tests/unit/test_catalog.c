@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/json_io.h"
@@ -338,7 +339,7 @@ static void test_sensor_facts(void **state)
 
 static const char *write_tmp(const char *body)
 {
-    static char path[256];
+    static char path[4096];
     snprintf(path, sizeof(path), "%s/test_catalog_%ld.json", MB_BINARY_DIR, (long)getpid());
     FILE *f = fopen(path, "w");
     assert_non_null(f);
@@ -571,6 +572,49 @@ static const struct {
      {"model 'x'", "appears twice"}},
 };
 
+/*
+ * A catalog at the end of a long path: the message keeps the model, profile and field and the
+ * file's name, giving up the path's beginning (it cut the field short once a checkout's path
+ * passed about 170 characters).
+ */
+static void test_load_bad_long_path(void **state)
+{
+    (void)state;
+    char dir[4096];
+    int n = snprintf(dir, sizeof(dir), "%s/test_catalog_%ld", MB_BINARY_DIR, (long)getpid());
+    assert_int_equal(mkdir(dir, 0700), 0);
+    size_t levels = 0;
+    while (n < 700) {
+        n += snprintf(dir + n, sizeof(dir) - (size_t)n, "/%s",
+                      "a-directory-name-of-forty-characters-xx");
+        assert_int_equal(mkdir(dir, 0700), 0);
+        levels++;
+    }
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/cat.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"X\": {\"compute_slices\": 2, \"memory_slices\": 2, \"max_gpu_instances\": 2,"
+          " \"profiles\": [{\"name\": \"1g.1gb\", \"nvml_profile_id\": 0, \"compute_slices\": 1,"
+          " \"memory_slices\": 1, \"max_count\": 2, \"placements\": [[0,1]],"
+          " \"placements_status\": \"probably\"}]}}",
+          f);
+    fclose(f);
+    struct mb_catalog *cat = NULL;
+    struct mb_error err;
+    assert_int_equal(mb_catalog_create(&cat, &err), MB_OK);
+    assert_int_equal(mb_catalog_load_file(cat, path, &err), MB_EPARSE);
+    assert_non_null(strstr(err.msg, "a-directory-name-of-forty-characters-xx/cat.json: "));
+    assert_non_null(strstr(err.msg, "model 'X': profile '1g.1gb': field 'placements_status': "));
+    assert_true(strncmp(err.msg, "...", 3) == 0);
+    mb_catalog_destroy(cat);
+    unlink(path);
+    for (; levels + 1 > 0; levels--) {
+        assert_int_equal(rmdir(dir), 0);
+        *strrchr(dir, '/') = '\0';
+    }
+}
+
 static void test_load_bad(void **state)
 {
     (void)state;
@@ -617,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_load_good),
         cmocka_unit_test(test_load_bad),
+        cmocka_unit_test(test_load_bad_long_path),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
