@@ -35,6 +35,10 @@ int mb_file_write_atomic(const char *path, const void *data, size_t len, mode_t 
  */
 int mb_file_open_input(const char *path, int *fd_out, struct mb_error *err);
 
+/* What a file of mode m is when it is not a regular file, for messages: "a directory", "a FIFO",
+ * "a character device", "a block device", "a socket" or "something else". */
+const char *mb_file_kind_str(mode_t m);
+
 /*
  * mb_file_open_input as a stdio stream for line readers: on MB_OK *out is open for reading and
  * the caller fcloses it; otherwise *out is NULL and the statuses are mb_file_open_input's.

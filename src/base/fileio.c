@@ -107,6 +107,16 @@ int mb_file_write_json_atomic(const char *path, const cJSON *obj, mode_t mode, s
     return rc;
 }
 
+const char *mb_file_kind_str(mode_t m)
+{
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "something else";
+}
+
 int mb_file_open_input(const char *path, int *fd_out, struct mb_error *err)
 {
     *fd_out = -1;
@@ -125,14 +135,9 @@ int mb_file_open_input(const char *path, int *fd_out, struct mb_error *err)
         return mb_error_set(err, MB_EIO, "%s: cannot open: %s", path, strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
-        const char *what = S_ISDIR(st.st_mode)    ? "a directory"
-                           : S_ISFIFO(st.st_mode) ? "a FIFO"
-                           : S_ISCHR(st.st_mode)  ? "a character device"
-                           : S_ISBLK(st.st_mode)  ? "a block device"
-                           : S_ISSOCK(st.st_mode) ? "a socket"
-                                                  : "not a regular file";
         close(fd);
-        return mb_error_set(err, MB_EIO, "%s: cannot read: %s, not a regular file", path, what);
+        return mb_error_set(err, MB_EIO, "%s: cannot read: %s, not a regular file", path,
+                            mb_file_kind_str(st.st_mode));
     }
     /* Reads of a regular file never block; clearing the flag keeps later reads plain. */
     int fl = fcntl(fd, F_GETFL);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "device/backends.h"
+#include "migbench/fileio.h"
 #include "migbench/num.h"
 
 const char *mb__spec_short(const char *spec, char *buf, size_t cap)
@@ -32,14 +33,8 @@ int mb__spec_path(const char *key, const char *path, struct mb_error *err)
         return mb_error_set(err, MB_EINVAL, "option %s=: empty path", key);
     if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
         return MB_OK; /* missing: the reader says so (or, for state=, creates it) */
-    const char *what = S_ISDIR(st.st_mode)    ? "a directory"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO"
-                       : S_ISCHR(st.st_mode)  ? "a character device"
-                       : S_ISBLK(st.st_mode)  ? "a block device"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "something";
     return mb_error_set(err, MB_EINVAL, "option %s=%.200s: %s, not a regular file", key, path,
-                        what);
+                        mb_file_kind_str(st.st_mode));
 }
 
 int mb__spec_next(const char **p, const char *what, char *key, char *val, struct mb_error *err)
