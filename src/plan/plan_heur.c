@@ -426,8 +426,11 @@ bool mb__hs_place(struct hs *h, size_t j)
     }
     if (bi == NONE)
         return false;
-    if (h->target > 0 && best_end <= h->target)
-        bi = least_area_within(h, j, h->target);
+    if (h->target > 0 && best_end <= h->target) {
+        size_t a = least_area_within(h, j, h->target);
+        if (a != NONE) /* there is one (the earliest end is within): kept for rounding's sake */
+            bi = a;
+    }
     mb__hs_put(h, j, bi);
     return true;
 }
