@@ -13,6 +13,12 @@
 /* ---- heaps ----------------------------------------------------------------------------------- */
 
 /* Min-heap order of the size heaps: load, then instance index (deterministic ties). */
+/* The larger of two loads (never NaN here): inlined, where fmax is a call into libm. */
+static inline double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
 static bool sless(const struct hs *h, size_t a, size_t b)
 {
     return h->B[a] < h->B[b] || (h->B[a] == h->B[b] && a < b);
@@ -116,9 +122,13 @@ int mb__hs_init(struct hs *h, const struct prob *P, unsigned G, enum mb_plan_obj
     h->mh = malloc(I * sizeof(size_t));
     h->sn = calloc(P->ns, sizeof(size_t));
     h->sh = calloc(P->ns, sizeof(size_t *));
+    h->min_dy = malloc((nj ? nj : 1) * sizeof(double));
+    h->rest = malloc((nj + 1) * sizeof(double));
     if (!h->cfg || !h->asg || !h->next || !h->prev || !h->B || !h->cnt || !h->head || !h->spos ||
-        !h->mpos || !h->mh || !h->sn || !h->sh)
+        !h->mpos || !h->mh || !h->sn || !h->sh || !h->min_dy || !h->rest)
         return MB_ENOMEM;
+    for (size_t j = 0; j < nj; j++)
+        h->min_dy[j] = mb__plan_min_all(P, j, 2);
     for (unsigned s = 0; s < P->ns; s++) {
         /* A size appears at most MAXI times per GPU. */
         bool used = false;
@@ -149,6 +159,8 @@ void mb__hs_free(struct hs *h)
     free(h->mpos);
     free(h->mh);
     free(h->log);
+    free(h->min_dy);
+    free(h->rest);
     memset(h, 0, sizeof(*h));
 }
 
@@ -300,7 +312,8 @@ double mb__hs_makespan(const struct hs *h)
     return h->mn ? h->B[h->mh[0]] : 0;
 }
 
-double mb__hs_cost(const struct hs *h, double M, double D)
+/* mb__hs_cost, inlined in the hot loops of this file. */
+static inline double cost(const struct hs *h, double M, double D)
 {
     const struct prob *P = h->P;
     double gi = (double)h->G * P->idle;
@@ -311,9 +324,14 @@ double mb__hs_cost(const struct hs *h, double M, double D)
     return E + (M > P->mcap ? 1e6 * scale * (M - P->mcap) : 0);
 }
 
+double mb__hs_cost(const struct hs *h, double M, double D)
+{
+    return cost(h, M, D);
+}
+
 double mb__hs_cur(const struct hs *h)
 {
-    return mb__hs_cost(h, mb__hs_makespan(h), h->D);
+    return cost(h, mb__hs_makespan(h), h->D);
 }
 
 /* The largest load of an instance other than a and b: a walk that only descends through them. */
@@ -412,7 +430,7 @@ bool mb__hs_place(struct hs *h, size_t j)
         if (inst == NONE)
             continue;
         double end = h->B[inst] + T(P, j, s);
-        double delta = mb__hs_cost(h, fmax(M, end), h->D + Dy(P, j, s)) - base;
+        double delta = cost(h, dmax(M, end), h->D + Dy(P, j, s)) - base;
         /* Makespan: the earliest end (list scheduling); energy: the least added cost. */
         double k1 = h->obj == MB_PLAN_MAKESPAN ? end : delta;
         double k2 = h->obj == MB_PLAN_MAKESPAN ? delta : end;
@@ -439,18 +457,19 @@ bool mb__hs_place(struct hs *h, size_t j)
 
 /*
  * The cost change of a change that leaves instances a and b at loads Ba and Bb and the dynamic
- * energy at D2. On a makespan plateau it also rewards unloading the busier of the two.
+ * energy at D2 (Mab: the largest load off a and b, mb__hs_max_without). On a makespan plateau it
+ * also rewards unloading the busier of the two.
  */
-static double move_delta(const struct hs *h, size_t a, size_t b, double Ba, double Bb, double D2,
-                         double base)
+static double move_delta(const struct hs *h, double Mab, size_t a, size_t b, double Ba, double Bb,
+                         double D2, double base)
 {
     double M = mb__hs_makespan(h);
-    double M2 = fmax(mb__hs_max_without(h, a, b), fmax(Ba, Bb));
-    double delta = mb__hs_cost(h, M2, D2) - base;
+    double M2 = dmax(Mab, dmax(Ba, Bb));
+    double delta = cost(h, M2, D2) - base;
     if (M2 <= M) {
         /* The cost of a second of makespan, times a small weight (larger for makespan). */
         double rate = h->obj == MB_PLAN_MAKESPAN ? 1e-3 : 1e-6 * (double)h->G * h->P->idle;
-        delta += rate * (fmax(Ba, Bb) - fmax(h->B[a], h->B[b]));
+        delta += rate * (dmax(Ba, Bb) - dmax(h->B[a], h->B[b]));
     }
     return delta;
 }
@@ -472,7 +491,8 @@ static bool move_one(struct hs *h, size_t j)
             continue;
         h->nodes++;
         double Ba = h->cnt[a] > 1 ? h->B[a] - T(P, j, sa) : 0, Bb = h->B[b] + T(P, j, s);
-        double d = move_delta(h, a, b, Ba, Bb, h->D - Dy(P, j, sa) + Dy(P, j, s), base);
+        double d = move_delta(h, mb__hs_max_without(h, a, b), a, b, Ba, Bb,
+                              h->D - Dy(P, j, sa) + Dy(P, j, s), base);
         if (d < best) {
             best = d;
             bi = b;
@@ -513,6 +533,9 @@ static bool swap_one(struct hs *h, size_t j)
     double best = -1e-10 * fabs(base);
     size_t bq = NONE;
     size_t cand[15];
+    /* Off the busiest instance under the makespan objective, only a swap that unloads it can
+       shorten the plan or, on a plateau, lower the busier of the two: q must be shorter there. */
+    bool shorter = h->obj == MB_PLAN_MAKESPAN && h->mn && h->mh[0] == a;
     for (unsigned s = 0; s < P->ns; s++) {
         if (!allowed(P, j, s))
             continue;
@@ -521,14 +544,15 @@ static bool swap_one(struct hs *h, size_t j)
             size_t b = cand[x];
             if (b == a)
                 continue;
+            double Mab = mb__hs_max_without(h, a, b);
             for (size_t q = h->head[b]; q != NONE; q = h->next[q]) {
-                if (!allowed(P, q, sa))
+                if (!allowed(P, q, sa) || (shorter && T(P, q, sa) >= T(P, j, sa)))
                     continue;
                 h->nodes++;
                 double Ba = h->B[a] - T(P, j, sa) + T(P, q, sa);
                 double Bb = h->B[b] - T(P, q, s) + T(P, j, s);
                 double D2 = h->D - Dy(P, j, sa) - Dy(P, q, s) + Dy(P, j, s) + Dy(P, q, sa);
-                double d = move_delta(h, a, b, Ba, Bb, D2, base);
+                double d = move_delta(h, Mab, a, b, Ba, Bb, D2, base);
                 if (d < best) {
                     best = d;
                     bq = q;
@@ -575,12 +599,14 @@ struct trial {
     double cost, gmax;
 };
 
-/* Where job j goes among configuration cf's instances at local loads Bl (the greedy rule). */
+/* Where job j goes among configuration cf's instances at local loads Bl (the greedy rule). Under
+   the makespan objective the cost only breaks ties of the end, so it is computed only then. */
 static size_t local_pick(const struct hs *h, const struct config *cf, const double *Bl, size_t j,
                          double Mo, double gmax, double D)
 {
     const struct prob *P = h->P;
     bool mk = h->obj == MB_PLAN_MAKESPAN;
+    double M = dmax(Mo, gmax);
     double best = INFINITY, best_end = INFINITY;
     size_t bi = NONE;
     for (size_t i = 0; i < cf->n; i++) {
@@ -588,10 +614,25 @@ static size_t local_pick(const struct hs *h, const struct config *cf, const doub
         if (!allowed(P, j, s))
             continue;
         double end = Bl[i] + T(P, j, s);
-        double v = mb__hs_cost(h, fmax(Mo, fmax(gmax, end)), D + Dy(P, j, s));
-        double k1 = mk ? end : v, k2 = mk ? v : end;
-        double b1 = mk ? best_end : best, b2 = mk ? best : best_end;
-        if (bi == NONE || k1 < b1 || (k1 == b1 && k2 < b2)) {
+        if (mk) {
+            if (bi != NONE && end > best_end)
+                continue;
+            if (bi != NONE && end == best_end) {
+                if (isnan(best))
+                    best = cost(h, dmax(M, best_end), D + Dy(P, j, cf->size[bi]));
+                double v = cost(h, dmax(M, end), D + Dy(P, j, s));
+                if (!(v < best))
+                    continue;
+                best = v;
+            } else {
+                best = NAN; /* computed if a tie needs it */
+            }
+            best_end = end;
+            bi = i;
+            continue;
+        }
+        double v = cost(h, dmax(M, end), D + Dy(P, j, s));
+        if (bi == NONE || v < best || (v == best && end < best_end)) {
             best = v;
             best_end = end;
             bi = i;
@@ -600,9 +641,13 @@ static size_t local_pick(const struct hs *h, const struct config *cf, const doub
     return bi;
 }
 
-/* GPU g's jobs mine[0..n-1] (longest first) placed greedily on configuration c, off the fleet. */
+/*
+ * GPU g's jobs mine[0..n-1] (longest first) placed greedily on configuration c, off the fleet.
+ * rest[q] is the least dynamic energy jobs q.. can add; once the cost so far with it exceeds
+ * beat (the cost grows with the makespan and the energy), the trial cannot be chosen and stops.
+ */
 static struct trial try_cfg(const struct hs *h, size_t c, const size_t *mine, size_t n, double Mo,
-                            double Dother)
+                            double Dother, const double *rest, double beat)
 {
     const struct prob *P = h->P;
     const struct config *cf = &P->cfg[c];
@@ -615,9 +660,11 @@ static struct trial try_cfg(const struct hs *h, size_t c, const size_t *mine, si
             return (struct trial){INFINITY, INFINITY};
         Bl[bi] += T(P, j, cf->size[bi]);
         D += Dy(P, j, cf->size[bi]);
-        gmax = fmax(gmax, Bl[bi]);
+        gmax = dmax(gmax, Bl[bi]);
+        if (cost(h, dmax(Mo, gmax), D + rest[q + 1]) > beat)
+            return (struct trial){INFINITY, INFINITY};
     }
-    return (struct trial){mb__hs_cost(h, fmax(Mo, gmax), D), gmax};
+    return (struct trial){cost(h, dmax(Mo, gmax), D), gmax};
 }
 
 /* GPU g's jobs into buf, longest first; their number. */
@@ -654,7 +701,7 @@ static void apply_cfg(struct hs *h, unsigned g, size_t c, const size_t *mine, si
         size_t bi = local_pick(h, cf, Bl, j, Mo, gmax, D);
         Bl[bi] += T(h->P, j, cf->size[bi]);
         D += Dy(h->P, j, cf->size[bi]);
-        gmax = fmax(gmax, Bl[bi]);
+        gmax = dmax(gmax, Bl[bi]);
         mb__hs_put(h, j, (size_t)g * MAXI + bi);
     }
 }
@@ -672,11 +719,15 @@ size_t mb__hs_configs(struct hs *h, size_t *buf, double deadline)
         for (size_t q = 0; q < n; q++)
             Dg += Dy(P, buf[q], mb__hs_size(h, h->asg[buf[q]]));
         double Dother = h->D - Dg;
-        struct trial cur = try_cfg(h, h->cfg[g], buf, n, Mo, Dother);
+        double *rest = h->rest;
+        rest[n] = 0;
+        for (size_t q = n; q-- > 0;)
+            rest[q] = rest[q + 1] + h->min_dy[buf[q]];
+        struct trial cur = try_cfg(h, h->cfg[g], buf, n, Mo, Dother, rest, INFINITY);
         /* The current placement may beat its own greedy re-placement. */
         double gm = 0;
         for (size_t i = 0; i < MAXI; i++)
-            gm = fmax(gm, h->B[(size_t)g * MAXI + i]);
+            gm = dmax(gm, h->B[(size_t)g * MAXI + i]);
         struct trial now = {mb__hs_cur(h), gm};
         if (now.cost < cur.cost || (now.cost == cur.cost && now.gmax < cur.gmax))
             cur = now;
@@ -685,7 +736,10 @@ size_t mb__hs_configs(struct hs *h, size_t *buf, double deadline)
             if (c == h->cfg[g])
                 continue;
             h->nodes++;
-            struct trial t = try_cfg(h, c, buf, n, Mo, Dother);
+            /* Beyond this a trial loses to cur whatever its end (mb__plan_lt's tolerance is
+               1e-9). */
+            double beat = cur.cost + 1e-7 * fabs(cur.cost);
+            struct trial t = try_cfg(h, c, buf, n, Mo, Dother, rest, beat);
             if (mb__plan_lt(t.cost, cur.cost) ||
                 (!mb__plan_lt(cur.cost, t.cost) && t.gmax < cur.gmax * (1 - 1e-9))) {
                 cur = t;

@@ -31,6 +31,8 @@ struct hs {
     /* mb__hs_place under the makespan objective: when > 0 and the job can end within it, the
        size where it takes the least area among those ending within it (else the earliest end) */
     double target;
+    double *min_dy; /* per job: its least dynamic energy on any size */
+    double *rest;   /* scratch, nj + 1: mb__hs_configs' least energy still to add */
     size_t nodes;
     uint64_t rng;
     /* Undo log of puts, takes and layout changes while logging is on (mb__hs_undo). */
