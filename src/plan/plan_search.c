@@ -18,8 +18,8 @@
 
 #define DEFAULT_TIME_LIMIT_S 5.0
 #define MAX_THREADS 64
-/* The share of the budget that the first search, the other objective's (energy for the makespan
-   objective, makespan for the energy objective), may use. */
+/* The share of the budget that the other objective's search (energy for the makespan objective,
+   makespan for the energy objective) may use. */
 #define OTHER_SHARE 0.1
 /* The share of the makespan search's own budget after which a thread with a plan runs no other
    start (at 10,000 jobs one start with its improvement takes about a second). */
@@ -556,11 +556,11 @@ int mb__plan_solve_heuristic(struct prob *P, unsigned G, const struct mb_plan_op
     size_t *order = malloc(P->nj * sizeof(size_t));
     size_t *rk = malloc(P->nj * sizeof(size_t));
     double *key = malloc(P->nj * sizeof(double));
-    size_t *ocfg = malloc(G * sizeof(size_t));
-    size_t *oasg = malloc(P->nj * sizeof(size_t));
+    size_t *ecfg = malloc(G * sizeof(size_t)), *mcfg = malloc(G * sizeof(size_t));
+    size_t *easg = malloc(P->nj * sizeof(size_t)), *masg = malloc(P->nj * sizeof(size_t));
     int st = MB_OK;
     *found = false;
-    if (!order || !rk || !key || !ocfg || !oasg) {
+    if (!order || !rk || !key || !ecfg || !easg || !mcfg || !masg) {
         st = MB_ENOMEM;
         goto done;
     }
@@ -579,27 +579,36 @@ int mb__plan_solve_heuristic(struct prob *P, unsigned G, const struct mb_plan_op
     S.iters = 3000 + 100 * (size_t)G;
     info->threads = S.threads;
     info->cover = COVER_UNKNOWN;
-    /* The other objective's plan first, as one more start: the plan is then never worse on the
-       objective than the other objective's plan (which can happen: a shorter plan can also use
-       less energy, its idle energy saved outweighing the dynamic energy it adds). */
-    S.obj = P->obj == MB_PLAN_MAKESPAN ? MB_PLAN_ENERGY : MB_PLAN_MAKESPAN;
-    S.deadline = t0 + limit * OTHER_SHARE;
-    S.starts_until = S.obj == MB_PLAN_MAKESPAN ? ts + STARTS_SHARE * (S.deadline - ts) : 0;
-    bool ofound = false;
-    st = search(&S, ocfg, oasg, &ofound, info);
-    if (st == MB_OK && ofound) {
-        S.given_cfg = ocfg;
-        S.given_asg = oasg;
+    /*
+     * Both objectives run the same two searches, the energy objective's and then the makespan
+     * objective's from the energy plan (one more start), and return the better of the two plans
+     * on their objective: the makespan plan is never longer than the energy plan, and the energy
+     * plan never uses more energy than the makespan plan (a shorter plan can use less: the idle
+     * energy it saves can outweigh the dynamic energy it adds). The other objective's search
+     * gets OTHER_SHARE of the budget. Given as a start to the energy search, the makespan plan
+     * led it to a worse plan on a small fleet (+0.49 % over CBC's optimum, from 0).
+     */
+    S.obj = MB_PLAN_ENERGY;
+    S.deadline = t0 + limit * (P->obj == MB_PLAN_ENERGY ? 1 - OTHER_SHARE : OTHER_SHARE);
+    bool efound = false, mfound = false;
+    st = search(&S, ecfg, easg, &efound, info);
+    if (st == MB_OK && efound) {
+        S.given_cfg = ecfg;
+        S.given_asg = easg;
     }
-    S.obj = P->obj;
+    S.obj = MB_PLAN_MAKESPAN;
     S.deadline = t0 + limit;
     double t = now_s();
-    S.starts_until = S.obj == MB_PLAN_MAKESPAN ? t + STARTS_SHARE * (S.deadline - t) : 0;
+    S.starts_until = t + STARTS_SHARE * (S.deadline - t);
     if (st == MB_OK)
-        st = search(&S, cfg_out, asg_out, found, info);
-    if (st == MB_OK && ofound && (!*found || beats(P, G, ocfg, oasg, cfg_out, asg_out))) {
-        memcpy(cfg_out, ocfg, G * sizeof(size_t));
-        memcpy(asg_out, oasg, P->nj * sizeof(size_t));
+        st = search(&S, mcfg, masg, &mfound, info);
+    /* The objective's own search's plan unless the other is better on the objective. */
+    bool mk = P->obj == MB_PLAN_MAKESPAN
+                  ? mfound && (!efound || !beats(P, G, ecfg, easg, mcfg, masg))
+                  : mfound && (!efound || beats(P, G, mcfg, masg, ecfg, easg));
+    if (st == MB_OK && (efound || mfound)) {
+        memcpy(cfg_out, mk ? mcfg : ecfg, G * sizeof(size_t));
+        memcpy(asg_out, mk ? masg : easg, P->nj * sizeof(size_t));
         *found = true;
     }
     info->seconds = now_s() - ts;
@@ -607,8 +616,10 @@ done:
     free(order);
     free(rk);
     free(key);
-    free(ocfg);
-    free(oasg);
+    free(ecfg);
+    free(easg);
+    free(mcfg);
+    free(masg);
     if (st == MB_ENOMEM)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
     return st;
