@@ -12,13 +12,13 @@
 
 /* ---- heaps ----------------------------------------------------------------------------------- */
 
-/* Min-heap order of the size heaps: load, then instance index (deterministic ties). */
 /* The larger of two loads (never NaN here): inlined, where fmax is a call into libm. */
 static inline double dmax(double a, double b)
 {
     return a > b ? a : b;
 }
 
+/* Min-heap order of the size heaps: load, then instance index (deterministic ties). */
 static bool sless(const struct hs *h, size_t a, size_t b)
 {
     return h->B[a] < h->B[b] || (h->B[a] == h->B[b] && a < b);
@@ -615,20 +615,13 @@ static size_t local_pick(const struct hs *h, const struct config *cf, const doub
             continue;
         double end = Bl[i] + T(P, j, s);
         if (mk) {
-            if (bi != NONE && end > best_end)
-                continue;
-            if (bi != NONE && end == best_end) {
-                if (isnan(best))
-                    best = cost(h, dmax(M, best_end), D + Dy(P, j, cf->size[bi]));
-                double v = cost(h, dmax(M, end), D + Dy(P, j, s));
-                if (!(v < best))
-                    continue;
-                best = v;
-            } else {
-                best = NAN; /* computed if a tie needs it */
+            /* The earliest end; on a tie (rare: equal sums of times) the lower cost. */
+            if (bi == NONE || end < best_end ||
+                (end == best_end && cost(h, dmax(M, end), D + Dy(P, j, s)) <
+                                        cost(h, dmax(M, end), D + Dy(P, j, cf->size[bi])))) {
+                best_end = end;
+                bi = i;
             }
-            best_end = end;
-            bi = i;
             continue;
         }
         double v = cost(h, dmax(M, end), D + Dy(P, j, s));

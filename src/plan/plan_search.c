@@ -556,11 +556,11 @@ int mb__plan_solve_heuristic(struct prob *P, unsigned G, const struct mb_plan_op
     size_t *order = malloc(P->nj * sizeof(size_t));
     size_t *rk = malloc(P->nj * sizeof(size_t));
     double *key = malloc(P->nj * sizeof(double));
-    size_t *ecfg = malloc(G * sizeof(size_t)), *mcfg = malloc(G * sizeof(size_t));
-    size_t *easg = malloc(P->nj * sizeof(size_t)), *masg = malloc(P->nj * sizeof(size_t));
+    size_t *ecfg = malloc(G * sizeof(size_t));
+    size_t *easg = malloc(P->nj * sizeof(size_t));
     int st = MB_OK;
     *found = false;
-    if (!order || !rk || !key || !ecfg || !easg || !mcfg || !masg) {
+    if (!order || !rk || !key || !ecfg || !easg) {
         st = MB_ENOMEM;
         goto done;
     }
@@ -590,7 +590,7 @@ int mb__plan_solve_heuristic(struct prob *P, unsigned G, const struct mb_plan_op
      */
     S.obj = MB_PLAN_ENERGY;
     S.deadline = t0 + limit * (P->obj == MB_PLAN_ENERGY ? 1 - OTHER_SHARE : OTHER_SHARE);
-    bool efound = false, mfound = false;
+    bool efound = false;
     st = search(&S, ecfg, easg, &efound, info);
     if (st == MB_OK && efound) {
         S.given_cfg = ecfg;
@@ -601,14 +601,14 @@ int mb__plan_solve_heuristic(struct prob *P, unsigned G, const struct mb_plan_op
     double t = now_s();
     S.starts_until = t + STARTS_SHARE * (S.deadline - t);
     if (st == MB_OK)
-        st = search(&S, mcfg, masg, &mfound, info);
+        st = search(&S, cfg_out, asg_out, found, info);
     /* The objective's own search's plan unless the other is better on the objective. */
-    bool mk = P->obj == MB_PLAN_MAKESPAN
-                  ? mfound && (!efound || !beats(P, G, ecfg, easg, mcfg, masg))
-                  : mfound && (!efound || beats(P, G, mcfg, masg, ecfg, easg));
-    if (st == MB_OK && (efound || mfound)) {
-        memcpy(cfg_out, mk ? mcfg : ecfg, G * sizeof(size_t));
-        memcpy(asg_out, mk ? masg : easg, P->nj * sizeof(size_t));
+    bool energy_plan = efound && (!*found || (P->obj == MB_PLAN_MAKESPAN
+                                                  ? beats(P, G, ecfg, easg, cfg_out, asg_out)
+                                                  : !beats(P, G, cfg_out, asg_out, ecfg, easg)));
+    if (st == MB_OK && energy_plan) {
+        memcpy(cfg_out, ecfg, G * sizeof(size_t));
+        memcpy(asg_out, easg, P->nj * sizeof(size_t));
         *found = true;
     }
     info->seconds = now_s() - ts;
@@ -618,8 +618,6 @@ done:
     free(key);
     free(ecfg);
     free(easg);
-    free(mcfg);
-    free(masg);
     if (st == MB_ENOMEM)
         return mb_error_set(err, MB_ENOMEM, "out of memory");
     return st;
