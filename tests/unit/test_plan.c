@@ -27,21 +27,7 @@ static double urand(void)
 static void add_row(struct mb_plan_profiles *p, const char *w, const char *part, double thr,
                     double power, double idle, double mem)
 {
-    struct mb_plan_profile r;
-    memset(&r, 0, sizeof(r));
-    snprintf(r.workload, sizeof(r.workload), "%s", w);
-    snprintf(r.gpu, sizeof(r.gpu), "H100-80GB");
-    snprintf(r.partition, sizeof(r.partition), "%s", part);
-    snprintf(r.unit, sizeof(r.unit), "samples");
-    snprintf(r.source, sizeof(r.source), "test");
-    r.throughput = thr;
-    r.power_w = power;
-    r.idle_power_w = idle;
-    r.peak_mem_mib = mem;
-    struct mb_error err;
-    int st = mb_plan_profiles_add(p, cat, &r, &err);
-    if (st != MB_OK)
-        fail_msg("add_row: %s", err.msg);
+    fx_plan_row(p, w, part, "samples", thr, power, idle, mem, NAN);
 }
 
 static const char *const sizes[] = {"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", "full"};

@@ -25,21 +25,7 @@
 static void row(struct mb_plan_profiles *p, const char *w, const char *part, double thr,
                 double power, double limit_w)
 {
-    struct mb_plan_profile r;
-    memset(&r, 0, sizeof(r));
-    snprintf(r.workload, sizeof(r.workload), "%s", w);
-    snprintf(r.gpu, sizeof(r.gpu), "H100-80GB");
-    snprintf(r.partition, sizeof(r.partition), "%s", part);
-    snprintf(r.unit, sizeof(r.unit), "steps");
-    snprintf(r.source, sizeof(r.source), "test %s %g W", w, limit_w);
-    r.throughput = thr;
-    r.power_w = power;
-    r.idle_power_w = 70;
-    r.peak_mem_mib = NAN;
-    r.power_limit_w = limit_w;
-    struct mb_error err;
-    if (mb_plan_profiles_add(p, cat, &r, &err) != MB_OK)
-        fail_msg("add: %s", err.msg);
+    fx_plan_row(p, w, part, "steps", thr, power, 70, NAN, limit_w);
 }
 
 static void job(struct mb_plan_job *j, const char *name, const char *w, double work)
